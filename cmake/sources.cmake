@@ -1,0 +1,31 @@
+# Helpers shared by the CMake files.
+
+# nbits_glob(OUT dir...) : every *.cc directly in each dir (not recursive).
+function(nbits_glob out)
+  set(files)
+  foreach(dir ${ARGN})
+    file(GLOB found CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cc)
+    list(APPEND files ${found})
+  endforeach()
+  list(SORT files)
+  set(${out} ${files} PARENT_SCOPE)
+endfunction()
+
+# x86 kernel files carry their ISA in their name; only that file is compiled
+# with the ISA's flags and it is only called after the run-time CPU check.
+function(nbits_isa_flags_x86 files)
+  foreach(f ${files})
+    get_filename_component(n ${f} NAME_WE)
+    if(n MATCHES "_avx512vnni$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
+        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mfma;-mavx2;-mf16c")
+    elseif(n MATCHES "_avx512$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
+        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mfma;-mavx2;-mf16c")
+    elseif(n MATCHES "_avxvnni$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-mavxvnni;-mavx2;-mfma;-mf16c")
+    elseif(n MATCHES "_avx2$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    endif()
+  endforeach()
+endfunction()

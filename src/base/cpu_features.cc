@@ -1,0 +1,112 @@
+#include "base/cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
+#if defined(__riscv)
+#include <sys/auxv.h>
+#endif
+
+namespace nbits {
+
+std::string CpuFeatures::describe() const {
+  std::ostringstream os;
+  const char* sep = "";
+  auto add = [&](bool on, const char* name) {
+    if (on) {
+      os << sep << name;
+      sep = " ";
+    }
+  };
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx_vnni, "avx-vnni");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512vl, "avx512vl");
+  add(avx512dq, "avx512dq");
+  add(avx512vnni, "avx512vnni");
+  if (rvv) os << sep << "rvv(vlen=" << vlen_bits << ")", sep = " ";
+  add(ime, "ime");
+  std::string s = os.str();
+  return s.empty() ? "scalar" : s;
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+static unsigned long long xgetbv0() {
+  unsigned eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+#endif
+
+CpuFeatures detect_cpu_features() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(_M_X64)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1;
+  const bool avx = (c >> 28) & 1;
+  f.fma = (c >> 12) & 1;
+  f.f16c = (c >> 29) & 1;
+  unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+  const bool ymm_ok = (xcr0 & 0x6) == 0x6;
+  const bool zmm_ok = (xcr0 & 0xe6) == 0xe6;
+  if (!(avx && ymm_ok)) {
+    f.fma = f.f16c = false;
+    return f;
+  }
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = (b >> 5) & 1;
+    if (zmm_ok) {
+      f.avx512f = (b >> 16) & 1;
+      f.avx512dq = (b >> 17) & 1;
+      f.avx512bw = (b >> 30) & 1;
+      f.avx512vl = (b >> 31) & 1;
+      f.avx512vnni = (c >> 11) & 1;
+    }
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = (a >> 4) & 1;
+#elif defined(__riscv)
+  unsigned long hw = getauxval(AT_HWCAP);
+  f.rvv = (hw & (1ul << ('V' - 'A'))) != 0;
+#if defined(__riscv_vector)
+  if (f.rvv) {
+    unsigned long vlenb;
+    __asm__ volatile("csrr %0, vlenb" : "=r"(vlenb));
+    f.vlen_bits = static_cast<int>(vlenb * 8);
+  }
+#endif
+  // IME availability is decided by the IME kernels' own safe probe.
+#endif
+  return f;
+}
+
+// NBITS_ISA lowers the detected level for testing and comparison:
+//   ref (no SIMD kernels), avx2, avx512, avx512vnni, rvv, ime.
+static CpuFeatures apply_env_override(CpuFeatures f) {
+  const char* env = std::getenv("NBITS_ISA");
+  if (env == nullptr || *env == 0) return f;
+  const std::string v = env;
+  if (v == "ref" || v == "scalar") return CpuFeatures{};
+  if (v == "avx2") {
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx_vnni = false;
+  } else if (v == "avx512") {
+    f.avx512vnni = f.avx_vnni = false;
+  } else if (v == "rvv") {
+    f.ime = false;
+  }
+  return f;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = apply_env_override(detect_cpu_features());
+  return f;
+}
+
+}  // namespace nbits

@@ -1,0 +1,38 @@
+// Read-only memory-mapped file (RAII). Empty files map to an empty span.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace nbits {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Throws nbits::Error naming the path if it cannot be opened or mapped.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void reset();
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// Reads a whole (small) file into a string; throws nbits::Error on failure.
+std::string read_text_file(const std::string& path);
+bool file_exists(const std::string& path);
+
+}  // namespace nbits

@@ -1,0 +1,74 @@
+// Session: a loaded model ready to run steps. Built once from an ONNX file:
+// ops resolved (unsupported ops/dtypes refused here, naming them), weights
+// packed once, an execution plan with tensor lifetimes and one arena.
+// After the first run with a given input shape, run() allocates nothing.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace nbits::graph {
+
+struct SessionOptions {
+  int threads = 1;                            // 0 = all hardware threads
+  std::optional<int> accuracy_level;          // override every MatMulNBits' accuracy_level
+  bool profile = false;                       // collect per-node timings
+};
+
+// One line of the profile: per node (or per op type when aggregated).
+struct ProfileEntry {
+  std::string name;       // node name, or op type
+  std::string op_type;
+  std::string kernel;     // kernel path taken (MatMulNBits: micro-kernel name)
+  int64_t calls = 0;
+  double total_ms = 0.0;
+};
+
+// What `nbits inspect` and the profile show for each MatMulNBits node.
+struct MatMulNBitsInfo {
+  std::string node;
+  int64_t K = 0, N = 0;
+  int bits = 0, block_size = 0, accuracy_level = 0;
+  bool zero_points = false, bias = false;
+  std::string kernel;  // kernel set chosen at load
+  size_t packed_bytes = 0;
+};
+
+class Session {
+ public:
+  // path: model.onnx (external data next to it). Throws nbits::Error.
+  static std::unique_ptr<Session> load(const std::string& path, const SessionOptions& options = {});
+  virtual ~Session() = default;
+
+  virtual std::vector<std::string> input_names() const = 0;
+  virtual std::vector<std::string> output_names() const = 0;
+
+  // Binds caller-owned memory to a graph input for the next run()s. The
+  // tensor's shape must match the graph input's declared rank/dtype.
+  virtual void bind_input(std::string_view name, const Tensor& t) = 0;
+  // Binds caller-owned memory to an output: the op producing it writes there
+  // (e.g. present KV == past KV, one shared buffer). Shape must be what the
+  // graph produces for the bound inputs, else run() throws.
+  virtual void bind_output(std::string_view name, const Tensor& t) = 0;
+  // Runs every node once. Throws nbits::Error on shape mismatch.
+  virtual void run() = 0;
+  // An output of the last run (bound or arena memory, valid until the next run).
+  virtual const Tensor& output(std::string_view name) const = 0;
+
+  // Only compute logits for the last position (lm_head on one row). The
+  // output named `logits_name` then has shape [B, 1, V].
+  virtual void set_last_position_only(std::string_view logits_name, bool on) = 0;
+
+  virtual std::vector<MatMulNBitsInfo> matmul_nbits_info() const = 0;
+  virtual std::vector<ProfileEntry> profile() const = 0;  // per node, in plan order
+  virtual void reset_profile() = 0;
+  virtual size_t weight_bytes() const = 0;  // packed weights + other initializers in use
+  virtual size_t arena_bytes() const = 0;
+};
+
+}  // namespace nbits::graph

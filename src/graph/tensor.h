@@ -1,0 +1,61 @@
+// Runtime tensors of the graph executor: dtype + shape + pointer (not owning).
+// Shapes are fixed-capacity so a step allocates nothing.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "base/error.h"
+
+namespace nbits::graph {
+
+enum class DType : uint8_t { kF32, kF16, kBF16, kI64, kI32, kU8, kI8, kBool };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+struct Shape {
+  static constexpr int kMaxRank = 8;
+  int rank = 0;
+  std::array<int64_t, kMaxRank> d{};
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) {
+    NBITS_ASSERT(dims.size() <= kMaxRank);
+    for (int64_t v : dims) d[rank++] = v;
+  }
+  int64_t operator[](int i) const { return d[i]; }
+  int64_t& operator[](int i) { return d[i]; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= d[i];
+    return n;
+  }
+  void push_back(int64_t v) {
+    NBITS_CHECK(rank < kMaxRank, "tensor rank above ", kMaxRank, " is not supported");
+    d[rank++] = v;
+  }
+  bool operator==(const Shape& o) const {
+    if (rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i)
+      if (d[i] != o.d[i]) return false;
+    return true;
+  }
+  std::string str() const;  // "[1,7,64]"
+};
+
+struct Tensor {
+  DType dtype = DType::kF32;
+  Shape shape;
+  void* data = nullptr;
+
+  int64_t numel() const { return shape.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+};
+
+}  // namespace nbits::graph

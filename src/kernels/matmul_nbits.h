@@ -1,0 +1,80 @@
+// MatMulNBits kernels: the seam between ops/ (which knows ONNX) and kernels/
+// (which knows ISAs). A kernel set packs a quantized weight ONCE into its own
+// format and then multiplies fp32 activations by it.
+//
+// Numerics contract (docs/design.md, matches ONNX Runtime):
+//  * Compute::kFp32 (accuracy_level 0..3): W = (q - zp) * scale in fp32, fp32 FMA.
+//  * Compute::kInt8 (accuracy_level 4): each row of A is quantized per weight
+//    block with quant::quantize_row_blocks (scale = amax/127, round half to even,
+//    tail beyond K zero); block dots are exact int32; zero points handled exactly
+//    (either q - zp before the dot, or by per-block sums); blocks accumulate in
+//    fp32 as acc += (float)dot * (scale_a * scale_b). Bias is added last.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/cpu_features.h"
+#include "base/thread_pool.h"
+
+namespace nbits::kernels {
+
+enum class Compute { kFp32, kInt8 };
+
+// The weight exactly as MatMulNBits stores it (views; not owned).
+struct QuantizedMatrix {
+  int64_t N = 0;                          // output features (rows of B)
+  int64_t K = 0;                          // input features
+  int bits = 4;                           // 4 or 8 (2 handled by the reference only)
+  int block_size = 32;                    // power of two >= 16
+  const uint8_t* codes = nullptr;         // [N][k_blocks][block_size*bits/8], low nibble first
+  const float* scales = nullptr;          // [N * k_blocks]
+  const uint8_t* zero_points = nullptr;   // packed like ONNX, [N][ceil(k_blocks*bits/8)]; null = 2^(bits-1)
+  const float* zero_points_f = nullptr;   // unpacked float zero points [N*k_blocks] (rare); null if absent
+
+  int64_t k_blocks() const { return (K + block_size - 1) / block_size; }
+  int64_t blob_bytes() const { return static_cast<int64_t>(block_size) * bits / 8; }
+  int64_t zp_row_bytes() const { return (k_blocks() * bits + 7) / 8; }
+  // Code of element (n, k) and the zero point of block (n, b), as unsigned ints.
+  int code(int64_t n, int64_t k) const;
+  float zero_point(int64_t n, int64_t b) const;
+  float scale(int64_t n, int64_t b) const { return scales[n * k_blocks() + b]; }
+};
+
+// A weight packed for one kernel set. Immutable after packing, so one instance
+// can be used from several threads' worth of work via the pool.
+class PackedMatMul {
+ public:
+  virtual ~PackedMatMul() = default;
+  // Y[M,N] = A[M,K] * W^T (+ bias[N]). A and Y are dense row-major.
+  // Uses `pool` to split N (panel-aligned). Allocates nothing after the first
+  // call with a given M (scratch is kept per instance or per thread).
+  virtual void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const = 0;
+  // The micro-kernel that a call with this M takes, e.g. "qgemv_q4x16_avx512vnni".
+  virtual const char* kernel_name(int64_t M) const = 0;
+  // Bytes of packed weights (what a decode step streams).
+  virtual size_t packed_bytes() const = 0;
+};
+
+// One entry of the kernel table. Tests iterate the table; dispatch picks the
+// first entry (in table order = preference) whose requirements hold.
+struct MatMulNBitsKernel {
+  const char* name;     // kernel set name, e.g. "q4x16_avx512vnni"
+  Compute compute;
+  // Requirements: CPU features and weight shape (bits, block size, ...).
+  bool (*supports)(const QuantizedMatrix& w, const CpuFeatures& cpu);
+  std::unique_ptr<PackedMatMul> (*pack)(const QuantizedMatrix& w);
+};
+
+// The table, most preferred first; the scalar reference entries come last and
+// support everything.
+std::span<const MatMulNBitsKernel> matmul_nbits_kernels();
+
+// The single dispatch point: packs `w` for the best kernel set on `cpu`.
+std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Compute compute,
+                                                const CpuFeatures& cpu = cpu_features());
+
+}  // namespace nbits::kernels

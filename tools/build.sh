@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour: tools/build.sh [release|asan|fuzz] (default release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+jobs=${NBITS_JOBS:-$(nproc)}
+case "$flavour" in
+  release) cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON >/dev/null
+           cmake --build build -j "$jobs" ;;
+  asan)    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNBITS_SANITIZE=ON \
+             -DNBITS_BUILD_BENCH=OFF -DNBITS_WERROR=ON >/dev/null
+           cmake --build build-asan -j "$jobs" ;;
+  fuzz)    CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+             -DNBITS_BUILD_FUZZ=ON -DNBITS_BUILD_TESTS=OFF -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=OFF >/dev/null
+           cmake --build build-fuzz -j "$jobs" ;;
+  *) echo "usage: tools/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
+esac
