@@ -4,10 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${NBITS_JOBS:-$(nproc)}
+LAUNCHER=""
+if command -v ccache >/dev/null 2>&1; then LAUNCHER="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"; fi
 case "$flavour" in
-  release) cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON >/dev/null
+  release) cmake -S . -B build -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON >/dev/null
            cmake --build build -j "$jobs" ;;
-  asan)    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNBITS_SANITIZE=ON \
+  asan)    cmake -S . -B build-asan -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNBITS_SANITIZE=ON \
              -DNBITS_BUILD_BENCH=OFF -DNBITS_WERROR=ON >/dev/null
            cmake --build build-asan -j "$jobs" ;;
   fuzz)    CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -1,0 +1,2 @@
+// Room llm: see docs/design.md.
+namespace nbits {}

@@ -1,0 +1,2 @@
+// Room onnx: see docs/design.md.
+namespace nbits {}

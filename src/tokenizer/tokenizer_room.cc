@@ -1,0 +1,2 @@
+// Room tokenizer: see docs/design.md.
+namespace nbits {}
