@@ -1,2 +1,0 @@
-// Room llm: see docs/design.md.
-namespace nbits {}

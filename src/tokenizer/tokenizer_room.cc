@@ -1,2 +1,0 @@
-// Room tokenizer: see docs/design.md.
-namespace nbits {}
