@@ -1,0 +1,179 @@
+#include "llm/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "alloc_counter.h"
+
+namespace nbits::llm {
+namespace {
+
+std::vector<float> log_probs(const std::vector<double>& p) {
+  std::vector<float> l;
+  for (double v : p) l.push_back(static_cast<float>(std::log(v)));
+  return l;
+}
+
+SamplerOptions sampling(float temperature = 1.0f) {
+  SamplerOptions o;
+  o.greedy = false;
+  o.temperature = temperature;
+  return o;
+}
+
+TEST(Sampler, ArgmaxTiesGoToLowestId) {
+  EXPECT_EQ(argmax(std::vector<float>{1, 3, 3, 2}), 1);
+  Sampler s;
+  EXPECT_EQ(s.sample(std::vector<float>{0, 5, 5, 5}, {}), 1);
+}
+
+TEST(Sampler, RepetitionPenaltyFollowsHuggingFace) {
+  SamplerOptions o;
+  o.repetition_penalty = 1.25f;
+  Sampler s(o);
+  // Positive logit divided: 2.0 -> 1.6 < 1.9.
+  EXPECT_EQ(s.sample(std::vector<float>{2.0f, 1.9f}, std::vector<int32_t>{0}), 1);
+  // Negative logit multiplied: -1.0 -> -1.25 < -1.1.
+  EXPECT_EQ(s.sample(std::vector<float>{-1.0f, -1.1f}, std::vector<int32_t>{0}), 1);
+  // Applied once per distinct token, however often it was seen: 2.0 -> 1.6 > 1.5.
+  EXPECT_EQ(s.sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{0, 0, 0, 0}), 0);
+  // Out-of-range history ids are ignored.
+  EXPECT_EQ(s.sample(std::vector<float>{2.0f, 1.9f}, std::vector<int32_t>{-1, 7}), 0);
+}
+
+TEST(Sampler, TopKKeepsTheKLargestRenormalised) {
+  auto o = sampling();
+  o.top_k = 2;
+  Sampler s(o);
+  std::vector<float> probs;
+  s.probabilities(log_probs({0.1, 0.4, 0.2, 0.3}), {}, probs);
+  EXPECT_FLOAT_EQ(probs[0], 0.0f);
+  EXPECT_FLOAT_EQ(probs[2], 0.0f);
+  EXPECT_NEAR(probs[1], 0.4 / 0.7, 1e-6);
+  EXPECT_NEAR(probs[3], 0.3 / 0.7, 1e-6);
+}
+
+TEST(Sampler, TopPKeepsTheMinimalSet) {
+  const auto l = log_probs({0.05, 0.5, 0.15, 0.3});
+  std::vector<float> probs;
+  auto o = sampling();
+  o.top_p = 0.75f;  // 0.5 + 0.3 >= 0.75: two tokens
+  Sampler(o).probabilities(l, {}, probs);
+  EXPECT_EQ(std::count_if(probs.begin(), probs.end(), [](float p) { return p > 0; }), 2);
+  EXPECT_NEAR(probs[1], 0.5 / 0.8, 1e-6);
+  EXPECT_NEAR(probs[3], 0.3 / 0.8, 1e-6);
+  o.top_p = 0.85f;  // needs the 0.15 too
+  Sampler(o).probabilities(l, {}, probs);
+  EXPECT_EQ(std::count_if(probs.begin(), probs.end(), [](float p) { return p > 0; }), 3);
+  EXPECT_EQ(probs[0], 0.0f);
+  o.top_p = 0.1f;  // at least one token
+  Sampler(o).probabilities(l, {}, probs);
+  EXPECT_FLOAT_EQ(probs[1], 1.0f);
+}
+
+TEST(Sampler, MinPDropsTokensBelowFractionOfMax) {
+  auto o = sampling();
+  o.min_p = 0.35f;  // threshold 0.175
+  std::vector<float> probs;
+  Sampler(o).probabilities(log_probs({0.05, 0.5, 0.15, 0.3}), {}, probs);
+  EXPECT_EQ(probs[0], 0.0f);
+  EXPECT_EQ(probs[2], 0.0f);
+  EXPECT_NEAR(probs[1], 0.5 / 0.8, 1e-6);
+}
+
+TEST(Sampler, TemperatureSharpensAndFlattens) {
+  std::vector<float> probs;
+  Sampler(sampling(2.0f)).probabilities(log_probs({0.8, 0.2}), {}, probs);
+  // p^(1/2), renormalised: sqrt(.8) / (sqrt(.8) + sqrt(.2)) = 2/3.
+  EXPECT_NEAR(probs[0], 2.0 / 3.0, 1e-6);
+  Sampler(sampling(0.5f)).probabilities(log_probs({0.8, 0.2}), {}, probs);
+  EXPECT_NEAR(probs[0], 0.64 / 0.68, 1e-6);
+}
+
+TEST(Sampler, SeededDrawsAreReproducible) {
+  const auto l = log_probs({0.1, 0.2, 0.3, 0.4});
+  auto o = sampling();
+  o.seed = 42;
+  Sampler a(o), b(o);
+  o.seed = 43;
+  Sampler c(o);
+  int differ = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const int32_t x = a.sample(l, {});
+    ASSERT_EQ(x, b.sample(l, {}));
+    differ += x != c.sample(l, {});
+  }
+  EXPECT_GT(differ, 100);
+  a.reseed(42);
+  b.reseed(42);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(a.sample(l, {}), b.sample(l, {}));
+}
+
+TEST(Sampler, FrequenciesMatchTheDistribution) {
+  const std::vector<double> p = {0.5, 0.3, 0.15, 0.05};
+  auto o = sampling();
+  o.seed = 7;
+  Sampler s(o);
+  std::vector<int> hits(p.size(), 0);
+  const int draws = 200000;
+  for (int i = 0; i < draws; ++i) hits[static_cast<size_t>(s.sample(log_probs(p), {}))]++;
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(hits[i] / double(draws), p[i], 0.005) << "token " << i;
+}
+
+TEST(Sampler, LargeVocabTopPMatchesFullSort) {
+  const size_t V = 151936;
+  Rng rng(3);
+  std::vector<float> l(V);
+  for (auto& v : l) v = static_cast<float>(rng.uniform() * 12.0);
+  auto o = sampling(0.7f);
+  o.top_p = 0.9f;
+  std::vector<float> probs;
+  Sampler(o).probabilities(l, {}, probs);
+  // Reference: full sort, softmax, minimal prefix with mass >= 0.9.
+  std::vector<int32_t> ids(V);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::sort(ids.begin(), ids.end(),
+            [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  double z = 0;
+  for (float v : l) z += std::exp((v - l[ids[0]]) / 0.7);
+  double cum = 0;
+  size_t keep = 0;
+  while (cum < 0.9 * z) cum += std::exp((l[ids[keep++]] - l[ids[0]]) / 0.7);
+  size_t kept = 0;
+  for (float q : probs) kept += q > 0;
+  EXPECT_EQ(kept, keep);
+  EXPECT_GT(probs[ids[keep - 1]], 0.0f);
+  EXPECT_EQ(probs[ids[keep]], 0.0f);
+  EXPECT_NEAR(probs[ids[0]], std::exp(0.0) / cum, 1e-6);
+}
+
+TEST(Sampler, NoAllocationAfterFirstCall) {
+  const size_t V = 50000;
+  Rng rng(5);
+  std::vector<float> l(V);
+  for (auto& v : l) v = static_cast<float>(rng.uniform() * 8.0);
+  std::vector<int32_t> history = {1, 5, 9, 100};
+  auto o = sampling(0.8f);
+  o.top_k = 40;
+  o.top_p = 0.9f;
+  o.min_p = 0.01f;
+  o.repetition_penalty = 1.1f;
+  Sampler s(o);
+  s.sample(l, history);
+  const int64_t before = testing::allocation_count();
+  for (int i = 0; i < 20; ++i) s.sample(l, history);
+  EXPECT_EQ(testing::allocation_count(), before);
+  o.top_k = 0;  // the top-p path without top-k
+  Sampler s2(o);
+  s2.sample(l, history);
+  const int64_t before2 = testing::allocation_count();
+  for (int i = 0; i < 20; ++i) s2.sample(l, history);
+  EXPECT_EQ(testing::allocation_count(), before2);
+}
+
+}  // namespace
+}  // namespace nbits::llm
