@@ -3,7 +3,7 @@
 //
 //   onnx::ModelWriter w;
 //   w.add_opset("", 21); w.add_opset("com.microsoft", 1);
-//   w.add_input("input_ids", DataType::kInt64, {Dim{-1, "batch_size"}, Dim{-1, "sequence_length"}});
+//   w.add_input("input_ids", DataType::kInt64, {dim_param("batch_size"), dim_param("sequence_length")});
 //   w.add_initializer("W", DataType::kUint8, {N, blocks, 16}, std::move(bytes));
 //   w.add_node("MatMulNBits", "com.microsoft", "mm0", {"x", "W", "S"}, {"y"},
 //              {int_attr("K", K), int_attr("N", N), int_attr("bits", 4), int_attr("block_size", 32)});
@@ -23,6 +23,18 @@
 #include "onnx/model.h"
 
 namespace nbits::onnx {
+
+// Dims for add_input/add_output: dim_value(64) fixed, dim_param("batch_size") symbolic.
+inline Dim dim_value(int64_t v) {
+  Dim d;
+  d.value = v;
+  return d;
+}
+inline Dim dim_param(std::string name) {
+  Dim d;
+  d.param = std::move(name);
+  return d;
+}
 
 // One node attribute as the writer stores it (see the *_attr helpers).
 struct WriterAttr {
@@ -58,7 +70,7 @@ class ModelWriter {
   void set_graph_name(std::string name) { graph_name_ = std::move(name); }
   void add_opset(std::string domain, int64_t version);
 
-  // Graph inputs/outputs: Dim{-1, "batch_size"} is symbolic, Dim{64} fixed.
+  // Graph inputs/outputs: dims from dim_param("batch_size") (symbolic) and dim_value(64).
   void add_input(std::string name, DataType dtype, std::vector<Dim> dims);
   void add_output(std::string name, DataType dtype, std::vector<Dim> dims);
 
