@@ -1,0 +1,42 @@
+// CompInt8 M=1 GEMV on int4 x16 panels, AVX2: maddubs(unsigned codes, int8
+// activations), exact int32 block dots, one fp32 lane per output column.
+#include "kernels/x86/x16_avx2_inl.h"
+
+namespace nbits::kernels {
+
+template <bool kAsym>
+void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                      const int32_t* qsum, float* y, const float* bias) {
+  using namespace avx2;
+  const int64_t groups = w.block / 8;
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* blk = w.panel(p);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+      const uint8_t* codes = blk + w.header_bytes;
+      const int8_t* q = qa + b * w.block;
+      __m256i d0 = _mm256_setzero_si256(), d1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int64_t g = 0; g < groups; ++g, codes += 64, q += 8) {
+        _mm_prefetch(reinterpret_cast<const char*>(codes) + 1024, _MM_HINT_T0);
+        const __m256i alo = bcast4(q), ahi = bcast4(q + 4);
+        d0 = _mm256_add_epi32(d0,
+                              dot_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes)), alo, ahi));
+        d1 = _mm256_add_epi32(
+            d1, dot_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32)), alo, ahi));
+      }
+      d0 = correct<kAsym>(d0, blk + 64, 8, 0, qsum[b]);
+      d1 = correct<kAsym>(d1, blk + 72, 8, 0, qsum[b]);
+      acc0 = accumulate(acc0, d0, sa[b], reinterpret_cast<const float*>(blk));
+      acc1 = accumulate(acc1, d1, sa[b], reinterpret_cast<const float*>(blk) + 8);
+    }
+    store16(y, bias, p * 16, w.N, acc0, acc1);
+  }
+}
+
+template void qgemv_q4x16_avx2<false>(const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                                      const int32_t*, float*, const float*);
+template void qgemv_q4x16_avx2<true>(const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                                     const int32_t*, float*, const float*);
+
+}  // namespace nbits::kernels

@@ -1,0 +1,100 @@
+// Inline AVX2 helpers shared by the *_avx2.cc micro-kernels (include only from
+// files compiled with AVX2 flags).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/x86/x16_avx2.h"
+
+namespace nbits::kernels::avx2 {
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Broadcast of 4 int8 activations (one dword) to every lane.
+inline __m256i bcast4(const int8_t* q) { return _mm256_set1_epi32(load_i32(q)); }
+
+// Exact int32 dots of one 64-byte int4 group half (8 columns x 8 k) with
+// activations k..k+3 (alo) and k+4..k+7 (ahi): |partial| <= 4*15*127 fits int16.
+inline __m256i dot_q4(__m256i x, __m256i alo, __m256i ahi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m256i lo = _mm256_and_si256(x, m4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+  const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+  return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+}
+
+// Exact int32 dots of 8 columns x 4 int8 codes with 4 activations, against the
+// codes shifted to signed (q - 128): sign trick keeps maddubs below 2*128*127.
+inline __m256i dot_q8s(__m256i x, __m256i a) {
+  const __m256i ws = _mm256_xor_si256(x, _mm256_set1_epi8(static_cast<char>(0x80)));
+  const __m256i s16 = _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(a, ws));
+  return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+}
+
+// Zero points of 8 columns (bytes at p) as int32.
+inline __m256i load_zp8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// dot - (zp - offset) * qsum for 8 columns, where the dot was taken against
+// codes minus `offset`; zp is the packed one (kAsym) or `dflt_zp`.
+template <bool kAsym>
+inline __m256i correct(__m256i d, const uint8_t* zp, int dflt_zp, int offset, int32_t qsum) {
+  if constexpr (kAsym) {
+    const __m256i z = _mm256_sub_epi32(load_zp8(zp), _mm256_set1_epi32(offset));
+    return _mm256_sub_epi32(d, _mm256_mullo_epi32(z, _mm256_set1_epi32(qsum)));
+  } else {
+    const int z = dflt_zp - offset;
+    return z == 0 ? d : _mm256_sub_epi32(d, _mm256_set1_epi32(z * qsum));
+  }
+}
+
+// acc += float(dot) * (sa * scale): the reference's exact operation order.
+inline __m256 accumulate(__m256 acc, __m256i dot, float sa, const float* scales) {
+  const __m256 s = _mm256_mul_ps(_mm256_set1_ps(sa), _mm256_load_ps(scales));
+  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dot), s));
+}
+
+// Stores `cnt` (<= 8) columns of v (+ bias) at y.
+inline void store8(float* y, __m256 v, const float* bias, int64_t cnt) {
+  if (cnt == 8) {
+    if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
+    _mm256_storeu_ps(y, v);
+    return;
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, v);
+  for (int64_t c = 0; c < cnt; ++c) y[c] = bias != nullptr ? t[c] + bias[c] : t[c];
+}
+
+// Stores columns [n0, min(N, n0+16)) of (v0, v1) (+ bias) into y (indexed by column).
+inline void store16(float* y, const float* bias, int64_t n0, int64_t N, __m256 v0, __m256 v1) {
+  const int64_t cnt = std::min<int64_t>(16, N - n0);
+  const float* b = bias != nullptr ? bias + n0 : nullptr;
+  store8(y + n0, v0, b, std::min<int64_t>(8, cnt));
+  if (cnt > 8) store8(y + n0 + 8, v1, b != nullptr ? b + 8 : nullptr, cnt - 8);
+}
+
+// Byte i of every dword moved to its low byte, others zero (pshufb selector;
+// pshufb indexes within each 128-bit lane).
+inline __m256i dword_byte_sel(int i) {
+  const int b = static_cast<int>(0x80808000u) | i;
+  return _mm256_setr_epi32(b, b + 4, b + 8, b + 12, b, b + 4, b + 8, b + 12);
+}
+
+// Column zero points (8 columns at p) as floats, or the default.
+template <bool kAsym>
+inline __m256 zp_ps(const uint8_t* p, int dflt) {
+  if constexpr (kAsym) return _mm256_cvtepi32_ps(load_zp8(p));
+  return _mm256_set1_ps(static_cast<float>(dflt));
+}
+
+}  // namespace nbits::kernels::avx2

@@ -1,0 +1,65 @@
+#include "quant/packed_x16.h"
+
+#include <cstring>
+#include <new>
+
+#include "base/error.h"
+
+namespace nbits::quant {
+
+AlignedBytes::AlignedBytes(size_t n) : n_(n) {
+  const size_t rounded = (n + 63) / 64 * 64;
+  p_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded)));
+  if (!p_) throw std::bad_alloc();
+  std::memset(p_.get(), 0, rounded == 0 ? 64 : rounded);
+}
+
+bool x16_packable(const kernels::QuantizedMatrix& w) {
+  return (w.bits == 4 || w.bits == 8) && w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0 &&
+         w.zero_points_f == nullptr && w.N > 0 && w.K > 0;
+}
+
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w) {
+  NBITS_ASSERT(x16_packable(w));
+  PackedX16 p;
+  p.bits = w.bits;
+  p.block = w.block_size;
+  p.N = w.N;
+  p.K = w.K;
+  p.k_blocks = w.k_blocks();
+  p.panels = (w.N + 15) / 16;
+  p.has_zp = w.zero_points != nullptr;
+  p.header_bytes = p.has_zp ? 128 : 64;
+  const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
+  p.block_stride = p.header_bytes + code_bytes;
+  p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
+  p.data = AlignedBytes(p.panel_stride * static_cast<size_t>(p.panels));
+
+  const int64_t blob = w.blob_bytes(), kb = p.k_blocks, BL = w.block_size;
+  for (int64_t n = 0; n < w.N; ++n) {
+    const int64_t pi = n / 16, c = n % 16;
+    for (int64_t b = 0; b < kb; ++b) {
+      uint8_t* blk = p.data.data() + pi * p.panel_stride + b * p.block_stride;
+      std::memcpy(blk + 4 * c, &w.scales[n * kb + b], 4);
+      if (p.has_zp) blk[64 + c] = static_cast<uint8_t>(w.zero_point(n, b));
+      const uint8_t* src = w.codes + (n * kb + b) * blob;
+      uint8_t* codes = blk + p.header_bytes;
+      const int64_t valid = std::min<int64_t>(BL, w.K - b * BL);  // codes past K stay 0
+      if (w.bits == 4) {
+        auto q = [&](int64_t j) -> uint8_t { return j < valid ? (src[j / 2] >> ((j & 1) * 4)) & 0xf : 0; };
+        for (int64_t g = 0; g < BL / 8; ++g)
+          for (int i = 0; i < 4; ++i)
+            codes[g * 64 + 4 * c + i] = static_cast<uint8_t>(q(8 * g + i) | (q(8 * g + 4 + i) << 4));
+      } else {
+        for (int64_t g = 0; g < BL / 4; ++g)
+          for (int i = 0; i < 4; ++i) {
+            const int64_t j = 4 * g + i;
+            codes[g * 64 + 4 * c + i] = j < valid ? src[j] : 0;
+          }
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace nbits::quant

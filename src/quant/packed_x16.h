@@ -1,0 +1,69 @@
+// The x16 packed weight format: MatMulNBits weights re-laid out at load time in
+// panels of 16 output columns, so a SIMD kernel streams one contiguous run of
+// bytes per panel and gets one int32 (or fp32) lane per output column.
+//
+// Layout: panel p (columns 16p..16p+15) is `panel_stride` bytes; inside it,
+// K-block b is `block_stride` bytes:
+//   [float scales[16]]                     64 bytes
+//   [uint8 zp[16], 48 bytes of padding]    64 bytes, only when has_zp
+//   [codes]                                groups of 64 bytes, one dword per column:
+//     bits 4: a group covers 8 k; column c's dword (bytes 4c..4c+3): byte i holds
+//             k = 8g+i in its low nibble and k = 8g+4+i in its high nibble;
+//     bits 8: a group covers 4 k; byte i of column c's dword is the code of k = 4g+i.
+// Codes stay unsigned (0..15 / 0..255). Codes past K and columns past N are 0
+// with scale 0 and zero point 0, so they never contribute (kernels also feed
+// zero activations there). Without has_zp the zero point is 2^(bits-1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "kernels/matmul_nbits.h"
+
+namespace nbits::quant {
+
+// 64-byte aligned owned bytes.
+class AlignedBytes {
+ public:
+  AlignedBytes() = default;
+  explicit AlignedBytes(size_t n);
+  uint8_t* data() { return p_.get(); }
+  const uint8_t* data() const { return p_.get(); }
+  size_t size() const { return n_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t[], Free> p_;
+  size_t n_ = 0;
+};
+
+struct PackedX16 {
+  int bits = 4;
+  int block = 32;
+  int64_t N = 0, K = 0;
+  int64_t k_blocks = 0;
+  int64_t panels = 0;
+  bool has_zp = false;
+  size_t header_bytes = 0;  // scales (+ zero points)
+  size_t block_stride = 0;  // header + codes of one (panel, K-block)
+  size_t panel_stride = 0;  // k_blocks * block_stride
+  AlignedBytes data;
+
+  const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride; }
+  // Elements of K covered by one 64-byte code group (8 for int4, 4 for int8).
+  int group_k() const { return bits == 4 ? 8 : 4; }
+  int default_zp() const { return 1 << (bits - 1); }
+};
+
+// True when `w` can be packed as x16 (bits 4 or 8, block a power of two >= 16,
+// integer zero points).
+bool x16_packable(const kernels::QuantizedMatrix& w);
+
+// Packs `w` (x16_packable) into a new PackedX16.
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w);
+
+}  // namespace nbits::quant

@@ -1,0 +1,204 @@
+// Table-driven tests: every registered MatMulNBits kernel set that this CPU
+// supports is compared with the scalar reference on random weights (bits 4/8,
+// block 16..256, K not a multiple of the block, N not a multiple of 16,
+// symmetric and asymmetric, with and without bias, M in {1..33}).
+//
+// Error bounds (u = 2^-24, fp32 unit roundoff). Both sides compute the same
+// exact quantities and differ only in fp32 rounding / summation order:
+//  * CompInt8: y = sum_b float(dot_b) * (sa_b * sb_b) with exact int32 dot_b.
+//    Each side is within gamma_(kb+2) * T of the exact sum, with
+//    T = sum_b |dot_b * sa_b * sb_b| (+ |bias|), so |diff| <= 2 (kb+3) u T.
+//  * CompFp32: y = sum_k a_k (q_k - zp_b) s_b. Any split into per-block partial
+//    sums (including sum a*q - zp * sum a) is within gamma_(K+2kb+4) * T of the
+//    exact value with T = sum_k |a_k| (|q_k| + |zp_b|) |s_b| (+ |bias|).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul_nbits.h"
+#include "kernels/ref/matmul_nbits_ref.h"
+#include "quant/quantize_a.h"
+
+namespace nbits::kernels {
+namespace {
+
+constexpr double kU = 1.0 / 16777216.0;  // 2^-24
+
+struct RandomWeight {
+  std::vector<uint8_t> codes, zp;
+  std::vector<float> scales;
+  QuantizedMatrix w;
+
+  RandomWeight(int bits, int block, int64_t K, int64_t N, bool asym, std::mt19937& rng) {
+    w.N = N;
+    w.K = K;
+    w.bits = bits;
+    w.block_size = block;
+    const int64_t kb = w.k_blocks();
+    codes.resize(static_cast<size_t>(N * kb * w.blob_bytes()));
+    for (auto& c : codes) c = static_cast<uint8_t>(rng());  // includes garbage past K: must not count
+    std::uniform_real_distribution<float> sd(0.002f, 0.02f);
+    scales.resize(static_cast<size_t>(N * kb));
+    for (auto& s : scales) s = sd(rng);
+    if (asym) {
+      zp.resize(static_cast<size_t>(N * w.zp_row_bytes()));
+      for (auto& z : zp) z = static_cast<uint8_t>(rng());
+    }
+    w.codes = codes.data();
+    w.scales = scales.data();
+    w.zero_points = asym ? zp.data() : nullptr;
+  }
+};
+
+std::vector<float> random_a(int64_t M, int64_t K, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>(M * K));
+  for (auto& v : a) v = d(rng);
+  if (M > 1)  // an all-zero activation block (scale 0) in row 1
+    for (int64_t k = 0; k < std::min<int64_t>(K, 16); ++k) a[static_cast<size_t>(K + k)] = 0.0f;
+  return a;
+}
+
+// Per-output error bounds (see the file comment).
+std::vector<double> int8_bounds(const QuantizedMatrix& w, const std::vector<float>& A, int64_t M,
+                                const float* bias) {
+  const int64_t kb = w.k_blocks();
+  std::vector<int8_t> qa(static_cast<size_t>(kb * w.block_size));
+  std::vector<float> sa(static_cast<size_t>(kb));
+  std::vector<double> tol(static_cast<size_t>(M * w.N));
+  for (int64_t m = 0; m < M; ++m) {
+    quant::quantize_row_blocks(A.data() + m * w.K, w.K, w.block_size, qa.data(), sa.data());
+    for (int64_t n = 0; n < w.N; ++n) {
+      double t = bias != nullptr ? std::fabs(bias[n]) : 0.0;
+      for (int64_t b = 0; b < kb; ++b)
+        t += std::fabs(static_cast<double>(block_dot_ref(w, n, b, qa.data() + b * w.block_size)) * sa[b] *
+                       w.scale(n, b));
+      tol[static_cast<size_t>(m * w.N + n)] = 2.0 * (kb + 3) * kU * t + 1e-30;
+    }
+  }
+  return tol;
+}
+
+std::vector<double> fp32_bounds(const QuantizedMatrix& w, const std::vector<float>& A, int64_t M,
+                                const float* bias) {
+  const int64_t kb = w.k_blocks();
+  std::vector<double> tol(static_cast<size_t>(M * w.N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < w.N; ++n) {
+      double t = bias != nullptr ? std::fabs(bias[n]) : 0.0;
+      for (int64_t k = 0; k < w.K; ++k) {
+        const int64_t b = k / w.block_size;
+        t += std::fabs(A[static_cast<size_t>(m * w.K + k)]) * (w.code(n, k) + w.zero_point(n, b)) *
+             std::fabs(w.scale(n, b));
+      }
+      tol[static_cast<size_t>(m * w.N + n)] = 2.0 * (w.K + 2 * kb + 4) * kU * t + 1e-30;
+    }
+  return tol;
+}
+
+struct Shape {
+  int bits, block;
+  int64_t K, N;
+  bool asym, bias;
+};
+
+std::vector<Shape> shapes() {
+  std::vector<Shape> s;
+  for (int bits : {4, 8})
+    for (int block : {16, 32, 64, 128, 256}) {
+      s.push_back({bits, block, 3 * block, 48, false, true});                  // K odd multiple of the block
+      s.push_back({bits, block, 2 * block + block / 2 + 1, 37, true, false});  // K ragged, N ragged, zp
+    }
+  s.push_back({4, 32, 7, 5, true, true});  // K shorter than one block, N < one panel
+  s.push_back({8, 16, 33, 17, false, false});
+  return s;
+}
+
+TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
+  const CpuFeatures& cpu = cpu_features();
+  std::mt19937 rng(1234);
+  ThreadPool pool1(1), pool2(2);
+  std::vector<std::string> skipped;
+  int checked = 0;
+  for (const Shape& sh : shapes()) {
+    RandomWeight rw(sh.bits, sh.block, sh.K, sh.N, sh.asym, rng);
+    const QuantizedMatrix& w = rw.w;
+    std::vector<float> bias(static_cast<size_t>(sh.N));
+    for (auto& b : bias) b = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+    const float* bp = sh.bias ? bias.data() : nullptr;
+    for (int64_t M : {1, 2, 3, 4, 5, 7, 16, 33}) {
+      const std::vector<float> A = random_a(M, sh.K, rng);
+      std::vector<float> want_i8(static_cast<size_t>(M * sh.N)), want_f32(want_i8.size());
+      matmul_nbits_ref_int8(w, A.data(), M, want_i8.data(), bp);
+      matmul_nbits_ref_fp32(w, A.data(), M, want_f32.data(), bp);
+      const std::vector<double> tol_i8 = int8_bounds(w, A, M, bp), tol_f32 = fp32_bounds(w, A, M, bp);
+      for (const auto& k : matmul_nbits_kernels()) {
+        if (!k.supports(w, cpu)) {
+          const std::string why = std::string(k.name);
+          if (std::find(skipped.begin(), skipped.end(), why) == skipped.end()) skipped.push_back(why);
+          continue;
+        }
+        SCOPED_TRACE(std::string(k.name) + " bits=" + std::to_string(sh.bits) + " block=" +
+                     std::to_string(sh.block) + " K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
+                     " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : ""));
+        auto packed = k.pack(w);
+        std::vector<float> y1(want_i8.size(), NAN), y2(want_i8.size(), NAN);
+        packed->run(A.data(), M, y1.data(), bp, pool1);
+        packed->run(A.data(), M, y2.data(), bp, pool2);
+        ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << "threads 1 vs 2 differ";
+        const bool i8 = k.compute == Compute::kInt8;
+        const auto& want = i8 ? want_i8 : want_f32;
+        const auto& tol = i8 ? tol_i8 : tol_f32;
+        for (size_t i = 0; i < y1.size(); ++i)
+          ASSERT_LE(std::fabs(static_cast<double>(y1[i]) - want[i]), tol[i])
+              << "at m=" << i / sh.N << " n=" << i % sh.N << " got " << y1[i] << " want " << want[i]
+              << " via " << packed->kernel_name(M);
+        ++checked;
+      }
+    }
+  }
+  for (const auto& s : skipped)
+    std::printf("[ skipped  ] %s: not supported on this CPU (%s) for some shapes\n", s.c_str(),
+                cpu.describe().c_str());
+  EXPECT_GT(checked, 0);
+}
+
+TEST(MatMulNBitsKernels, KernelNameSaysGemvOrGemm) {
+  std::mt19937 rng(7);
+  RandomWeight rw(4, 32, 64, 32, false, rng);
+  for (const auto& k : matmul_nbits_kernels()) {
+    if (!k.supports(rw.w, cpu_features())) continue;
+    auto p = k.pack(rw.w);
+    EXPECT_NE(p->kernel_name(1), nullptr);
+    EXPECT_GT(p->packed_bytes(), 0u);
+    const std::string n1 = p->kernel_name(1), n2 = p->kernel_name(2);
+    if (std::string(k.name).find("ref") == std::string::npos) {
+      EXPECT_NE(n1.find("gemv"), std::string::npos) << k.name;
+      EXPECT_NE(n2.find("gemm"), std::string::npos) << k.name;
+    }
+  }
+}
+
+TEST(MatMulNBitsKernels, DispatchPrefersFirstSupported) {
+  std::mt19937 rng(9);
+  RandomWeight rw(4, 32, 64, 32, false, rng);
+  for (Compute c : {Compute::kInt8, Compute::kFp32}) {
+    const MatMulNBitsKernel* first = nullptr;
+    for (const auto& k : matmul_nbits_kernels())
+      if (k.compute == c && k.supports(rw.w, cpu_features())) {
+        first = &k;
+        break;
+      }
+    ASSERT_NE(first, nullptr);
+    auto picked = make_matmul_nbits(rw.w, c);
+    EXPECT_STREQ(picked->kernel_name(1), first->pack(rw.w)->kernel_name(1));
+  }
+}
+
+}  // namespace
+}  // namespace nbits::kernels
