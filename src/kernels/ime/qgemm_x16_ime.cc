@@ -1,0 +1,166 @@
+// SpacemiT IME CompInt8 MatMulNBits on x16 panels. Per 16 columns x (4 rows of A) x 8 k:
+// one vmadotsu (A signed int8 tile x B unsigned codes tile). int4: one 32-byte load = 4 columns
+// x 16 k as nibbles; vand/vsrl give the two B^T tiles. int8: one load = one tile.
+// Block epilogue (exact): dot = acc - zp*sum(a); acc_f += float(dot) * (sa*sb) in fp32, on the
+// 4x4 accumulator layout (lane 4i+j = row i, column j of the group).
+// M=1 (decode) uses the same tiles with rows 1-3 zero and a 4-lane epilogue.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/ime/ime_probe.h"
+#include "kernels/ime/pack_x16.h"
+#include "kernels/ime/vmadot.h"
+#include "kernels/rvv/quantize_a_rvv.h"
+
+#if defined(NBITS_HAVE_IME_KERNELS)
+
+namespace nbits::kernels::ime {
+namespace {
+
+// Quantized activations in A-tile layout: per (row group g, block b) a record of
+// bs/8 tiles of 32 B (4 rows x 8 k), then float sa_lanes[16], int32 sum_lanes[16].
+struct ActTiles {
+  std::vector<uint8_t> data;
+  std::vector<int8_t> row;
+  std::vector<float> sa;
+  std::vector<int32_t> sum;
+  size_t stride = 0;
+  const uint8_t* rec(int64_t g, int64_t b, int64_t kb) const { return data.data() + (g * kb + b) * stride; }
+};
+
+void quantize_tiles(const PackX16& p, const float* A, int64_t M, ActTiles& t) {
+  const int bs = p.bs;
+  const int64_t groups = (M + 3) / 4;
+  t.stride = static_cast<size_t>(bs) * 4 + 128;
+  t.data.assign(static_cast<size_t>(groups * p.kb) * t.stride, 0);
+  t.row.resize(static_cast<size_t>(p.kb * bs));
+  t.sa.resize(static_cast<size_t>(p.kb));
+  t.sum.resize(static_cast<size_t>(p.kb));
+  for (int64_t m = 0; m < M; ++m) {
+    rvv::quantize_row_blocks_rvv(A + m * p.K, p.K, bs, t.row.data(), t.sa.data(), t.sum.data());
+    const int64_t g = m / 4, i = m % 4;
+    for (int64_t b = 0; b < p.kb; ++b) {
+      uint8_t* rec = t.data.data() + (g * p.kb + b) * t.stride;
+      for (int q = 0; q < bs / 8; ++q) std::memcpy(rec + q * 32 + i * 8, t.row.data() + b * bs + q * 8, 8);
+      float* sa = reinterpret_cast<float*>(rec + bs * 4);
+      int32_t* sum = reinterpret_cast<int32_t*>(rec + bs * 4 + 64);
+      for (int j = 0; j < 4; ++j) {
+        sa[4 * i + j] = t.sa[b];
+        sum[4 * i + j] = t.sum[b];
+      }
+    }
+  }
+}
+
+// One row group (rows m0..m0+rows) x one panel. EL = epilogue lanes: 4 for M=1, 16 otherwise.
+template <size_t EL>
+void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int64_t m0, int64_t rows,
+              float* Y, const float* bias) {
+  const int bs = p.bs;
+  const vuint32m2_t lane = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(16), 3, 16);
+  vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, 16), f1 = f0, f2 = f0, f3 = f0;
+  for (int64_t b = 0; b < p.kb; ++b) {
+    const uint8_t* prec = p.block(panel, b);
+    const uint8_t* codes = prec + p.codes_offset;
+    const uint8_t* at = t.rec(g, b, p.kb);
+    vint32m2_t c0 = __riscv_vmv_v_x_i32m2(0, 16), c1 = c0, c2 = c0, c3 = c0;
+    if (p.bits == 4) {
+      for (int k = 0; k < bs; k += 16, at += 64, codes += 128) {
+        const vint8m1_t a0 = __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32);
+        const vint8m1_t a1 = __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at + 32), 32);
+        vuint8m1_t w = __riscv_vle8_v_u8m1(codes, 32);
+        c0 = vmadotsu(vmadotsu(c0, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
+        w = __riscv_vle8_v_u8m1(codes + 32, 32);
+        c1 = vmadotsu(vmadotsu(c1, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
+        w = __riscv_vle8_v_u8m1(codes + 64, 32);
+        c2 = vmadotsu(vmadotsu(c2, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
+        w = __riscv_vle8_v_u8m1(codes + 96, 32);
+        c3 = vmadotsu(vmadotsu(c3, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
+      }
+    } else {
+      for (int k = 0; k < bs; k += 8, at += 32, codes += 128) {
+        const vint8m1_t a = __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32);
+        c0 = vmadotsu(c0, a, __riscv_vle8_v_u8m1(codes, 32));
+        c1 = vmadotsu(c1, a, __riscv_vle8_v_u8m1(codes + 32, 32));
+        c2 = vmadotsu(c2, a, __riscv_vle8_v_u8m1(codes + 64, 32));
+        c3 = vmadotsu(c3, a, __riscv_vle8_v_u8m1(codes + 96, 32));
+      }
+    }
+    const uint8_t* arec = t.rec(g, b, p.kb) + bs * 4;
+    const vfloat32m2_t sa = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(arec), EL);
+    const vint32m2_t sum = __riscv_vle32_v_i32m2(reinterpret_cast<const int32_t*>(arec + 64), EL);
+    const vfloat32m2_t sb16 = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(prec), 16);
+    auto finish = [&](vfloat32m2_t f, vint32m2_t c, unsigned grp) {
+      if (p.has_zp) {
+        const int32_t* zl = reinterpret_cast<const int32_t*>(prec + p.zp_offset) + grp * 16;
+        c = __riscv_vnmsac_vv_i32m2(c, __riscv_vle32_v_i32m2(zl, EL), sum, EL);
+      } else {
+        c = __riscv_vnmsac_vx_i32m2(c, p.zero_default(), sum, EL);
+      }
+      const vfloat32m2_t sb = __riscv_vrgather_vv_f32m2(sb16, __riscv_vadd_vx_u32m2(lane, 4 * grp, EL), EL);
+      return __riscv_vfmacc_vv_f32m2(f, __riscv_vfcvt_f_x_v_f32m2(c, EL), __riscv_vfmul_vv_f32m2(sa, sb, EL),
+                                     EL);
+    };
+    f0 = finish(f0, c0, 0);
+    f1 = finish(f1, c1, 1);
+    f2 = finish(f2, c2, 2);
+    f3 = finish(f3, c3, 3);
+  }
+  float out[4][16];
+  __riscv_vse32_v_f32m2(out[0], f0, EL);
+  __riscv_vse32_v_f32m2(out[1], f1, EL);
+  __riscv_vse32_v_f32m2(out[2], f2, EL);
+  __riscv_vse32_v_f32m2(out[3], f3, EL);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int grp = 0; grp < 4; ++grp)
+      for (int j = 0; j < 4; ++j) {
+        const int64_t n = panel * 16 + grp * 4 + j;
+        if (n < p.N) Y[(m0 + i) * p.N + n] = out[grp][4 * i + j] + (bias != nullptr ? bias[n] : 0.0f);
+      }
+}
+
+class QgemmX16Ime final : public PackedMatMul {
+ public:
+  explicit QgemmX16Ime(const QuantizedMatrix& w) : p_(pack_x16(w)) {}
+
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    thread_local ActTiles tiles;
+    quantize_tiles(p_, A, M, tiles);
+    const ActTiles& t = tiles;
+    const int64_t groups = (M + 3) / 4;
+    pool.parallel_range(p_.panels, 1, [&](int64_t pb, int64_t pe) {
+      pin_thread_to_ime_cores();
+      for (int64_t panel = pb; panel < pe; ++panel)  // panel-outer: the B panel stays in cache
+        for (int64_t g = 0; g < groups; ++g) {
+          const int64_t rows = std::min<int64_t>(4, M - 4 * g);
+          if (rows == 1)
+            tile_x16<4>(p_, t, g, panel, 4 * g, 1, Y, bias);
+          else
+            tile_x16<16>(p_, t, g, panel, 4 * g, rows, Y, bias);
+        }
+    });
+  }
+  const char* kernel_name(int64_t M) const override {
+    if (p_.bits == 4) return M == 1 ? "qgemv_q4x16_ime" : "qgemm_q4x16_4x16_ime";
+    return M == 1 ? "qgemv_q8x16_ime" : "qgemm_q8x16_4x16_ime";
+  }
+  size_t packed_bytes() const override { return p_.data.size(); }
+
+ private:
+  PackX16 p_;
+};
+
+}  // namespace
+
+std::unique_ptr<PackedMatMul> make_qgemm_x16_ime(const QuantizedMatrix& w) {
+  return std::make_unique<QgemmX16Ime>(w);
+}
+
+}  // namespace nbits::kernels::ime
+
+#else
+namespace nbits::kernels::ime {
+std::unique_ptr<PackedMatMul> make_qgemm_x16_ime(const QuantizedMatrix&) { return nullptr; }
+}  // namespace nbits::kernels::ime
+#endif

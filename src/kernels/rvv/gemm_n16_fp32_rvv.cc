@@ -1,0 +1,107 @@
+// RVV 1.0 CompFp32 MatMulNBits on N16 panels: each k's 16 weights are dequantized once,
+// w = (float(code) - zp) * scale (the reference's order), then FMA'd into up to 4 rows.
+#include <algorithm>
+
+#include "kernels/rvv/pack_n16.h"
+
+#if defined(__riscv_v_intrinsic)
+#include <riscv_vector.h>
+
+namespace nbits::kernels::rvv {
+namespace {
+
+template <int R>
+void gemm_tile(const PackN16& p, const float* A, int64_t m0, int64_t panel, float* Y, const float* bias) {
+  const size_t vl = 16;
+  const float* a[4];
+  for (int r = 0; r < 4; ++r) a[r] = A + (m0 + std::min(r, R - 1)) * p.K;
+  vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, vl), f1 = f0, f2 = f0, f3 = f0;
+  auto fma = [&](vfloat32m2_t w, int64_t k) {
+    f0 = __riscv_vfmacc_vf_f32m2(f0, a[0][k], w, vl);
+    if constexpr (R > 1) f1 = __riscv_vfmacc_vf_f32m2(f1, a[1][k], w, vl);
+    if constexpr (R > 2) f2 = __riscv_vfmacc_vf_f32m2(f2, a[2][k], w, vl);
+    if constexpr (R > 3) f3 = __riscv_vfmacc_vf_f32m2(f3, a[3][k], w, vl);
+  };
+  for (int64_t b = 0; b < p.kb; ++b) {
+    const uint8_t* rec = p.block(panel, b);
+    const uint8_t* codes = rec + p.codes_offset;
+    const vfloat32m2_t sb = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(rec), vl);
+    vfloat32m2_t zp = __riscv_vfmv_v_f_f32m2(static_cast<float>(p.zero_default()), vl);
+    if (p.has_zp)
+      zp = __riscv_vfcvt_f_xu_v_f32m2(
+          __riscv_vzext_vf4_u32m2(__riscv_vle8_v_u8mf2(rec + p.zp_offset, vl), vl), vl);
+    auto dq = [&](vuint8mf2_t c) {
+      const vfloat32m2_t x = __riscv_vfcvt_f_xu_v_f32m2(__riscv_vzext_vf4_u32m2(c, vl), vl);
+      return __riscv_vfmul_vv_f32m2(__riscv_vfsub_vv_f32m2(x, zp, vl), sb, vl);
+    };
+    const int64_t kbeg = b * p.bs, kend = std::min<int64_t>(p.K, kbeg + p.bs);
+    if (p.bits == 4) {
+      for (int64_t k = kbeg; k < kend; k += 2, codes += 16) {
+        const vuint8mf2_t v = __riscv_vle8_v_u8mf2(codes, vl);
+        fma(dq(__riscv_vand_vx_u8mf2(v, 15, vl)), k);
+        if (k + 1 < kend) fma(dq(__riscv_vsrl_vx_u8mf2(v, 4, vl)), k + 1);
+      }
+    } else {
+      for (int64_t k = kbeg; k < kend; ++k, codes += 16) fma(dq(__riscv_vle8_v_u8mf2(codes, vl)), k);
+    }
+  }
+  const int64_t n0 = panel * 16;
+  const size_t vn = static_cast<size_t>(std::min<int64_t>(16, p.N - n0));
+  auto store = [&](vfloat32m2_t f, int r) {
+    if (bias != nullptr) f = __riscv_vfadd_vv_f32m2(f, __riscv_vle32_v_f32m2(bias + n0, vn), vn);
+    __riscv_vse32_v_f32m2(Y + (m0 + r) * p.N + n0, f, vn);
+  };
+  store(f0, 0);
+  if constexpr (R > 1) store(f1, 1);
+  if constexpr (R > 2) store(f2, 2);
+  if constexpr (R > 3) store(f3, 3);
+}
+
+class GemmN16Fp32Rvv final : public PackedMatMul {
+ public:
+  explicit GemmN16Fp32Rvv(const QuantizedMatrix& w) : p_(pack_n16(w)) {}
+
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    pool.parallel_range(p_.panels, 1, [&](int64_t pb, int64_t pe) {
+      for (int64_t panel = pb; panel < pe; ++panel) {
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) gemm_tile<4>(p_, A, m, panel, Y, bias);
+        switch (M - m) {
+          case 3:
+            gemm_tile<3>(p_, A, m, panel, Y, bias);
+            break;
+          case 2:
+            gemm_tile<2>(p_, A, m, panel, Y, bias);
+            break;
+          case 1:
+            gemm_tile<1>(p_, A, m, panel, Y, bias);
+            break;
+          default:
+            break;
+        }
+      }
+    });
+  }
+  const char* kernel_name(int64_t M) const override {
+    if (p_.bits == 4) return M == 1 ? "gemv_q4n16_fp32_rvv" : "gemm_q4n16_4x16_fp32_rvv";
+    return M == 1 ? "gemv_q8n16_fp32_rvv" : "gemm_q8n16_4x16_fp32_rvv";
+  }
+  size_t packed_bytes() const override { return p_.data.size(); }
+
+ private:
+  PackN16 p_;
+};
+
+}  // namespace
+
+std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv(const QuantizedMatrix& w) {
+  return std::make_unique<GemmN16Fp32Rvv>(w);
+}
+
+}  // namespace nbits::kernels::rvv
+
+#else
+namespace nbits::kernels::rvv {
+std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv(const QuantizedMatrix&) { return nullptr; }
+}  // namespace nbits::kernels::rvv
+#endif

@@ -1,0 +1,157 @@
+// RVV 1.0 CompInt8 MatMulNBits on N16 panels (VLEN 256): 16 output columns per vector lane
+// group; M=1 GEMV and a 4-row GEMM tile share one body (R rows reuse each unpacked weight).
+// Block dot: int4 codes as unsigned nibbles times signed int8 activations, vwmaccsu into int16
+// (16 k per flush: 16*127*15 fits), widened to int32; zero point via exact block sums:
+// dot = sum(a*code) - zp*sum(a). Then acc += float(dot) * (sa*sb) in fp32.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/rvv/pack_n16.h"
+#include "kernels/rvv/quantize_a_rvv.h"
+
+#if defined(__riscv_v_intrinsic)
+#include <riscv_vector.h>
+
+namespace nbits::kernels::rvv {
+namespace {
+
+// Quantized activations of M rows: codes [M][kb*bs], scales and code sums [M][kb].
+struct ActQ {
+  std::vector<int8_t> qa;
+  std::vector<float> sa;
+  std::vector<int32_t> sum;
+  int64_t row = 0;  // kb*bs
+};
+
+// Y[m0..m0+R) x panel columns. R = 1..4 rows of A (rows past R are never read).
+template <int R>
+void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, float* Y, const float* bias) {
+  const size_t vl = 16;
+  const int bs = p.bs;
+  const int8_t* q[4];
+  for (int r = 0; r < 4; ++r) q[r] = aq.qa.data() + (m0 + std::min(r, R - 1)) * aq.row;
+  vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, vl), f1 = f0, f2 = f0, f3 = f0;
+  for (int64_t b = 0; b < p.kb; ++b) {
+    const uint8_t* rec = p.block(panel, b);
+    const uint8_t* codes = rec + p.codes_offset;
+    const int8_t* q0 = q[0] + b * bs;
+    const int8_t* q1 = q[1] + b * bs;
+    const int8_t* q2 = q[2] + b * bs;
+    const int8_t* q3 = q[3] + b * bs;
+    vint32m2_t d0 = __riscv_vmv_v_x_i32m2(0, vl), d1 = d0, d2 = d0, d3 = d0;
+    if (p.bits == 4) {
+      for (int k0 = 0; k0 < bs; k0 += 16) {
+        vint16m1_t s0 = __riscv_vmv_v_x_i16m1(0, vl), s1 = s0, s2 = s0, s3 = s0;
+        for (int k = k0; k < k0 + 16; k += 2, codes += 16) {
+          const vuint8mf2_t v = __riscv_vle8_v_u8mf2(codes, vl);
+          const vuint8mf2_t lo = __riscv_vand_vx_u8mf2(v, 15, vl), hi = __riscv_vsrl_vx_u8mf2(v, 4, vl);
+          s0 = __riscv_vwmaccsu_vx_i16m1(__riscv_vwmaccsu_vx_i16m1(s0, q0[k], lo, vl), q0[k + 1], hi, vl);
+          if constexpr (R > 1)
+            s1 = __riscv_vwmaccsu_vx_i16m1(__riscv_vwmaccsu_vx_i16m1(s1, q1[k], lo, vl), q1[k + 1], hi, vl);
+          if constexpr (R > 2)
+            s2 = __riscv_vwmaccsu_vx_i16m1(__riscv_vwmaccsu_vx_i16m1(s2, q2[k], lo, vl), q2[k + 1], hi, vl);
+          if constexpr (R > 3)
+            s3 = __riscv_vwmaccsu_vx_i16m1(__riscv_vwmaccsu_vx_i16m1(s3, q3[k], lo, vl), q3[k + 1], hi, vl);
+        }
+        d0 = __riscv_vwadd_wv_i32m2(d0, s0, vl);
+        if constexpr (R > 1) d1 = __riscv_vwadd_wv_i32m2(d1, s1, vl);
+        if constexpr (R > 2) d2 = __riscv_vwadd_wv_i32m2(d2, s2, vl);
+        if constexpr (R > 3) d3 = __riscv_vwadd_wv_i32m2(d3, s3, vl);
+      }
+    } else {
+      for (int k = 0; k < bs; ++k, codes += 16) {
+        const vint16m1_t v =
+            __riscv_vreinterpret_v_u16m1_i16m1(__riscv_vzext_vf2_u16m1(__riscv_vle8_v_u8mf2(codes, vl), vl));
+        d0 = __riscv_vwmacc_vx_i32m2(d0, q0[k], v, vl);
+        if constexpr (R > 1) d1 = __riscv_vwmacc_vx_i32m2(d1, q1[k], v, vl);
+        if constexpr (R > 2) d2 = __riscv_vwmacc_vx_i32m2(d2, q2[k], v, vl);
+        if constexpr (R > 3) d3 = __riscv_vwmacc_vx_i32m2(d3, q3[k], v, vl);
+      }
+    }
+    // Epilogue: exact zero-point correction, then fp32 scale and accumulate.
+    const vfloat32m2_t sb = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(rec), vl);
+    vint32m2_t zp = __riscv_vmv_v_x_i32m2(p.zero_default(), vl);
+    if (p.has_zp)
+      zp = __riscv_vreinterpret_v_u32m2_i32m2(
+          __riscv_vzext_vf4_u32m2(__riscv_vle8_v_u8mf2(rec + p.zp_offset, vl), vl));
+    auto finish = [&](vfloat32m2_t f, vint32m2_t d, int r) {
+      const int64_t ab = (m0 + r) * p.kb + b;
+      d = __riscv_vnmsac_vx_i32m2(d, aq.sum[ab], zp, vl);
+      return __riscv_vfmacc_vv_f32m2(f, __riscv_vfcvt_f_x_v_f32m2(d, vl),
+                                     __riscv_vfmul_vf_f32m2(sb, aq.sa[ab], vl), vl);
+    };
+    f0 = finish(f0, d0, 0);
+    if constexpr (R > 1) f1 = finish(f1, d1, 1);
+    if constexpr (R > 2) f2 = finish(f2, d2, 2);
+    if constexpr (R > 3) f3 = finish(f3, d3, 3);
+  }
+  const int64_t n0 = panel * 16;
+  const size_t vn = static_cast<size_t>(std::min<int64_t>(16, p.N - n0));
+  auto store = [&](vfloat32m2_t f, int r) {
+    if (bias != nullptr) f = __riscv_vfadd_vv_f32m2(f, __riscv_vle32_v_f32m2(bias + n0, vn), vn);
+    __riscv_vse32_v_f32m2(Y + (m0 + r) * p.N + n0, f, vn);
+  };
+  store(f0, 0);
+  if constexpr (R > 1) store(f1, 1);
+  if constexpr (R > 2) store(f2, 2);
+  if constexpr (R > 3) store(f3, 3);
+}
+
+class QgemmN16Rvv final : public PackedMatMul {
+ public:
+  explicit QgemmN16Rvv(const QuantizedMatrix& w) : p_(pack_n16(w)) {}
+
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    thread_local ActQ aq;
+    aq.row = p_.kb * p_.bs;
+    aq.qa.resize(static_cast<size_t>(M * aq.row));
+    aq.sa.resize(static_cast<size_t>(M * p_.kb));
+    aq.sum.resize(static_cast<size_t>(M * p_.kb));
+    for (int64_t m = 0; m < M; ++m)
+      quantize_row_blocks_rvv(A + m * p_.K, p_.K, p_.bs, aq.qa.data() + m * aq.row, aq.sa.data() + m * p_.kb,
+                              aq.sum.data() + m * p_.kb);
+    const ActQ& a = aq;
+    pool.parallel_range(p_.panels, 1, [&](int64_t pb, int64_t pe) {
+      for (int64_t panel = pb; panel < pe; ++panel) {
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) qgemm_tile<4>(p_, a, m, panel, Y, bias);
+        switch (M - m) {
+          case 3:
+            qgemm_tile<3>(p_, a, m, panel, Y, bias);
+            break;
+          case 2:
+            qgemm_tile<2>(p_, a, m, panel, Y, bias);
+            break;
+          case 1:
+            qgemm_tile<1>(p_, a, m, panel, Y, bias);
+            break;
+          default:
+            break;
+        }
+      }
+    });
+  }
+  const char* kernel_name(int64_t M) const override {
+    if (p_.bits == 4) return M == 1 ? "qgemv_q4n16_rvv" : "qgemm_q4n16_4x16_rvv";
+    return M == 1 ? "qgemv_q8n16_rvv" : "qgemm_q8n16_4x16_rvv";
+  }
+  size_t packed_bytes() const override { return p_.data.size(); }
+
+ private:
+  PackN16 p_;
+};
+
+}  // namespace
+
+std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix& w) {
+  return std::make_unique<QgemmN16Rvv>(w);
+}
+
+}  // namespace nbits::kernels::rvv
+
+#else
+namespace nbits::kernels::rvv {
+std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix&) { return nullptr; }
+}  // namespace nbits::kernels::rvv
+#endif
