@@ -15,16 +15,16 @@
 namespace nbits::graph {
 
 struct SessionOptions {
-  int threads = 1;                            // 0 = all hardware threads
-  std::optional<int> accuracy_level;          // override every MatMulNBits' accuracy_level
-  bool profile = false;                       // collect per-node timings
+  int threads = 1;                    // 0 = all hardware threads
+  std::optional<int> accuracy_level;  // override every MatMulNBits' accuracy_level
+  bool profile = false;               // collect per-node timings
 };
 
 // One line of the profile: per node (or per op type when aggregated).
 struct ProfileEntry {
-  std::string name;       // node name, or op type
+  std::string name;  // node name, or op type
   std::string op_type;
-  std::string kernel;     // kernel path taken (MatMulNBits: micro-kernel name)
+  std::string kernel;  // kernel path taken (MatMulNBits: micro-kernel name)
   int64_t calls = 0;
   double total_ms = 0.0;
 };

@@ -12,9 +12,11 @@
 
 namespace nbits::graph {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kI64, kI32, kU8, kI8, kBool };
+// kU4/kI4: two elements per byte, element 0 in the low nibble (constants only).
+enum class DType : uint8_t { kF32, kF16, kBF16, kI64, kI32, kU8, kI8, kBool, kU4, kI4 };
 
-size_t dtype_size(DType t);
+size_t dtype_size(DType t);                  // bytes per element (1 for the 4-bit types)
+size_t dtype_bytes(DType t, int64_t numel);  // storage bytes of numel elements (4-bit: rounded up)
 const char* dtype_name(DType t);
 
 struct Shape {
@@ -53,9 +55,11 @@ struct Tensor {
   void* data = nullptr;
 
   int64_t numel() const { return shape.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  size_t bytes() const { return dtype_bytes(dtype, numel()); }
   template <typename T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
 };
 
 }  // namespace nbits::graph

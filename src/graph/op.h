@@ -1,0 +1,90 @@
+// The op interface between the session (graph/) and the op families (ops/).
+// An Op is built once per node at load (attributes and constant inputs
+// validated, weights packed), then each run the session calls infer() (output
+// shapes from input shapes, and from the values of small shape tensors) and
+// run() (compute into outputs whose memory the session assigned).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "graph/session.h"
+#include "graph/tensor.h"
+#include "onnx/model.h"
+
+namespace nbits::graph {
+
+// Inputs and outputs of one node during a run. Absent optional inputs and
+// outputs not produced are nullptr.
+struct OpArgs {
+  const Tensor* const* in = nullptr;
+  size_t n_in = 0;
+  Tensor* const* out = nullptr;
+  size_t n_out = 0;
+
+  const Tensor* input(size_t i) const { return i < n_in ? in[i] : nullptr; }
+  Tensor* output(size_t i) const { return i < n_out ? out[i] : nullptr; }
+};
+
+struct RunContext {
+  ThreadPool& pool;
+};
+
+// What an op factory sees at load: the node, the dtype of each input (nullopt
+// when absent), the constant inputs (initializers or folded values), options.
+// It must fill out_types for every output the node produces.
+struct OpBuild {
+  const onnx::Node& node;
+  std::vector<std::optional<DType>> in_types;
+  std::vector<const Tensor*> constants;  // non-null where input i is a constant
+  std::vector<DType> out_types;          // one per node output (filled by the factory)
+  const SessionOptions& options;
+
+  bool has_input(size_t i) const { return i < in_types.size() && in_types[i].has_value(); }
+  DType type(size_t i) const;                                // throws naming the node if input i is absent
+  const Tensor& constant(size_t i, const char* what) const;  // throws if input i is not a constant
+  const Tensor* constant_or_null(size_t i) const { return i < constants.size() ? constants[i] : nullptr; }
+  std::string where() const;  // "node 'X' (OpType)"
+  // Throws "<where>: <parts>" unless cond holds.
+  template <typename... Args>
+  void check(bool cond, Args&&... parts) const {
+    if (!cond) fail(where(), ": ", std::forward<Args>(parts)...);
+  }
+  void require_type(size_t i, std::initializer_list<DType> allowed, const char* what) const;
+  void set_outputs(DType t);  // every output gets dtype t
+};
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  // Sets the shape of every produced output (dtype already fixed at load).
+  virtual void infer(const OpArgs& a) = 0;
+  // Computes the outputs; their memory holds at least bytes() each.
+  virtual void run(const OpArgs& a, RunContext& ctx) = 0;
+  // >= 0: output 0 is a view of that input's data (Reshape, Identity, ...).
+  virtual int alias_input() const { return -1; }
+  // Kernel path of the last run, for the profile ("" when not interesting).
+  virtual std::string kernel_name() const { return ""; }
+  // Restrict a MatMul-like op to the last row of each sequence (lm_head).
+  virtual bool set_last_position_only(bool /*on*/) { return false; }
+  // MatMulNBits reports its packed weight here (and bytes() of packed data).
+  virtual std::optional<MatMulNBitsInfo> nbits_info() const { return std::nullopt; }
+  virtual size_t packed_weight_bytes() const { return 0; }
+};
+
+using OpFactory = std::unique_ptr<Op> (*)(OpBuild& b);
+
+// The op for (domain, op_type), or nullptr when unsupported.
+OpFactory find_op(const std::string& domain, const std::string& op_type);
+
+// Maps an ONNX dtype to a runtime dtype; nullopt when the runtime has none.
+std::optional<DType> to_dtype(onnx::DataType t);
+
+// Shape of an ONNX dims vector (throws naming `what` when rank > kMaxRank).
+Shape to_shape(const std::vector<int64_t>& dims, const std::string& what);
+
+}  // namespace nbits::graph

@@ -1,0 +1,113 @@
+#include "graph/plan.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "base/error.h"
+
+namespace nbits::graph {
+
+std::vector<onnx::Node> sorted_nodes(const onnx::Graph& g) {
+  std::vector<onnx::Node> nodes = g.nodes;
+  for (onnx::Node& n : nodes)
+    if (n.name.empty())
+      n.name = n.outputs.empty() ? "<" + n.op_type + ">" : "<" + n.op_type + " -> " + n.outputs[0] + ">";
+
+  std::set<std::string> sources;  // graph inputs and initializers
+  for (const auto& in : g.inputs) sources.insert(in.name);
+  for (const auto& t : g.initializers) sources.insert(t.name);
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& o : nodes[i].outputs) {
+      if (o.empty()) continue;
+      NBITS_CHECK(!sources.count(o), "node '", nodes[i].name, "' (", nodes[i].op_type, ") output '", o,
+                  "' is also a graph input or initializer");
+      const auto [it, fresh] = producer.emplace(o, i);
+      NBITS_CHECK(fresh, "value '", o, "' is produced by two nodes: '", nodes[it->second].name, "' and '",
+                  nodes[i].name, "'");
+    }
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs)
+      NBITS_CHECK(in.empty() || sources.count(in) || producer.count(in), "node '", n.name, "' (", n.op_type,
+                  ") input '", in, "' is not produced by any node, initializer or graph input");
+  for (const auto& out : g.outputs)
+    NBITS_CHECK(producer.count(out.name) || sources.count(out.name), "graph output '", out.name,
+                "' is not produced by any node, initializer or graph input");
+
+  // Kahn's algorithm, keeping the file's order among ready nodes.
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<size_t>> users(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& in : nodes[i].inputs) {
+      auto it = in.empty() ? producer.end() : producer.find(in);
+      if (it == producer.end()) continue;
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  std::vector<size_t> order;
+  std::set<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  while (!ready.empty()) {
+    const size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready.insert(u);
+  }
+  if (order.size() != nodes.size()) {
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (pending[i] > 0)
+        fail("graph has a cycle: node '", nodes[i].name, "' (", nodes[i].op_type,
+             ") depends on its own output");
+  }
+  std::vector<onnx::Node> sorted;
+  sorted.reserve(nodes.size());
+  for (size_t i : order) sorted.push_back(std::move(nodes[i]));
+  return sorted;
+}
+
+int fuse_matmul_nbits_bias(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  std::map<std::string, int> uses;
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs) ++uses[in];
+  std::set<std::string> graph_outputs;
+  for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  std::map<std::string, size_t> consumer;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& in : nodes[i].inputs) consumer[in] = i;
+
+  int fused = 0;
+  std::vector<bool> removed(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    onnx::Node& mm = nodes[i];
+    if (mm.op_type != "MatMulNBits" || mm.domain != "com.microsoft" || mm.outputs.size() != 1) continue;
+    if (mm.has_input(4) || mm.has_input(5)) continue;
+    const std::string& y = mm.outputs[0];
+    if (uses[y] != 1 || graph_outputs.count(y)) continue;
+    const size_t ai = consumer[y];
+    const onnx::Node& add = nodes[ai];
+    if (add.op_type != "Add" || !(add.domain.empty() || add.domain == "ai.onnx") || add.inputs.size() != 2)
+      continue;
+    const std::string& other = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+    const onnx::Tensor* bias = g.initializer(other);
+    const onnx::Attribute* n_attr = mm.attr("N");
+    if (bias == nullptr || n_attr == nullptr || bias->dtype != onnx::DataType::kFloat ||
+        bias->dims.size() != 1 || bias->dims[0] != n_attr->i)
+      continue;
+    mm.inputs.resize(6);
+    mm.inputs[5] = other;
+    mm.outputs[0] = add.outputs[0];
+    removed[ai] = true;
+    ++fused;
+  }
+  std::vector<onnx::Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+  return fused;
+}
+
+}  // namespace nbits::graph

@@ -1,0 +1,435 @@
+// The session: resolves ops, folds constants, plans buffers, runs steps.
+#include "graph/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <new>
+
+#include "base/timer.h"
+#include "graph/op.h"
+#include "graph/plan.h"
+
+namespace nbits::graph {
+namespace {
+
+enum class Kind { kInput, kConstant, kRuntime };
+
+struct Value {
+  std::string name;
+  Kind kind = Kind::kRuntime;
+  Tensor t;
+  int producer = -1;  // plan index (runtime values)
+  int root = -1;      // value owning the memory (alias views point to their root)
+  int last_use = -1;  // plan index of the last reader of the root's group
+  int buffer = -1;
+  bool graph_output = false;
+  bool bound = false;
+  Tensor binding;
+  std::vector<int64_t> declared;  // graph inputs/outputs: declared dims (-1 = symbolic)
+  bool has_declared = false;
+};
+
+struct PlanNode {
+  std::string name, op_type;
+  std::unique_ptr<Op> op;
+  std::vector<int> in, out;
+  std::vector<const Tensor*> in_ptrs;
+  std::vector<Tensor*> out_ptrs;
+  int64_t calls = 0;
+  double ms = 0.0;
+};
+
+// One reusable memory block of the arena; grows, never shrinks.
+struct Buffer {
+  void* p = nullptr;
+  size_t cap = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { release(); }
+  void release() {
+    if (p) ::operator delete(p, std::align_val_t(64));
+    p = nullptr;
+    cap = 0;
+  }
+  void* ensure(size_t bytes) {
+    if (bytes > cap) {
+      release();
+      const size_t n = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+      p = ::operator new(n, std::align_val_t(64));
+      cap = n;
+    }
+    return p;
+  }
+};
+
+class SessionImpl final : public Session {
+ public:
+  SessionImpl(const std::string& path, const SessionOptions& options)
+      : options_(options), pool_(options.threads) {
+    model_ = onnx::load_model(path);
+    build();
+  }
+
+  std::vector<std::string> input_names() const override { return names(inputs_); }
+  std::vector<std::string> output_names() const override { return names(outputs_); }
+
+  void bind_input(std::string_view name, const Tensor& t) override {
+    Value& v = values_[find(inputs_, name, "graph input")];
+    NBITS_CHECK(t.dtype == v.t.dtype, "bind_input '", v.name, "': dtype ", dtype_name(t.dtype),
+                " but the graph declares ", dtype_name(v.t.dtype));
+    check_declared(v, t.shape, "bind_input");
+    NBITS_CHECK(t.data != nullptr || t.numel() == 0, "bind_input '", v.name, "': null data");
+    v.bound = true;
+    v.binding = t;
+    v.t = t;
+  }
+
+  void bind_output(std::string_view name, const Tensor& t) override {
+    Value& v = values_[find(outputs_, name, "graph output")];
+    NBITS_CHECK(t.dtype == v.t.dtype, "bind_output '", v.name, "': dtype ", dtype_name(t.dtype),
+                " but the graph produces ", dtype_name(v.t.dtype));
+    NBITS_CHECK(v.kind == Kind::kRuntime, "bind_output '", v.name, "': output is not computed by a node");
+    v.bound = true;
+    v.binding = t;
+  }
+
+  void run() override;
+
+  const Tensor& output(std::string_view name) const override {
+    return values_[find(outputs_, name, "graph output")].t;
+  }
+
+  void set_last_position_only(std::string_view logits_name, bool on) override {
+    int v = find(outputs_, logits_name, "graph output");
+    while (true) {
+      const Value& val = values_[v];
+      NBITS_CHECK(val.kind == Kind::kRuntime && val.producer >= 0, "set_last_position_only: '", logits_name,
+                  "' is not computed by a node");
+      PlanNode& p = plan_[val.producer];
+      const int a = p.op->alias_input();
+      if (a >= 0 && p.in[a] >= 0) {
+        v = p.in[a];
+        continue;
+      }
+      NBITS_CHECK(p.op->set_last_position_only(on), "set_last_position_only: '", logits_name,
+                  "' is produced by node '", p.name, "' (", p.op_type, "), not by a MatMul or MatMulNBits");
+      return;
+    }
+  }
+
+  std::vector<MatMulNBitsInfo> matmul_nbits_info() const override {
+    std::vector<MatMulNBitsInfo> r;
+    for (const PlanNode& p : plan_)
+      if (auto info = p.op->nbits_info()) r.push_back(*info);
+    return r;
+  }
+
+  std::vector<ProfileEntry> profile() const override {
+    std::vector<ProfileEntry> r;
+    for (const PlanNode& p : plan_) r.push_back({p.name, p.op_type, p.op->kernel_name(), p.calls, p.ms});
+    return r;
+  }
+
+  void reset_profile() override {
+    for (PlanNode& p : plan_) p.calls = 0, p.ms = 0.0;
+  }
+
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+  size_t arena_bytes() const override {
+    size_t n = 0;
+    for (const auto& b : buffers_) n += b->cap;
+    return n;
+  }
+
+ private:
+  static std::vector<std::string> names_of(const std::vector<Value>& values, const std::vector<int>& ids) {
+    std::vector<std::string> r;
+    for (int i : ids) r.push_back(values[i].name);
+    return r;
+  }
+  std::vector<std::string> names(const std::vector<int>& ids) const { return names_of(values_, ids); }
+
+  int find(const std::vector<int>& ids, std::string_view name, const char* what) const {
+    for (int i : ids)
+      if (values_[i].name == name) return i;
+    fail("no ", what, " named '", name, "'");
+  }
+
+  void check_declared(const Value& v, const Shape& s, const char* who) const {
+    if (!v.has_declared) return;
+    NBITS_CHECK(static_cast<size_t>(s.rank) == v.declared.size(), who, " '", v.name, "': rank ", s.rank, " ",
+                s.str(), " but the graph declares rank ", v.declared.size());
+    for (int i = 0; i < s.rank; ++i)
+      NBITS_CHECK(v.declared[i] < 0 || v.declared[i] == s[i], who, " '", v.name, "': shape ", s.str(),
+                  " but dim ", i, " is declared ", v.declared[i]);
+  }
+
+  int value_id(const std::string& name) {
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
+    const onnx::Tensor* init = model_.graph.initializer(name);
+    NBITS_ASSERT(init != nullptr);
+    return add_constant(*init);
+  }
+
+  int add_constant(const onnx::Tensor& init) {
+    const auto dt = to_dtype(init.dtype);
+    NBITS_CHECK(dt.has_value(), "initializer '", init.name, "' has unsupported dtype ",
+                onnx::data_type_name(init.dtype));
+    Value v;
+    v.name = init.name;
+    v.kind = Kind::kConstant;
+    v.t.dtype = *dt;
+    v.t.shape = to_shape(init.dims, "initializer '" + init.name + "'");
+    NBITS_CHECK(init.bytes.size() == v.t.bytes(), "initializer '", init.name, "': ", init.bytes.size(),
+                " bytes for shape ", v.t.shape.str(), " of ", dtype_name(*dt));
+    const void* p = init.bytes.data();
+    if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {  // unaligned raw_data: copy
+      auto& store = storage_.emplace_back(init.bytes.begin(), init.bytes.end());
+      p = store.data();
+    }
+    v.t.data = const_cast<void*>(p);
+    v.root = static_cast<int>(values_.size());
+    values_.push_back(std::move(v));
+    return ids_[init.name] = values_.back().root;
+  }
+
+  void build();
+  void fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
+            const std::vector<int>& out);
+  void plan_buffers();
+
+  SessionOptions options_;
+  ThreadPool pool_;
+  onnx::Model model_;
+  std::vector<Value> values_;
+  std::map<std::string, int> ids_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<PlanNode> plan_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::deque<std::vector<uint8_t>> storage_;  // folded constants, realigned initializers
+  size_t weight_bytes_ = 0;
+};
+
+void SessionImpl::build() {
+  const onnx::Graph& g = model_.graph;
+  std::vector<onnx::Node> nodes = sorted_nodes(g);
+  fuse_matmul_nbits_bias(nodes, g);
+
+  values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);
+  for (const onnx::ValueInfo& in : g.inputs) {
+    if (g.initializer(in.name) != nullptr) continue;  // IR < 4: initializers listed as inputs
+    const auto dt = to_dtype(in.elem_type);
+    NBITS_CHECK(dt.has_value(), "graph input '", in.name, "' has unsupported dtype ",
+                onnx::data_type_name(in.elem_type));
+    Value v;
+    v.name = in.name;
+    v.kind = Kind::kInput;
+    v.t.dtype = *dt;
+    v.has_declared = in.has_shape;
+    for (const onnx::Dim& d : in.dims) v.declared.push_back(d.value);
+    v.root = static_cast<int>(values_.size());
+    ids_[in.name] = v.root;
+    inputs_.push_back(v.root);
+    values_.push_back(std::move(v));
+  }
+
+  for (const onnx::Node& node : nodes) {
+    const OpFactory make = find_op(node.domain, node.op_type);
+    NBITS_CHECK(make != nullptr, "unsupported op '", node.op_type, "' (domain '",
+                node.domain.empty() ? "ai.onnx" : node.domain, "') at node '", node.name, "'");
+    OpBuild b{node, {}, {}, {}, options_};
+    std::vector<int> in(node.inputs.size(), -1);
+    bool all_const = true;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i].empty()) {
+        b.in_types.emplace_back();
+        b.constants.push_back(nullptr);
+        continue;
+      }
+      in[i] = value_id(node.inputs[i]);
+      const Value& v = values_[in[i]];
+      b.in_types.emplace_back(v.t.dtype);
+      b.constants.push_back(v.kind == Kind::kConstant ? &v.t : nullptr);
+      all_const = all_const && v.kind == Kind::kConstant;
+    }
+    std::unique_ptr<Op> op = make(b);
+    NBITS_ASSERT(b.out_types.size() == node.outputs.size());
+    std::vector<int> out(node.outputs.size(), -1);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i].empty()) continue;
+      Value v;
+      v.name = node.outputs[i];
+      v.t.dtype = b.out_types[i];
+      out[i] = static_cast<int>(values_.size());
+      v.root = out[i];
+      ids_[v.name] = out[i];
+      values_.push_back(std::move(v));
+    }
+    if (all_const) {
+      fold(node, std::move(op), in, out);
+      continue;
+    }
+    PlanNode p;
+    p.name = node.name;
+    p.op_type = node.op_type;
+    p.op = std::move(op);
+    p.in = std::move(in);
+    p.out = std::move(out);
+    const int index = static_cast<int>(plan_.size());
+    for (int o : p.out)
+      if (o >= 0) values_[o].producer = index;
+    plan_.push_back(std::move(p));
+  }
+
+  for (const onnx::ValueInfo& o : g.outputs) {
+    const int id = value_id(o.name);
+    Value& v = values_[id];
+    v.graph_output = true;
+    v.has_declared = o.has_shape;
+    for (const onnx::Dim& d : o.dims) v.declared.push_back(d.value);
+    outputs_.push_back(id);
+  }
+
+  // Pointers into values_ are stable from here on.
+  std::vector<bool> counted(values_.size(), false);
+  for (PlanNode& p : plan_) {
+    for (int i : p.in) p.in_ptrs.push_back(i >= 0 ? &values_[i].t : nullptr);
+    for (int o : p.out) p.out_ptrs.push_back(o >= 0 ? &values_[o].t : nullptr);
+    const size_t packed = p.op->packed_weight_bytes();
+    weight_bytes_ += packed;
+    if (packed > 0) continue;
+    for (int i : p.in)
+      if (i >= 0 && values_[i].kind == Kind::kConstant && !counted[i]) {
+        counted[i] = true;
+        weight_bytes_ += values_[i].t.bytes();
+      }
+  }
+  plan_buffers();
+}
+
+void SessionImpl::fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
+                       const std::vector<int>& out) {
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> outs;
+  for (int i : in) ins.push_back(i >= 0 ? &values_[i].t : nullptr);
+  for (int o : out) outs.push_back(o >= 0 ? &values_[o].t : nullptr);
+  const OpArgs args{ins.data(), ins.size(), outs.data(), outs.size()};
+  op->infer(args);
+  const int alias = op->alias_input();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < 0) continue;
+    Value& v = values_[out[i]];
+    v.kind = Kind::kConstant;
+    if (alias >= 0 && i == 0) {
+      v.t.data = ins[alias]->data;
+    } else {
+      auto& store = storage_.emplace_back(std::max<size_t>(v.t.bytes(), 1));
+      v.t.data = store.data();
+    }
+  }
+  if (alias < 0) {
+    RunContext ctx{pool_};
+    op->run(args, ctx);
+  }
+  (void)node;
+}
+
+void SessionImpl::plan_buffers() {
+  const int end = std::numeric_limits<int>::max();
+  for (size_t pi = 0; pi < plan_.size(); ++pi) {
+    PlanNode& p = plan_[pi];
+    const int alias = p.op->alias_input();
+    for (size_t i = 0; i < p.out.size(); ++i)
+      if (p.out[i] >= 0 && alias >= 0 && i == 0 && p.in[alias] >= 0)
+        values_[p.out[i]].root = values_[p.in[alias]].root;
+    for (int i : p.in)
+      if (i >= 0) {
+        Value& r = values_[values_[i].root];
+        r.last_use = std::max(r.last_use, static_cast<int>(pi));
+      }
+    for (int o : p.out)
+      if (o >= 0) {
+        Value& r = values_[values_[o].root];
+        r.last_use = std::max(r.last_use, static_cast<int>(pi));
+        if (values_[o].graph_output) r.last_use = end;
+      }
+  }
+  std::vector<int> free_list;
+  for (size_t pi = 0; pi < plan_.size(); ++pi) {
+    PlanNode& p = plan_[pi];
+    for (int o : p.out)
+      if (o >= 0 && values_[o].root == o) {
+        if (free_list.empty()) {
+          buffers_.push_back(std::make_unique<Buffer>());
+          values_[o].buffer = static_cast<int>(buffers_.size()) - 1;
+        } else {
+          values_[o].buffer = free_list.back();
+          free_list.pop_back();
+        }
+      }
+    // Release the groups whose last reader is this node (after assigning outputs,
+    // so a node never reads and writes the same buffer).
+    auto release = [&](int id) {
+      Value& r = values_[values_[id].root];
+      if (r.kind == Kind::kRuntime && r.buffer >= 0 && r.last_use == static_cast<int>(pi)) {
+        free_list.push_back(r.buffer);
+        r.last_use = -2;  // released once
+      }
+    };
+    for (int i : p.in)
+      if (i >= 0) release(i);
+    for (int o : p.out)
+      if (o >= 0) release(o);
+  }
+}
+
+void SessionImpl::run() {
+  for (int i : inputs_)
+    NBITS_CHECK(values_[i].bound, "run: graph input '", values_[i].name, "' is not bound");
+  RunContext ctx{pool_};
+  for (PlanNode& p : plan_) {
+    const int64_t t0 = options_.profile ? now_ns() : 0;
+    const OpArgs args{p.in_ptrs.data(), p.in_ptrs.size(), p.out_ptrs.data(), p.out_ptrs.size()};
+    p.op->infer(args);
+    const int alias = p.op->alias_input();
+    bool copy_alias = false;
+    for (size_t i = 0; i < p.out.size(); ++i) {
+      if (p.out[i] < 0) continue;
+      Value& v = values_[p.out[i]];
+      if (v.bound) {
+        NBITS_CHECK(v.binding.shape == v.t.shape, "run: output '", v.name, "' has shape ", v.t.shape.str(),
+                    " but the bound buffer has shape ", v.binding.shape.str());
+        v.t.data = v.binding.data;
+        copy_alias = copy_alias || (alias >= 0 && i == 0);
+      } else if (alias >= 0 && i == 0 && p.in[alias] >= 0) {
+        v.t.data = p.in_ptrs[alias]->data;
+      } else {
+        v.t.data = buffers_[values_[v.root].buffer]->ensure(std::max<size_t>(v.t.bytes(), 1));
+      }
+    }
+    if (alias < 0) {
+      p.op->run(args, ctx);
+    } else if (copy_alias && p.out_ptrs[0]->data != p.in_ptrs[alias]->data) {
+      std::memcpy(p.out_ptrs[0]->data, p.in_ptrs[alias]->data, p.out_ptrs[0]->bytes());
+    }
+    if (options_.profile) {
+      ++p.calls;
+      p.ms += static_cast<double>(now_ns() - t0) * 1e-6;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::load(const std::string& path, const SessionOptions& options) {
+  return std::make_unique<SessionImpl>(path, options);
+}
+
+}  // namespace nbits::graph

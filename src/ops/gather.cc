@@ -1,0 +1,179 @@
+// Gather (any dtype: fp32 embeddings, int64 shape values) and
+// com.microsoft GatherBlockQuantized (4-bit / 8-bit quantized embeddings).
+#include <cstring>
+
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace nbits::ops {
+namespace {
+
+using graph::OpArgs;
+using graph::RunContext;
+
+class GatherOp final : public Op {
+ public:
+  GatherOp(std::string where, int64_t axis) : where_(std::move(where)), axis_(axis) {}
+  void infer(const OpArgs& a) override {
+    const Shape& d = a.in[0]->shape;
+    const Shape& idx = a.in[1]->shape;
+    const int ax = normalize_axis(axis_, d.rank, where_);
+    NBITS_CHECK(d.rank - 1 + idx.rank <= Shape::kMaxRank, where_, ": output rank too large");
+    Shape s;
+    for (int i = 0; i < ax; ++i) s.push_back(d[i]);
+    for (int i = 0; i < idx.rank; ++i) s.push_back(idx[i]);
+    for (int i = ax + 1; i < d.rank; ++i) s.push_back(d[i]);
+    a.out[0]->shape = s;
+  }
+  void run(const OpArgs& a, RunContext&) override {
+    const Tensor& data = *a.in[0];
+    const Tensor& idx = *a.in[1];
+    const int ax = normalize_axis(axis_, data.shape.rank, where_);
+    const int64_t outer = dims_product(data.shape, 0, ax), dim = data.shape[ax];
+    const size_t row = static_cast<size_t>(dims_product(data.shape, ax + 1, data.shape.rank)) *
+                       graph::dtype_size(data.dtype);
+    const int64_t n = idx.numel();
+    const auto* src = static_cast<const uint8_t*>(data.data);
+    auto* dst = static_cast<uint8_t*>(a.out[0]->data);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t k = read_int(idx, i);
+      NBITS_CHECK(k >= -dim && k < dim, where_, ": index ", k, " out of range [", -dim, ", ", dim, ")");
+      if (k < 0) k += dim;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + (o * n + i) * row, src + (o * dim + k) * row, row);
+    }
+  }
+
+ private:
+  std::string where_;
+  int64_t axis_;
+};
+
+// Rows of quantized codes, dequantized as (q - zp) * scale per block along the row.
+class GatherBlockQuantizedOp final : public Op {
+ public:
+  struct Params {
+    DType data_type;     // kU8 (packed `bits`), kU4, kI4
+    int bits;            // element bits (4 or 8; 2 for uint8 packed)
+    int64_t rows, cols;  // logical elements
+    int64_t block;
+    const uint8_t* codes;        // row-major, packed along cols
+    std::vector<float> scales;   // [rows * k_blocks]
+    const uint8_t* zero_points;  // packed like the data, or null
+    DType out_type;
+  };
+  GatherBlockQuantizedOp(std::string where, Params p) : where_(std::move(where)), p_(std::move(p)) {}
+
+  void infer(const OpArgs& a) override {
+    const Shape& idx = a.in[1]->shape;
+    NBITS_CHECK(idx.rank + 1 <= Shape::kMaxRank, where_, ": indices rank too large");
+    Shape s = idx;
+    s.push_back(p_.cols);
+    a.out[0]->shape = s;
+  }
+
+  void run(const OpArgs& a, RunContext&) override {
+    const Tensor& idx = *a.in[1];
+    Tensor& y = *a.out[0];
+    const int64_t kb = k_blocks();
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      int64_t r = read_int(idx, i);
+      if (r < 0) r += p_.rows;
+      const int64_t base = i * p_.cols;
+      if (r < 0 || r >= p_.rows) {  // ORT: out-of-range rows read as zeros
+        for (int64_t c = 0; c < p_.cols; ++c) graph_store(y, base + c, 0.0f);
+        continue;
+      }
+      for (int64_t c = 0; c < p_.cols; ++c) {
+        const int64_t b = c / p_.block;
+        const float v =
+            static_cast<float>(code(r * p_.cols + c) - zero_point(r * kb + b)) * p_.scales[r * kb + b];
+        graph_store(y, base + c, v);
+      }
+    }
+  }
+
+ private:
+  int64_t k_blocks() const { return (p_.cols + p_.block - 1) / p_.block; }
+  static void graph_store(Tensor& y, int64_t i, float v) { store_float(y.data, y.dtype, i, v); }
+  // Element e of a packed stream (row-major over the logical matrix; rows start on byte boundaries).
+  int element(const uint8_t* base, int64_t row_elems, int64_t e) const {
+    const int64_t r = e / row_elems, c = e % row_elems;
+    const int per_byte = 8 / p_.bits;
+    const int64_t row_bytes = (row_elems + per_byte - 1) / per_byte;
+    const uint8_t byte = base[r * row_bytes + c / per_byte];
+    const int v = (byte >> ((c % per_byte) * p_.bits)) & ((1 << p_.bits) - 1);
+    if (p_.data_type == DType::kI4) return v >= 8 ? v - 16 : v;
+    return v;
+  }
+  int code(int64_t e) const { return element(p_.codes, p_.cols, e); }
+  int zero_point(int64_t zb) const {
+    if (p_.zero_points == nullptr) return p_.data_type == DType::kU8 ? 1 << (p_.bits - 1) : 0;
+    return element(p_.zero_points, k_blocks(), zb);
+  }
+  std::string where_;
+  Params p_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_gather(OpBuild& b) {
+  b.require_type(1, {DType::kI64, DType::kI32}, "indices");
+  b.check(b.type(0) != DType::kU4 && b.type(0) != DType::kI4, "4-bit data needs GatherBlockQuantized");
+  b.set_outputs(b.type(0));
+  return std::make_unique<GatherOp>(b.where(), b.node.attr_int("axis", 0));
+}
+
+std::unique_ptr<Op> make_gather_block_quantized(OpBuild& b) {
+  const Tensor& data = b.constant(0, "data");
+  b.require_type(0, {DType::kU8, DType::kU4, DType::kI4}, "data");
+  b.require_type(1, {DType::kI64, DType::kI32}, "indices");
+  const Tensor& scales = b.constant(2, "scales");
+  b.require_type(2, {DType::kF32, DType::kF16, DType::kBF16}, "scales");
+  b.check(data.shape.rank == 2, "data must be 2-D, got ", data.shape.str());
+  const int64_t gather_axis = b.node.attr_int("gather_axis", 0);
+  const int64_t quantize_axis = b.node.attr_int("quantize_axis", 1);
+  b.check(gather_axis == 0, "only gather_axis=0 is supported (got ", gather_axis, ")");
+  b.check(quantize_axis == 1 || quantize_axis == -1, "only quantize_axis=last is supported (got ",
+          quantize_axis, ")");
+  GatherBlockQuantizedOp::Params p;
+  p.data_type = data.dtype;
+  p.bits = static_cast<int>(b.node.attr_int("bits", 4));
+  p.block = b.node.attr_int("block_size", 128);
+  b.check(p.block >= 16 && (p.block & (p.block - 1)) == 0, "block_size=", p.block,
+          " must be a power of two >= 16");
+  p.rows = data.shape[0];
+  if (data.dtype == DType::kU8) {
+    b.check(p.bits == 2 || p.bits == 4 || p.bits == 8, "bits=", p.bits, " must be 2, 4 or 8 for uint8 data");
+    p.cols = data.shape[1] * (8 / p.bits);
+  } else {
+    b.check(p.bits == 4, "bits=", p.bits, " must be 4 for int4/uint4 data");
+    b.check(data.shape[1] % 2 == 0, "int4/uint4 data needs an even row length, got ", data.shape.str());
+    p.cols = data.shape[1];
+  }
+  const int64_t kb = (p.cols + p.block - 1) / p.block;
+  b.check(scales.numel() == p.rows * kb &&
+              (scales.shape.rank == 1 || (scales.shape.rank == 2 && scales.shape[0] == p.rows)),
+          "scales has shape ", scales.shape.str(), ", expected [", p.rows, ",", kb, "] (block_size ", p.block,
+          ")");
+  p.codes = static_cast<const uint8_t*>(data.data);
+  p.scales = to_float_vector(scales);
+  p.zero_points = nullptr;
+  if (b.has_input(3)) {
+    const Tensor& zp = b.constant(3, "zero_points");
+    b.check(zp.dtype == data.dtype, "zero_points dtype ", graph::dtype_name(zp.dtype),
+            " differs from data dtype ", graph::dtype_name(data.dtype));
+    const int64_t per_byte = 8 / p.bits;
+    const int64_t want = data.dtype == DType::kU8 ? p.rows * ((kb + per_byte - 1) / per_byte) : p.rows * kb;
+    const int64_t have = data.dtype == DType::kU8 ? zp.numel() : zp.numel();
+    b.check(have == want, "zero_points has ", have, " elements, expected ", want);
+    b.check(data.dtype == DType::kU8 || kb % 2 == 0,
+            "int4 zero_points with an odd block count are not supported");
+    p.zero_points = static_cast<const uint8_t*>(zp.data);
+  }
+  p.out_type = b.type(2);
+  b.set_outputs(p.out_type);
+  return std::make_unique<GatherBlockQuantizedOp>(b.where(), std::move(p));
+}
+
+}  // namespace nbits::ops

@@ -1,0 +1,281 @@
+// com.microsoft GroupQueryAttention (fp32, CPU semantics of
+// ../shared/docs/onnx-genai-spec.md section 2): packed QKV or separate q/k/v,
+// rotary from cos/sin caches, KV cache update in place (past == present
+// buffer) or into a separate present buffer, causal attention with head
+// grouping, optional local window and softcap.
+//
+// local_window_size follows ORT 1.30 (the 2026 rewrite, HF sliding_window
+// semantics): with W > 0, a query at causal length L sees keys [L - W, L).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "ops/vec_math.h"
+
+namespace nbits::ops {
+namespace {
+
+using graph::OpArgs;
+using graph::RunContext;
+
+struct GqaAttrs {
+  int64_t num_heads = 0, kv_heads = 0;
+  float scale = 0.0f, softcap = 0.0f;
+  int64_t window = -1;
+  bool rotary = false, interleaved = false, smooth = false, causal = true;
+};
+
+// Rotates x (head_size h) at cos/sin rows c, s (rotary_dim/2 entries) into y.
+inline void rotate(const float* x, const float* c, const float* s, int64_t half, bool interleaved, int64_t h,
+                   float* y) {
+  if (interleaved) {
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = x[2 * i], b = x[2 * i + 1];
+      y[2 * i] = a * c[i] - b * s[i];
+      y[2 * i + 1] = b * c[i] + a * s[i];
+    }
+  } else {
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = x[i], b = x[i + half];
+      y[i] = a * c[i] - b * s[i];
+      y[i + half] = b * c[i] + a * s[i];
+    }
+  }
+  for (int64_t i = 2 * half; i < h; ++i) y[i] = x[i];
+}
+
+class GroupQueryAttentionOp final : public Op {
+ public:
+  GroupQueryAttentionOp(std::string where, GqaAttrs at) : where_(std::move(where)), at_(at) {}
+
+  void infer(const OpArgs& a) override {
+    const Shape& q = a.in[0]->shape;
+    NBITS_CHECK(q.rank == 3, where_, ": query must be [B,S,hidden], got ", q.str());
+    B_ = q[0];
+    S_ = q[1];
+    NBITS_CHECK(B_ <= kMaxBatch, where_, ": batch ", B_, " above the supported ", kMaxBatch);
+    packed_ = a.input(1) == nullptr;
+    const int64_t div = packed_ ? at_.num_heads + 2 * at_.kv_heads : at_.num_heads;
+    NBITS_CHECK(q[2] % div == 0, where_, ": query hidden size ", q[2], " is not a multiple of ", div,
+                " heads");
+    H_ = q[2] / div;
+    if (!packed_) {
+      const Shape want{B_, S_, at_.kv_heads * H_};
+      NBITS_CHECK(a.in[1]->shape == want && a.in[2]->shape == want, where_, ": key/value must be ",
+                  want.str(), ", got ", a.in[1]->shape.str(), " and ", a.in[2]->shape.str());
+    }
+    const Tensor* past = a.input(3);
+    past_len_ = 0;
+    if (past) {
+      const Shape& p = past->shape;
+      NBITS_CHECK(p.rank == 4 && p[0] == B_ && p[1] == at_.kv_heads && p[3] == H_ && a.in[4]->shape == p,
+                  where_, ": past key/value must be [", B_, ",", at_.kv_heads, ",L,", H_, "], got ", p.str(),
+                  " and ", a.in[4]->shape.str());
+      past_len_ = p[2];
+    }
+    const Tensor& total = *a.in[6];
+    NBITS_CHECK(total.numel() == 1, where_, ": total_sequence_length must hold one value");
+    total_ = read_int(total, 0);
+    NBITS_CHECK(total_ >= S_ && total_ >= 1, where_, ": total_sequence_length ", total_,
+                " < sequence length ", S_);
+    present_len_ = std::max(total_, past_len_);
+    a.out[0]->shape = Shape{B_, S_, at_.num_heads * H_};
+    for (size_t i = 1; i <= 2; ++i)
+      if (Tensor* t = a.output(i)) t->shape = Shape{B_, at_.kv_heads, present_len_, H_};
+  }
+
+  void run(const OpArgs& a, RunContext& ctx) override {
+    const Tensor& seqlens = *a.in[5];
+    NBITS_CHECK(seqlens.numel() == B_, where_, ": seqlens_k has ", seqlens.numel(), " values for batch ", B_);
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
+    const bool first_prompt = S == total_;
+    for (int64_t b = 0; b < B_; ++b) {
+      const int64_t total_b = read_int(seqlens, b) + 1;
+      const int64_t past_b = first_prompt ? 0 : total_b - S;
+      NBITS_CHECK(total_b >= 1 && total_b <= L && past_b >= 0 && past_b + S <= L, where_, ": seqlens_k[", b,
+                  "]=", total_b - 1, " is inconsistent with sequence length ", S, ", total ", total_,
+                  " and cache length ", L);
+      past_[b] = past_b;
+      total_b_[b] = total_b;
+    }
+    if (at_.rotary) check_rotary(a);
+
+    float* pk = a.out[1]->as<float>();
+    float* pv = a.out[2]->as<float>();
+    update_cache(a, pk, pv);
+
+    // Rotated queries, [B, S, Nq, H].
+    if (q_.size() < static_cast<size_t>(B_ * S * Nq * H)) q_.resize(B_ * S * Nq * H);
+    const float* q_in = a.in[0]->as<const float>();
+    const int64_t q_stride = a.in[0]->shape[2];
+    for (int64_t b = 0; b < B_; ++b)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t h = 0; h < Nq; ++h) {
+          const float* x = q_in + (b * S + s) * q_stride + h * H;
+          float* y = q_.data() + ((b * S + s) * Nq + h) * H;
+          if (at_.rotary) {
+            rotate(x, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H, y);
+          } else {
+            std::memcpy(y, x, H * sizeof(float));
+          }
+        }
+
+    const int64_t tasks = B_ * Nq * S;
+    const int64_t parts = std::min<int64_t>(tasks, ctx.pool.num_threads());
+    if (scores_.size() < static_cast<size_t>(parts * L)) scores_.resize(parts * L);
+    const float alpha = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
+    float* out = a.out[0]->as<float>();
+    ctx.pool.parallel_for(parts, [&](int64_t p) {
+      float* scores = scores_.data() + p * L;
+      for (int64_t t = tasks * p / parts; t < tasks * (p + 1) / parts; ++t) {
+        const int64_t s = t % S, h = (t / S) % Nq, b = t / (S * Nq);
+        const int64_t kvh = h / (Nq / Nkv);
+        const float* q = q_.data() + ((b * S + s) * Nq + h) * H;
+        const float* K = pk + (b * Nkv + kvh) * L * H;
+        const float* V = pv + (b * Nkv + kvh) * L * H;
+        const int64_t end = at_.causal ? past_[b] + s + 1 : total_b_[b];
+        const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
+        attend_row(q, K, V, start, end, alpha, scores, out + (b * S + s) * Nq * H + h * H);
+      }
+    });
+  }
+
+ private:
+  void attend_row(const float* q, const float* K, const float* V, int64_t start, int64_t end, float alpha,
+                  float* scores, float* y) const {
+    const int64_t H = H_, n = end - start;
+    for (int64_t j = 0; j < n; ++j) scores[j] = alpha * dot(q, K + (start + j) * H, H);
+    if (at_.softcap > 0.0f)
+      for (int64_t j = 0; j < n; ++j) scores[j] = at_.softcap * std::tanh(scores[j] / at_.softcap);
+    softmax(scores, n, at_.smooth);
+    std::fill(y, y + H, 0.0f);
+    for (int64_t j = 0; j < n; ++j) axpy(scores[j], V + (start + j) * H, y, H);
+  }
+
+  void check_rotary(const OpArgs& a) {
+    const Tensor& c = *a.in[7];
+    const Tensor& s = *a.in[8];
+    NBITS_CHECK(c.shape.rank == 2 && c.shape == s.shape, where_,
+                ": cos/sin caches must be equal 2-D shapes, got ", c.shape.str(), " and ", s.shape.str());
+    half_ = c.shape[1];
+    NBITS_CHECK(2 * half_ <= H_ && half_ > 0, where_, ": rotary dim ", 2 * half_, " exceeds head size ", H_);
+    for (int64_t b = 0; b < B_; ++b)
+      NBITS_CHECK(past_[b] + S_ <= c.shape[0], where_, ": position ", past_[b] + S_ - 1, " is beyond the ",
+                  c.shape[0], " rows of cos_cache");
+  }
+  const float* cos_row(const OpArgs& a, int64_t pos) const {
+    return a.in[7]->as<const float>() + pos * half_;
+  }
+  const float* sin_row(const OpArgs& a, int64_t pos) const {
+    return a.in[8]->as<const float>() + pos * half_;
+  }
+
+  // Copies past rows when present is a separate buffer, then writes the new
+  // (rotated) K and V rows at [past, past + S).
+  void update_cache(const OpArgs& a, float* pk, float* pv) {
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
+    const Tensor* past_k = a.input(3);
+    const Tensor* past_v = a.input(4);
+    for (int which = 0; which < 2; ++which) {
+      float* present = which == 0 ? pk : pv;
+      const Tensor* past = which == 0 ? past_k : past_v;
+      if (past && past->data == present) continue;  // shared buffer: rows already in place
+      for (int64_t b = 0; b < B_; ++b)
+        for (int64_t h = 0; h < Nkv; ++h) {
+          float* dst = present + (b * Nkv + h) * L * H;
+          int64_t keep = 0;
+          if (past) {
+            keep = std::min(past_[b], past_len_);
+            NBITS_CHECK(keep == past_[b], where_, ": past holds ", past_len_, " rows, ", past_[b], " needed");
+            std::memcpy(dst, past->as<const float>() + (b * Nkv + h) * past_len_ * H,
+                        keep * H * sizeof(float));
+          }
+          std::fill(dst + keep * H, dst + L * H, 0.0f);
+        }
+    }
+    const float* q_in = a.in[0]->as<const float>();
+    const int64_t stride = a.in[0]->shape[2];
+    for (int64_t b = 0; b < B_; ++b)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t h = 0; h < Nkv; ++h) {
+          const float *k, *v;
+          if (packed_) {
+            const float* row = q_in + (b * S + s) * stride;
+            k = row + (Nq + h) * H;
+            v = row + (Nq + Nkv + h) * H;
+          } else {
+            k = a.in[1]->as<const float>() + (b * S + s) * Nkv * H + h * H;
+            v = a.in[2]->as<const float>() + (b * S + s) * Nkv * H + h * H;
+          }
+          const int64_t row = (b * Nkv + h) * L + past_[b] + s;
+          if (at_.rotary) {
+            rotate(k, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H,
+                   pk + row * H);
+          } else {
+            std::memcpy(pk + row * H, k, H * sizeof(float));
+          }
+          std::memcpy(pv + row * H, v, H * sizeof(float));
+        }
+  }
+
+  std::string where_;
+  GqaAttrs at_;
+  // Per-run geometry (set by infer).
+  int64_t B_ = 0, S_ = 0, H_ = 0, past_len_ = 0, total_ = 0, present_len_ = 0, half_ = 0;
+  bool packed_ = true;
+  static constexpr int kMaxBatch = 64;
+  int64_t past_[kMaxBatch] = {}, total_b_[kMaxBatch] = {};
+  std::vector<float> q_, scores_;  // scratch, grows only
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
+  const onnx::Node& n = b.node;
+  GqaAttrs at;
+  at.num_heads = n.attr_int_required("num_heads");
+  at.kv_heads = n.attr_int_required("kv_num_heads");
+  b.check(at.num_heads > 0 && at.kv_heads > 0 && at.num_heads % at.kv_heads == 0, "num_heads=", at.num_heads,
+          " must be a positive multiple of kv_num_heads=", at.kv_heads);
+  at.scale = n.attr_float("scale", 0.0f);
+  at.softcap = n.attr_float("softcap", 0.0f);
+  at.window = n.attr_int("local_window_size", -1);
+  b.check(at.window == -1 || at.window > 0, "local_window_size=", at.window, " must be -1 (off) or > 0");
+  at.rotary = n.attr_int("do_rotary", 0) != 0;
+  at.interleaved = n.attr_int("rotary_interleaved", 0) != 0;
+  at.smooth = n.attr_int("smooth_softmax", 0) != 0;
+  at.causal = n.attr_int("causal", 1) != 0;
+  b.check(n.attr_int("qk_output", 0) == 0, "attribute qk_output is not supported");
+  b.check(n.attr_int("kv_cache_bit_width", 0) == 0,
+          "quantized KV cache (kv_cache_bit_width) is not supported");
+
+  b.require_type(0, {DType::kF32}, "query");
+  b.check(b.has_input(1) == b.has_input(2), "key and value must both be given or both be empty");
+  if (b.has_input(1)) {
+    b.require_type(1, {DType::kF32}, "key");
+    b.require_type(2, {DType::kF32}, "value");
+  }
+  b.check(b.has_input(3) == b.has_input(4), "past_key and past_value must both be given or both be empty");
+  if (b.has_input(3)) {
+    b.require_type(3, {DType::kF32}, "past_key");
+    b.require_type(4, {DType::kF32}, "past_value");
+  }
+  b.require_type(5, {DType::kI32}, "seqlens_k");
+  b.require_type(6, {DType::kI32}, "total_sequence_length");
+  if (at.rotary) {
+    b.require_type(7, {DType::kF32}, "cos_cache");
+    b.require_type(8, {DType::kF32}, "sin_cache");
+  }
+  static const char* const kUnsupported[] = {"position_ids", "attention_bias", "head_sink",    "k_scale",
+                                             "v_scale",      "q_norm_weight",  "k_norm_weight"};
+  for (size_t i = 9; i < 16; ++i)
+    b.check(!b.has_input(i), "input ", i, " (", kUnsupported[i - 9], ") is not supported");
+  b.check(n.has_output(1) && n.has_output(2), "outputs present_key and present_value are required");
+  b.check(!n.has_output(3), "output 3 (output_qk) is not supported");
+  b.set_outputs(DType::kF32);
+  return std::make_unique<GroupQueryAttentionOp>(b.where(), at);
+}
+
+}  // namespace nbits::ops

@@ -1,0 +1,81 @@
+// fp32 MatMul: A [..., M, K] x B [K, N] (or B with the same batch dims as A).
+#include "ops/op_util.h"
+#include "ops/ops.h"
+#include "ops/vec_math.h"
+
+namespace nbits::ops {
+namespace {
+
+using graph::OpArgs;
+using graph::RunContext;
+
+// Y[M,N] = A[M,K] * B[K,N], rows of A `a_stride` apart; columns [n0, n1) only.
+inline void gemm_rows(const float* A, int64_t a_stride, int64_t M, int64_t K, const float* B, int64_t N,
+                      float* Y, int64_t n0, int64_t n1) {
+  for (int64_t m = 0; m < M; ++m) {
+    float* y = Y + m * N;
+    for (int64_t n = n0; n < n1; ++n) y[n] = 0.0f;
+    for (int64_t k = 0; k < K; ++k) axpy(A[m * a_stride + k], B + k * N + n0, y + n0, n1 - n0);
+  }
+}
+
+class MatMulOp final : public Op {
+ public:
+  explicit MatMulOp(std::string where) : where_(std::move(where)) {}
+  void infer(const OpArgs& a) override {
+    const Shape& sa = a.in[0]->shape;
+    const Shape& sb = a.in[1]->shape;
+    NBITS_CHECK(sa.rank >= 1 && sb.rank >= 2, where_, ": unsupported shapes ", sa.str(), " x ", sb.str());
+    const int64_t K = sa[sa.rank - 1];
+    NBITS_CHECK(sb[sb.rank - 2] == K, where_, ": inner dims differ: ", sa.str(), " x ", sb.str());
+    if (sb.rank > 2) {
+      NBITS_CHECK(sa.rank == sb.rank, where_, ": batched B needs A of the same rank: ", sa.str(), " x ",
+                  sb.str());
+      for (int i = 0; i < sa.rank - 2; ++i)
+        NBITS_CHECK(sa[i] == sb[i], where_, ": batch dims differ: ", sa.str(), " x ", sb.str());
+    }
+    Shape s = sa;
+    s[s.rank - 1] = sb[sb.rank - 1];
+    if (last_only_ && s.rank >= 2) s[s.rank - 2] = 1;
+    a.out[0]->shape = s;
+  }
+  void run(const OpArgs& a, RunContext& ctx) override {
+    const Shape& sa = a.in[0]->shape;
+    const Shape& sb = a.in[1]->shape;
+    const int64_t K = sa[sa.rank - 1], N = sb[sb.rank - 1];
+    const int64_t M = sa.rank >= 2 ? sa[sa.rank - 2] : 1;
+    const int64_t batch = a.in[0]->numel() / (M * K);
+    const bool last = last_only_ && sa.rank >= 2;
+    const int64_t rows = last ? 1 : M;
+    const float* A = a.in[0]->as<const float>();
+    const float* B = a.in[1]->as<const float>();
+    float* Y = a.out[0]->as<float>();
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      const float* Ab = A + bi * M * K + (last ? (M - 1) * K : 0);
+      const float* Bb = B + (sb.rank > 2 ? bi * K * N : 0);
+      float* Yb = Y + bi * rows * N;
+      ctx.pool.parallel_range(N, 64,
+                              [&](int64_t n0, int64_t n1) { gemm_rows(Ab, K, rows, K, Bb, N, Yb, n0, n1); });
+    }
+  }
+  bool set_last_position_only(bool on) override {
+    last_only_ = on;
+    return true;
+  }
+  std::string kernel_name() const override { return "sgemm_ref"; }
+
+ private:
+  std::string where_;
+  bool last_only_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_matmul(OpBuild& b) {
+  b.require_type(0, {DType::kF32}, "A");
+  b.require_type(1, {DType::kF32}, "B");
+  b.set_outputs(DType::kF32);
+  return std::make_unique<MatMulOp>(b.where());
+}
+
+}  // namespace nbits::ops

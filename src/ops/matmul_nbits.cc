@@ -1,0 +1,148 @@
+// com.microsoft MatMulNBits: Y = A x dequant(B)^T (+ bias). The weight is
+// validated and packed once at load through kernels::make_matmul_nbits.
+#include "kernels/matmul_nbits.h"
+
+#include "ops/op_util.h"
+#include "ops/ops.h"
+
+namespace nbits::ops {
+namespace {
+
+using graph::OpArgs;
+using graph::RunContext;
+
+class MatMulNBitsOp final : public Op {
+ public:
+  MatMulNBitsOp(std::string where, std::unique_ptr<kernels::PackedMatMul> packed, std::vector<float> bias,
+                graph::MatMulNBitsInfo info)
+      : where_(std::move(where)),
+        packed_(std::move(packed)),
+        bias_(std::move(bias)),
+        info_(std::move(info)) {}
+
+  void infer(const OpArgs& a) override {
+    const Shape& s = a.in[0]->shape;
+    NBITS_CHECK(s.rank >= 1 && s[s.rank - 1] == info_.K, where_, ": input A ", s.str(),
+                " must end in K=", info_.K);
+    Shape y = s;
+    y[y.rank - 1] = info_.N;
+    if (last_only_ && y.rank >= 2) y[y.rank - 2] = 1;
+    a.out[0]->shape = y;
+  }
+
+  void run(const OpArgs& a, RunContext& ctx) override {
+    const Shape& s = a.in[0]->shape;
+    const float* A = a.in[0]->as<const float>();
+    float* Y = a.out[0]->as<float>();
+    const float* bias = bias_.empty() ? nullptr : bias_.data();
+    const int64_t rows = a.in[0]->numel() / info_.K;
+    if (last_only_ && s.rank >= 2) {
+      const int64_t S = s[s.rank - 2], batch = S ? rows / S : 0;
+      last_m_ = 1;
+      for (int64_t b = 0; b < batch; ++b)
+        packed_->run(A + ((b + 1) * S - 1) * info_.K, 1, Y + b * info_.N, bias, ctx.pool);
+      return;
+    }
+    last_m_ = rows;
+    if (rows > 0) packed_->run(A, rows, Y, bias, ctx.pool);
+  }
+
+  bool set_last_position_only(bool on) override {
+    last_only_ = on;
+    return true;
+  }
+  std::string kernel_name() const override { return packed_->kernel_name(last_m_); }
+  std::optional<graph::MatMulNBitsInfo> nbits_info() const override {
+    graph::MatMulNBitsInfo i = info_;
+    i.kernel = packed_->kernel_name(1);
+    return i;
+  }
+  size_t packed_weight_bytes() const override {
+    return packed_->packed_bytes() + bias_.size() * sizeof(float);
+  }
+
+ private:
+  std::string where_;
+  std::unique_ptr<kernels::PackedMatMul> packed_;
+  std::vector<float> bias_;
+  graph::MatMulNBitsInfo info_;
+  bool last_only_ = false;
+  int64_t last_m_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
+  const onnx::Node& n = b.node;
+  kernels::QuantizedMatrix w;
+  w.K = n.attr_int_required("K");
+  w.N = n.attr_int_required("N");
+  w.bits = static_cast<int>(n.attr_int("bits", 4));
+  w.block_size = static_cast<int>(n.attr_int_required("block_size"));
+  b.check(w.K > 0 && w.N > 0, "K=", w.K, " and N=", w.N, " must be positive");
+  b.check(w.bits == 2 || w.bits == 4 || w.bits == 8, "bits=", w.bits, " is not supported (2, 4 or 8)");
+  b.check(w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0, "block_size=", w.block_size,
+          " must be a power of two >= 16");
+  b.check(n.attr_int("weight_prepacked", 0) == 0, "weight_prepacked layouts are not supported");
+  b.require_type(0, {DType::kF32}, "A");
+
+  const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
+  const Tensor& B = b.constant(1, "B");
+  b.require_type(1, {DType::kU8}, "B");
+  b.check(B.numel() == w.N * kb * blob, "B '", n.inputs[1], "' has shape ", B.shape.str(), " (", B.numel(),
+          " bytes) but N=", w.N, " x k_blocks=", kb, " x blob_size=", blob, " (K=", w.K, ", bits=", w.bits,
+          ", block_size=", w.block_size, ") needs ", w.N * kb * blob);
+  b.check(B.shape.rank != 3 || (B.shape[0] == w.N && B.shape[1] == kb && B.shape[2] == blob), "B '",
+          n.inputs[1], "' has shape ", B.shape.str(), ", expected [", w.N, ",", kb, ",", blob, "]");
+  w.codes = static_cast<const uint8_t*>(B.data);
+
+  const Tensor& S = b.constant(2, "scales");
+  b.require_type(2, {DType::kF32, DType::kF16, DType::kBF16}, "scales");
+  b.check(S.numel() == w.N * kb && S.shape.rank <= 2, "scales '", n.inputs[2], "' has shape ", S.shape.str(),
+          ", expected [", w.N * kb, "] or [", w.N, ",", kb, "]");
+  const std::vector<float> scales = to_float_vector(S);
+  w.scales = scales.data();
+
+  std::vector<float> zp_f;
+  if (b.has_input(3)) {
+    const Tensor& Z = b.constant(3, "zero_points");
+    if (Z.dtype == DType::kU8) {
+      b.check(Z.numel() == w.N * w.zp_row_bytes(), "zero_points '", n.inputs[3], "' has ", Z.numel(),
+              " bytes, expected N x ceil(k_blocks*bits/8) = ", w.N * w.zp_row_bytes());
+      w.zero_points = static_cast<const uint8_t*>(Z.data);
+    } else {
+      b.require_type(3, {DType::kF32, DType::kF16, DType::kBF16}, "zero_points");
+      b.check(Z.numel() == w.N * kb, "float zero_points '", n.inputs[3], "' has ", Z.numel(),
+              " elements, expected N x k_blocks = ", w.N * kb);
+      zp_f = to_float_vector(Z);
+      w.zero_points_f = zp_f.data();
+    }
+  }
+  b.check(!b.has_input(4), "g_idx (input 4) is not supported");
+  std::vector<float> bias;
+  if (b.has_input(5)) {
+    const Tensor& Bi = b.constant(5, "bias");
+    b.require_type(5, {DType::kF32, DType::kF16, DType::kBF16}, "bias");
+    b.check(Bi.numel() == w.N, "bias '", n.inputs[5], "' has ", Bi.numel(), " elements, expected N=", w.N);
+    bias = to_float_vector(Bi);
+  }
+
+  const int level = b.options.accuracy_level.value_or(static_cast<int>(n.attr_int("accuracy_level", 0)));
+  const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
+  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(w, compute);
+
+  graph::MatMulNBitsInfo info;
+  info.node = n.name;
+  info.K = w.K;
+  info.N = w.N;
+  info.bits = w.bits;
+  info.block_size = w.block_size;
+  info.accuracy_level = level;
+  info.zero_points = b.has_input(3);
+  info.bias = !bias.empty();
+  info.packed_bytes = packed->packed_bytes();
+  b.set_outputs(DType::kF32);
+  return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info));
+}
+
+}  // namespace nbits::ops
