@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# RISC-V leg: cross-builds the kernel tests for riscv64 (clang-22 + lld-22, GCC 12 sysroot) and
+# runs them under qemu-riscv64 (RVV 1.0, VLEN 256) in every mode the kernels have:
+#   1. IME emulated (vmadot expanded to exact scalar code): IME + RVV + reference kernels
+#   2. same binary, NBITS_ISA=rvv: RVV kernels chosen, IME hidden
+#   3. both again with rvv_ta_all_1s/rvv_ma_all_1s (catches code that relies on tail lanes)
+#   4. real-vmadot build: the SIGILL-guarded probe must report no IME under QEMU and dispatch
+#      must fall back to RVV; the IME kernel object must contain smt.vmadotsu words.
+#   5. optional (NBITS_RV_E2E=1): stories260K greedy tokens under QEMU == the x86 build's.
+# Self-contained: installs its Debian packages when missing (as root). Usage:
+#   bash tools/riscv/test.sh            (from anywhere; builds in build-rv/ and build-rv-hw/)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+t0=$(date +%s)
+
+pkgs=(cmake ninja-build clang-22 lld-22 llvm-22 g++-riscv64-linux-gnu qemu-user libgtest-dev nlohmann-json3-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO=sudo
+  # clang-22/lld-22/llvm-22 come from bookworm-security (enabled on stock Debian 12).
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+JOBS=${NBITS_JOBS:-$(nproc)}
+LAUNCHER=()
+command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+SYSROOT=/usr/riscv64-linux-gnu
+CPU="rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,Zfh=true,zba=true,zbb=true,zbs=true"
+CPU_ONES="$CPU,rvv_ta_all_1s=true,rvv_ma_all_1s=true"
+qemu() { local cpu=$1; shift; qemu-riscv64 -L "$SYSROOT" -cpu "$cpu" "$@"; }
+
+configure() {  # dir, IME_EMULATE, extra args...
+  local dir=$1 emu=$2; shift 2
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/riscv64-clang.cmake \
+    -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON -DNBITS_IME_EMULATE="$emu" -DNBITS_BUILD_BENCH=OFF \
+    "${LAUNCHER[@]}" "$@" >/dev/null
+}
+# Kernel test binaries: ours (tests/rvv) and the table-driven kernel tests (tests/kernels).
+# NBITS_RV_TARGETS="test_rvv" narrows the set.
+if [ -n "${NBITS_RV_TARGETS:-}" ]; then read -r -a targets <<<"$NBITS_RV_TARGETS"; else
+  targets=(test_rvv)
+  [ -d tests/kernels ] && targets+=(test_kernels)
+fi
+
+echo "== riscv64: cross build (IME emulated)"
+configure build-rv ON -DNBITS_BUILD_CLI=OFF
+cmake --build build-rv --target "${targets[@]}" -j "$JOBS"
+
+run_suite() {  # label, cpu, env...
+  local label=$1 cpu=$2; shift 2
+  for t in "${targets[@]}"; do
+    echo "-- $label: $t"
+    env "$@" qemu-riscv64 -L "$SYSROOT" -cpu "$cpu" "build-rv/tests/$t" --gtest_brief=1
+  done
+}
+run_suite "IME emulated" "$CPU" NBITS_ISA=
+run_suite "RVV only" "$CPU" NBITS_ISA=rvv
+run_suite "IME emulated, tail/mask all-1s" "$CPU_ONES" NBITS_ISA=
+run_suite "RVV only, tail/mask all-1s" "$CPU_ONES" NBITS_ISA=rvv
+
+echo "== riscv64: real-vmadot build (probe must find no IME under QEMU)"
+configure build-rv-hw OFF -DNBITS_BUILD_CLI=OFF
+cmake --build build-rv-hw --target test_rvv -j "$JOBS"
+NBITS_EXPECT_IME=0 qemu "$CPU" build-rv-hw/tests/test_rvv --gtest_brief=1
+obj=$(find build-rv-hw -name 'qgemm_x16_ime.cc.o' | head -1)
+n=$(llvm-objdump-22 -d --mattr=+v,+xsmtvdot "$obj" | grep -c 'smt.vmadotsu' || true)
+echo "-- $obj: $n smt.vmadotsu instructions"
+[ "$n" -ge 12 ] || { echo "expected the IME kernel to contain vmadotsu (found $n)"; exit 1; }
+
+if [ "${NBITS_RV_E2E:-0}" = 1 ]; then
+  echo "== riscv64: stories260K greedy tokens vs the x86 build"
+  model=../shared/models/stories260K
+  [ -d "$model" ] || { echo "missing $model"; exit 1; }
+  configure build-rv ON -DNBITS_BUILD_CLI=ON
+  cmake --build build-rv --target nbits -j "$JOBS"
+  [ -x build/nbits ] || bash tools/build.sh release
+  for v in onnx_int4 onnx_int8; do
+    want=$(build/nbits run -m "$model/$v" --ids 1 -n 16 --format json)
+    got=$(qemu "$CPU" build-rv/nbits run -m "$model/$v" --ids 1 -n 16 --format json)
+    if [ "$want" != "$got" ]; then echo "$v: riscv64 (IME) differs from x86:"; echo "$want"; echo "$got"; exit 1; fi
+    echo "-- $v: 16 greedy tokens equal"
+  done
+fi
+echo "== riscv64 leg passed in $(( $(date +%s) - t0 )) s"
