@@ -1,0 +1,190 @@
+#include "llm/generator.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/error.h"
+#include "base/timer.h"
+
+namespace nbits::llm {
+
+using graph::DType;
+using graph::Shape;
+using graph::Tensor;
+
+void Generator::FreeDeleter::operator()(float* p) const { std::free(p); }
+
+namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+void require(const std::vector<std::string>& names, const std::string& n, const char* what,
+             const GenaiConfig& c, const char* field) {
+  NBITS_CHECK(contains(names, n), c.model_path(), " has no ", what, " '", n, "' (named by ", c.path,
+              " field '", field, "')");
+}
+
+}  // namespace
+
+Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> session, int64_t max_length)
+    : config_(config), session_(std::move(session)) {
+  NBITS_ASSERT(session_ != nullptr);
+  capacity_ = max_length > 0 ? std::min(max_length, config_.context_length) : config_.default_max_length();
+  vocab_ = config_.vocab_size;
+
+  const auto inputs = session_->input_names();
+  const auto outputs = session_->output_names();
+  require(inputs, config_.input_ids_name, "input", config_, "model.decoder.inputs.input_ids");
+  require(inputs, config_.attention_mask_name, "input", config_, "model.decoder.inputs.attention_mask");
+  if (!config_.position_ids_name.empty())
+    require(inputs, config_.position_ids_name, "input", config_, "model.decoder.inputs.position_ids");
+  require(outputs, config_.logits_name, "output", config_, "model.decoder.outputs.logits");
+
+  const int64_t L = config_.num_hidden_layers, Nkv = config_.num_key_value_heads, H = config_.head_size;
+  const Shape kv_shape{1, Nkv, capacity_, H};
+  const size_t kv_elems = static_cast<size_t>(Nkv * capacity_ * H);
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string past_k = format_layer_name(config_.past_key_pattern, l);
+    const std::string past_v = format_layer_name(config_.past_value_pattern, l);
+    const std::string pres_k = format_layer_name(config_.present_key_pattern, l);
+    const std::string pres_v = format_layer_name(config_.present_value_pattern, l);
+    require(inputs, past_k, "input", config_, "model.decoder.inputs.past_key_names");
+    require(inputs, past_v, "input", config_, "model.decoder.inputs.past_value_names");
+    require(outputs, pres_k, "output", config_, "model.decoder.outputs.present_key_names");
+    require(outputs, pres_v, "output", config_, "model.decoder.outputs.present_value_names");
+    for (const auto* names : {&past_k, &past_v}) {
+      // calloc: pages stay untouched (and cost no memory) until the cache reaches them.
+      auto* p = static_cast<float*>(std::calloc(kv_elems, sizeof(float)));
+      if (p == nullptr) throw std::bad_alloc();
+      kv_.emplace_back(p);
+      const Tensor t{DType::kF32, kv_shape, p};
+      session_->bind_input(*names, t);
+      session_->bind_output(names == &past_k ? pres_k : pres_v, t);
+    }
+  }
+  NBITS_CHECK(!contains(inputs, format_layer_name(config_.past_key_pattern, L)), config_.model_path(),
+              " has more layers than ", config_.path, " says (model.decoder.num_hidden_layers = ", L, ")");
+  try {
+    session_->set_last_position_only(config_.logits_name, true);
+  } catch (const Error&) {
+    // Not supported by this graph: logits come for every position; we read the last row.
+  }
+  ids_buf_.resize(static_cast<size_t>(capacity_));
+  mask_buf_.assign(static_cast<size_t>(capacity_), 1);
+  pos_buf_.resize(static_cast<size_t>(capacity_));
+  for (int64_t i = 0; i < capacity_; ++i) pos_buf_[static_cast<size_t>(i)] = i;
+  tokens_.reserve(static_cast<size_t>(capacity_));
+  one_.reserve(static_cast<size_t>(capacity_) + 1);
+}
+
+std::unique_ptr<Generator> Generator::load(const std::string& dir, const graph::SessionOptions& options,
+                                           int64_t max_length) {
+  GenaiConfig config = load_genai_config(dir);
+  auto session = graph::Session::load(config.model_path(), options);
+  return std::make_unique<Generator>(config, std::move(session), max_length);
+}
+
+void Generator::run_step(int64_t S) {
+  const int64_t past = length();
+  const int64_t T = past + S;
+  session_->bind_input(config_.input_ids_name, Tensor{DType::kI64, Shape{1, S}, ids_buf_.data()});
+  session_->bind_input(config_.attention_mask_name, Tensor{DType::kI64, Shape{1, T}, mask_buf_.data()});
+  if (!config_.position_ids_name.empty())
+    session_->bind_input(config_.position_ids_name, Tensor{DType::kI64, Shape{1, S}, pos_buf_.data() + past});
+  session_->run();
+  const Tensor& logits = session_->output(config_.logits_name);
+  NBITS_CHECK(logits.dtype == DType::kF32 && logits.shape.rank >= 2, config_.model_path(), ": output '",
+              config_.logits_name, "' must be float [batch, seq, vocab] (got ", dtype_name(logits.dtype), " ",
+              logits.shape.str(), ")");
+  const int64_t V = logits.shape[logits.shape.rank - 1];
+  NBITS_CHECK(V > 0 && logits.numel() >= V, config_.model_path(), ": empty logits ", logits.shape.str());
+  vocab_ = V;
+  last_logits_ = {logits.as<const float>() + (logits.numel() - V), static_cast<size_t>(V)};
+  has_logits_ = true;
+}
+
+std::span<const float> Generator::append(std::span<const int32_t> ids) {
+  const auto S = static_cast<int64_t>(ids.size());
+  NBITS_CHECK(S > 0, "nothing to run: no tokens given");
+  if (length() == 0) {
+    NBITS_CHECK(S <= capacity_, "prompt of ", S, " tokens does not fit the context of ", capacity_);
+  } else {
+    NBITS_CHECK(length() + S <= capacity_, S, " new tokens do not fit the context of ", capacity_, " (",
+                length(), " already used)");
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    NBITS_CHECK(ids[i] >= 0 && (vocab_ <= 0 || ids[i] < vocab_), "token id ", ids[i],
+                " is out of range for the vocabulary of ", vocab_);
+    ids_buf_[i] = ids[i];
+  }
+  pending_ = -1;
+  has_logits_ = false;
+  run_step(S);
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  return last_logits_;
+}
+
+GenerateResult Generator::generate(std::span<const int32_t> new_ids, int64_t max_new_tokens, Sampler& sampler,
+                                   const std::function<bool(int32_t)>& on_token) {
+  GenerateResult result;
+  result.ids.reserve(static_cast<size_t>(std::max<int64_t>(max_new_tokens, 0)));
+  one_.clear();
+  if (pending_ >= 0) one_.push_back(pending_);
+  one_.insert(one_.end(), new_ids.begin(), new_ids.end());
+  if (!one_.empty()) {
+    Stopwatch sw;
+    append(one_);
+    stats_.prefill_tokens += static_cast<int64_t>(one_.size());
+    stats_.prefill_ms += sw.elapsed_ms();
+  }
+  NBITS_CHECK(has_logits_, "nothing to generate from: the prompt is empty");
+  if (max_new_tokens <= 0) return result;
+  Stopwatch sw;
+  for (int64_t i = 0;; ++i) {
+    const int32_t tok = sampler.sample(last_logits_, tokens_);
+    result.ids.push_back(tok);
+    pending_ = tok;
+    has_logits_ = false;
+    const bool go_on = !on_token || on_token(tok);
+    if (config_.is_eos(tok)) {
+      result.stop = StopReason::kEos;
+      break;
+    }
+    if (!go_on) {
+      result.stop = StopReason::kCallback;
+      break;
+    }
+    if (i + 1 >= max_new_tokens) {
+      result.stop = StopReason::kMaxTokens;
+      break;
+    }
+    if (length() >= capacity_) {
+      result.stop = StopReason::kContextFull;
+      break;
+    }
+    sw.restart();
+    one_.assign(1, tok);
+    append(one_);
+    stats_.decode_tokens += 1;
+    stats_.decode_ms += sw.elapsed_ms();
+  }
+  return result;
+}
+
+void Generator::reset() {
+  tokens_.clear();
+  pending_ = -1;
+  has_logits_ = false;
+  stats_ = {};
+}
+
+void Generator::truncate(int64_t n) {
+  NBITS_CHECK(n >= 0 && n <= length(), "cannot truncate the cache of ", length(), " tokens to ", n);
+  tokens_.resize(static_cast<size_t>(n));
+  pending_ = -1;
+  has_logits_ = false;
+}
+
+}  // namespace nbits::llm

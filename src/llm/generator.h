@@ -1,0 +1,96 @@
+// Generator: one decoder Session plus its KV cache, driven like
+// onnxruntime-genai with past_present_share_buffer: per layer one K and one V
+// buffer [1, Nkv, max_length, H] bound as BOTH past_key_values.i.* and
+// present.i.*. A prompt (or a chat turn) is prefilled in one step on top of
+// whatever the cache holds; then one token per step. Allocates nothing per
+// decode step once warmed up.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graph/session.h"
+#include "llm/genai_config.h"
+#include "llm/sampler.h"
+
+namespace nbits::llm {
+
+// Timings of the work done since the last reset_stats().
+struct GenerationStats {
+  int64_t prefill_tokens = 0;
+  double prefill_ms = 0;
+  int64_t decode_tokens = 0;  // single-token steps
+  double decode_ms = 0;       // includes sampling
+  double prefill_tok_s() const { return prefill_ms > 0 ? prefill_tokens * 1e3 / prefill_ms : 0; }
+  double decode_ms_per_token() const { return decode_tokens > 0 ? decode_ms / decode_tokens : 0; }
+};
+
+enum class StopReason { kEos, kMaxTokens, kContextFull, kCallback };
+
+struct GenerateResult {
+  std::vector<int32_t> ids;  // generated tokens (an eos that stopped generation included)
+  StopReason stop = StopReason::kMaxTokens;
+};
+
+class Generator {
+ public:
+  // Binds the session's KV inputs/outputs named by `config`. max_length: KV
+  // capacity in tokens (0 = config.default_max_length(); capped by context_length).
+  Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> session, int64_t max_length = 0);
+  // Loads DIR/genai_config.json and the decoder it names.
+  static std::unique_ptr<Generator> load(const std::string& dir, const graph::SessionOptions& options = {},
+                                         int64_t max_length = 0);
+
+  // Runs `ids` on top of the cache in one step and returns the logits of the
+  // last position (valid until the next call). Throws when they do not fit.
+  std::span<const float> append(std::span<const int32_t> ids);
+
+  // Appends `new_ids` (which may be empty if a pending token or earlier append
+  // left logits), then samples up to max_new_tokens, stopping at an eos id.
+  // on_token(id) is called for every generated token; returning false stops.
+  // The last generated token is not run (it becomes pending(): the next
+  // generate() feeds it first).
+  GenerateResult generate(std::span<const int32_t> new_ids, int64_t max_new_tokens, Sampler& sampler,
+                          const std::function<bool(int32_t)>& on_token = {});
+
+  // Forgets everything (cache, pending token, stats).
+  void reset();
+  // Keeps only the first n cached tokens (drops the pending token).
+  void truncate(int64_t n);
+
+  int64_t length() const { return static_cast<int64_t>(tokens_.size()); }  // tokens in the cache
+  int64_t capacity() const { return capacity_; }
+  std::span<const int32_t> tokens() const { return tokens_; }
+  // Sampled but not yet run (-1 if none).
+  int32_t pending() const { return pending_; }
+  int64_t vocab_size() const { return vocab_; }
+
+  const GenaiConfig& config() const { return config_; }
+  graph::Session& session() { return *session_; }
+  const GenerationStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(float* p) const;
+  };
+  void run_step(int64_t S);
+
+  GenaiConfig config_;
+  std::unique_ptr<graph::Session> session_;
+  int64_t capacity_ = 0;
+  int64_t vocab_ = 0;
+  std::vector<std::unique_ptr<float, FreeDeleter>> kv_;  // K0, V0, K1, V1, ...
+  std::vector<int64_t> ids_buf_, mask_buf_, pos_buf_;
+  std::vector<int32_t> tokens_;  // what the cache holds
+  std::vector<int32_t> one_;     // scratch for a single token
+  int32_t pending_ = -1;
+  bool has_logits_ = false;
+  std::span<const float> last_logits_;
+  GenerationStats stats_;
+};
+
+}  // namespace nbits::llm
