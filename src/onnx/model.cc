@@ -186,11 +186,11 @@ bool valid_location(std::string_view loc) {
 
 // Strict unsigned decimal; false on anything else or overflow.
 bool parse_decimal(std::string_view s, int64_t& out) {
-  if (s.empty() || s.size() > 18) return false;
+  if (s.empty() || s.size() > 19) return false;
   int64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, c - '0', &v)) return false;
   }
   out = v;
   return true;

@@ -130,6 +130,7 @@ void ModelWriter::add_external_initializer(std::string name, DataType dtype, std
   init.name = std::move(name);
   init.dtype = dtype;
   init.dims = std::move(dims);
+  init.ext_preset = true;
   init.ext_location = std::move(location);
   init.ext_offset = offset;
   init.ext_length = length;
@@ -278,7 +279,7 @@ Chunks ModelWriter::build(const std::vector<const ExternalPlace*>& places) const
   put_bytes_field(graph.tail(), 2, graph_name_);
   for (size_t i = 0; i < inits_.size(); ++i) {
     const Init& t = inits_[i];
-    if (!t.ext_location.empty()) {
+    if (t.ext_preset) {
       graph.message(5, external_tensor(t.name, t.dtype, t.dims, t.ext_location, t.ext_offset, t.ext_length));
     } else if (places[i] != nullptr) {
       graph.message(
@@ -319,7 +320,7 @@ void ModelWriter::save(const std::string& onnx_path, bool external_data, size_t 
     const std::string location = base_name(data_path);
     std::vector<size_t> order;
     for (size_t i = 0; i < inits_.size(); ++i)
-      if (inits_[i].ext_location.empty() && inits_[i].bytes.size() >= threshold) order.push_back(i);
+      if (!inits_[i].ext_preset && inits_[i].bytes.size() >= threshold) order.push_back(i);
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return inits_[a].bytes.size() < inits_[b].bytes.size(); });
     if (!order.empty()) {

@@ -105,7 +105,8 @@ class ModelWriter {
     std::vector<int64_t> dims;
     std::vector<uint8_t> owned;
     std::span<const uint8_t> bytes;
-    std::string ext_location;  // add_external_initializer only
+    bool ext_preset = false;  // add_external_initializer
+    std::string ext_location;
     int64_t ext_offset = 0, ext_length = 0;
   };
   struct Value {
