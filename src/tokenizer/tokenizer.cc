@@ -11,10 +11,38 @@
 namespace nbits {
 namespace tok {
 
-size_t StringHash::operator()(std::string_view s) const noexcept {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return static_cast<size_t>(h ^ (h >> 29));
+void StringMap::rehash(size_t cap) {
+  slots_.assign(cap, Slot{kEmpty, 0});
+  mask_ = cap - 1;
+  for (uint32_t e = 0; e < entries_.size(); ++e) {
+    size_t i = entries_[e].hash & mask_;
+    while (slots_[i].entry != kEmpty) i = (i + 1) & mask_;
+    slots_[i] = {e, static_cast<uint32_t>(entries_[e].hash >> 32)};
+  }
+}
+
+void StringMap::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  entries_.reserve(n);
+  if (cap > slots_.size()) rehash(cap);
+}
+
+void StringMap::insert_or_assign(std::string_view key, int32_t id) {
+  if ((entries_.size() + 1) * 2 > slots_.size()) rehash(std::max<size_t>(16, slots_.size() * 2));
+  uint64_t h = hash(key);
+  size_t i = h & mask_;
+  uint32_t tag = static_cast<uint32_t>(h >> 32);
+  for (; slots_[i].entry != kEmpty; i = (i + 1) & mask_) {
+    Entry& en = entries_[slots_[i].entry];
+    if (slots_[i].tag == tag && key_of(en) == key) {
+      en.id = id;
+      return;
+    }
+  }
+  slots_[i] = {static_cast<uint32_t>(entries_.size()), tag};
+  entries_.push_back({h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), id});
+  arena_.append(key);
 }
 
 void MergeMap::reserve(size_t n) {
@@ -121,10 +149,10 @@ void TokenizerImpl::bpe(std::string_view w, std::vector<int32_t>& out) const {
     for (size_t i = 0; i < w.size();) {
       size_t len = 1;
       while (i + len < w.size() && (static_cast<unsigned char>(w[i + len]) & 0xC0) == 0x80) ++len;
-      auto it = vocab.find(w.substr(i, len));
-      if (it != vocab.end()) {
+      int32_t id = vocab.find(w.substr(i, len));
+      if (id >= 0) {
         if (unk >= 0) add(unk), unk = -1;
-        add(it->second);
+        add(id);
       } else {
         bool done = false;
         if (byte_fallback) {
@@ -445,8 +473,7 @@ std::string Tokenizer::id_to_token(int32_t id) const {
 int32_t Tokenizer::token_to_id(std::string_view token) const {
   for (const auto& a : impl_->added)
     if (a.content == token) return a.id;
-  auto it = impl_->vocab.find(token);
-  return it == impl_->vocab.end() ? -1 : it->second;
+  return impl_->vocab.find(token);
 }
 
 bool Tokenizer::is_special(int32_t id) const {

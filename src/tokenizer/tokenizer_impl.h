@@ -12,11 +12,51 @@
 
 namespace nbits::tok {
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept;
+// Open-addressing map from token strings to ids (keys kept in one arena).
+class StringMap {
+ public:
+  void reserve(size_t n);
+  // Inserts or replaces (the later value wins, as in a JSON object read into a HashMap).
+  void insert_or_assign(std::string_view key, int32_t id);
+  // Id of key, or -1.
+  int32_t find(std::string_view key) const {
+    if (slots_.empty()) return -1;
+    uint64_t h = hash(key);
+    uint32_t tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& sl = slots_[i];
+      if (sl.entry == kEmpty) return -1;
+      if (sl.tag == tag && key_of(entries_[sl.entry]) == key) return entries_[sl.entry].id;
+    }
+  }
+  size_t size() const { return entries_.size(); }
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    for (const Entry& e : entries_) fn(key_of(e), e.id);
+  }
+  static uint64_t hash(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    return h ^ (h >> 32);
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = 0xFFFFFFFF;
+  struct Entry {
+    uint64_t hash;
+    uint32_t off, len;
+    int32_t id;
+  };
+  std::string_view key_of(const Entry& e) const { return std::string_view(arena_).substr(e.off, e.len); }
+  void rehash(size_t cap);
+  std::string arena_;
+  std::vector<Entry> entries_;
+  struct Slot {
+    uint32_t entry, tag;  // tag: high half of the hash
+  };
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
 };
-using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 // Open-addressing map from a pair of token ids to (merge rank, merged id).
 class MergeMap {

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "tokenizer/json_scan.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
@@ -16,6 +17,99 @@ namespace {
 using nlohmann::json;
 
 const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// model.vocab and model.merges, read by the fast scanner.
+struct BigParts {
+  bool has_vocab = false, has_merges = false;
+  StringMap vocab;
+  int64_t max_id = -1;
+  std::string merge_arena;                      // "a" "b" of every merge, back to back
+  std::vector<std::array<uint32_t, 3>> merges;  // offset, length of a, length of b
+  void add_merge(std::string_view a, std::string_view b) {
+    merges.push_back({static_cast<uint32_t>(merge_arena.size()), static_cast<uint32_t>(a.size()),
+                      static_cast<uint32_t>(b.size())});
+    merge_arena.append(a).append(b);
+  }
+};
+
+// Reads tokenizer.json: model.vocab and model.merges with JsonScan, every other (small) value
+// with nlohmann::json into top (and top["model"]).
+void scan_tokenizer_json(std::string_view text, const std::string& origin, json& top, BigParts& big) {
+  JsonScan sc(text, origin);
+  auto parse_small = [&](std::string_view span, const std::string& key) {
+    try {
+      return json::parse(span);
+    } catch (const json::exception& e) {
+      fail(origin, ": invalid JSON in \"", key, "\": ", e.what());
+    }
+  };
+  top = json::object();
+  sc.expect('{');
+  if (!sc.eat('}')) {
+    do {
+      std::string key = sc.string();
+      sc.expect(':');
+      if (key != "model" || !sc.peek('{')) {
+        top[key] = parse_small(sc.skip(), key);
+        continue;
+      }
+      json model = json::object();
+      sc.expect('{');
+      if (!sc.eat('}')) {
+        do {
+          std::string mk = sc.string();
+          sc.expect(':');
+          if (mk == "vocab" && sc.peek('{')) {
+            big.has_vocab = true;
+            sc.expect('{');
+            big.vocab.reserve(text.size() / 32);
+            if (!sc.eat('}')) {
+              std::string tok;
+              do {
+                sc.string_into(tok);
+                sc.expect(':');
+                long long id = sc.integer();
+                if (id < 0 || id >= (int64_t{1} << 30)) fail(origin, ": model.vocab id out of range: ", id);
+                big.vocab.insert_or_assign(tok, static_cast<int32_t>(id));
+                big.max_id = std::max<int64_t>(big.max_id, id);
+              } while (sc.eat(','));
+              sc.expect('}');
+            }
+          } else if (mk == "merges" && sc.peek('[')) {
+            big.has_merges = true;
+            sc.expect('[');
+            if (!sc.eat(']')) {
+              std::string a, b;
+              do {
+                if (sc.peek('"')) {
+                  sc.string_into(a);
+                  size_t sp = a.find(' ');
+                  if (sp == std::string::npos)
+                    fail(origin, ": model.merges[", big.merges.size(), "] is not \"a b\"");
+                  big.add_merge(std::string_view(a).substr(0, sp), std::string_view(a).substr(sp + 1));
+                } else {
+                  sc.expect('[');
+                  sc.string_into(a);
+                  sc.expect(',');
+                  sc.string_into(b);
+                  sc.expect(']');
+                  big.add_merge(a, b);
+                }
+              } while (sc.eat(','));
+              sc.expect(']');
+            }
+          } else {
+            model[mk] = parse_small(sc.skip(), "model." + mk);
+          }
+        } while (sc.eat(','));
+        sc.expect('}');
+      }
+      top["model"] = std::move(model);
+    } while (sc.eat(','));
+    sc.expect('}');
+  }
+  if (!sc.at_end()) sc.bad("trailing data after the top-level object");
+}
 
 class Loader {
  public:
@@ -39,7 +133,7 @@ class Loader {
   }
   std::string type_of(const json& j, const std::string& where) { return str(j, "type", where); }
 
-  void model(const json& m) {
+  void model(const json& m, BigParts& big) {
     std::string type = m.contains("type") ? type_of(m, "model") : "BPE";
     if (type != "BPE") bad("unsupported model type '" + type + "' (only BPE is implemented)");
     if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"] != 0.0 && m["dropout"] != 1.0)
@@ -50,53 +144,32 @@ class Loader {
     if (boolean(m, "ignore_merges", false, "model")) ignore_merges_ = true;
     t_.fuse_unk = boolean(m, "fuse_unk", false, "model");
     t_.byte_fallback = boolean(m, "byte_fallback", false, "model");
-    const json& vocab = field(m, "vocab", "model");
-    if (!vocab.is_object()) bad("model.vocab is not an object");
-    t_.vocab.reserve(vocab.size());
-    int32_t max_id = -1;
-    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-      if (!it.value().is_number_integer()) bad("model.vocab[\"" + it.key() + "\"] is not an integer id");
-      int64_t id = it.value().get<int64_t>();
-      if (id < 0 || id >= (int64_t{1} << 30)) bad("model.vocab id out of range: " + std::to_string(id));
-      t_.vocab.emplace(it.key(), static_cast<int32_t>(id));
-      max_id = std::max(max_id, static_cast<int32_t>(id));
-    }
-    t_.id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (const auto& [k, v] : t_.vocab) t_.id_to_token[static_cast<size_t>(v)] = k;
-    const json& merges = field(m, "merges", "model");
-    if (!merges.is_array()) bad("model.merges is not an array");
-    t_.merges.reserve(merges.size());
-    std::string a, b;
-    for (size_t r = 0; r < merges.size(); ++r) {
-      const json& e = merges[r];
-      if (e.is_string()) {
-        const std::string& s = e.get_ref<const std::string&>();
-        size_t sp = s.find(' ');
-        if (sp == std::string::npos) bad("model.merges[" + std::to_string(r) + "] is not \"a b\"");
-        a.assign(s, 0, sp);
-        b.assign(s, sp + 1);
-      } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-        a = e[0].get<std::string>();
-        b = e[1].get<std::string>();
-      } else {
-        bad("model.merges[" + std::to_string(r) + "] is neither \"a b\" nor [a, b]");
-      }
-      auto ia = t_.vocab.find(a), ib = t_.vocab.find(b), iab = t_.vocab.find(a + b);
-      if (ia == t_.vocab.end() || ib == t_.vocab.end() || iab == t_.vocab.end())
-        bad("merge token out of vocabulary in model.merges[" + std::to_string(r) + "]: " + a + " " + b);
-      t_.merges.insert(ia->second, ib->second, static_cast<int32_t>(r), iab->second);
+    if (!big.has_vocab) bad("model has no \"vocab\" object");
+    if (!big.has_merges) bad("model has no \"merges\" array");
+    t_.vocab = std::move(big.vocab);
+    t_.id_to_token.assign(static_cast<size_t>(big.max_id + 1), std::string());
+    t_.vocab.for_each([&](std::string_view k, int32_t v) { t_.id_to_token[static_cast<size_t>(v)] = k; });
+    t_.merges.reserve(big.merges.size());
+    std::string_view arena = big.merge_arena;
+    for (size_t r = 0; r < big.merges.size(); ++r) {
+      auto [off, la, lb] = big.merges[r];
+      std::string_view a = arena.substr(off, la), b = arena.substr(off + la, lb),
+                       ab = arena.substr(off, la + lb);
+      int32_t ia = t_.vocab.find(a), ib = t_.vocab.find(b), iab = t_.vocab.find(ab);
+      if (ia < 0 || ib < 0 || iab < 0)
+        bad("merge token out of vocabulary in model.merges[" + std::to_string(r) + "]: " + std::string(a) +
+            " " + std::string(b));
+      t_.merges.insert(ia, ib, static_cast<int32_t>(r), iab);
     }
     if (m.contains("unk_token") && !m["unk_token"].is_null()) {
       if (!m["unk_token"].is_string()) bad("model.unk_token is not a string");
-      auto it = t_.vocab.find(m["unk_token"].get<std::string>());
-      if (it == t_.vocab.end()) bad("model.unk_token is not in the vocabulary");
-      t_.unk_id = it->second;
+      t_.unk_id = t_.vocab.find(m["unk_token"].get<std::string>());
+      if (t_.unk_id < 0) bad("model.unk_token is not in the vocabulary");
     }
     for (int byte = 0; byte < 256; ++byte) {
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", byte);
-      auto it = t_.vocab.find(std::string_view(name));
-      t_.byte_fallback_ids[static_cast<size_t>(byte)] = it == t_.vocab.end() ? -1 : it->second;
+      t_.byte_fallback_ids[static_cast<size_t>(byte)] = t_.vocab.find(std::string_view(name));
     }
   }
 
@@ -318,8 +391,7 @@ class Loader {
       for (int b = 0; b < 256; ++b) {
         std::string ch;
         append_utf8(ch, byte_level_char(static_cast<uint8_t>(b)));
-        auto it = t_.vocab.find(ch);
-        t_.byte_level_ids[static_cast<size_t>(b)] = it == t_.vocab.end() ? -1 : it->second;
+        t_.byte_level_ids[static_cast<size_t>(b)] = t_.vocab.find(ch);
         t_.byte_level_chars[static_cast<size_t>(b)] = ch;
       }
     }
@@ -340,8 +412,7 @@ class Loader {
       if (s.empty()) return -1;
       for (const auto& a : t_.added)
         if (a.content == s) return a.id;
-      auto it = t_.vocab.find(s);
-      return it == t_.vocab.end() ? -1 : it->second;
+      return t_.vocab.find(s);
     };
     t_.bos_id = id_of(t_.bos_token);
     t_.eos_id = id_of(t_.eos_token);
@@ -403,18 +474,15 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   impl.origin = origin;
   tok::Loader L(impl);
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(tokenizer_json);
-  } catch (const nlohmann::json::exception& e) {
-    L.bad(std::string("invalid JSON: ") + e.what());
-  }
+  tok::BigParts big;
+  tok::scan_tokenizer_json(tokenizer_json, origin, j, big);
   try {
     if (!j.is_object()) L.bad("top level is not an object");
     if (j.contains("truncation") && !j["truncation"].is_null()) L.bad("unsupported option: truncation");
     if (j.contains("padding") && !j["padding"].is_null()) L.bad("unsupported option: padding");
     L.normalizer(j.value("normalizer", nlohmann::json()));
     L.pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
-    L.model(L.field(j, "model", "tokenizer.json"));
+    L.model(L.field(j, "model", "tokenizer.json"), big);
     L.added(j.value("added_tokens", nlohmann::json()));
     L.post_processor(j.value("post_processor", nlohmann::json()));
     L.decoder(j.value("decoder", nlohmann::json()));
