@@ -3,7 +3,7 @@
 // x 16 k as nibbles; vand/vsrl give the two B^T tiles. int8: one load = one tile.
 // Block epilogue (exact): dot = acc - zp*sum(a); acc_f += float(dot) * (sa*sb) in fp32, on the
 // 4x4 accumulator layout (lane 4i+j = row i, column j of the group).
-// M=1 (decode) uses the same tiles with rows 1-3 zero and a 4-lane epilogue.
+// M=1 (decode) has its own epilogue (tile_x16_m1).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -53,11 +53,11 @@ void quantize_tiles(const PackX16& p, const float* A, int64_t M, ActTiles& t) {
   }
 }
 
-// One row group (rows m0..m0+rows) x one panel. EL = epilogue lanes: 4 for M=1, 16 otherwise.
-template <size_t EL>
+// One row group (rows m0..m0+rows, M >= 2) x one panel.
 void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int64_t m0, int64_t rows,
               float* Y, const float* bias) {
   const int bs = p.bs;
+  constexpr size_t EL = 16;
   const vuint32m2_t lane = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(16), 3, 16);
   vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, 16), f1 = f0, f2 = f0, f3 = f0;
   for (int64_t b = 0; b < p.kb; ++b) {
@@ -66,26 +66,16 @@ void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int
     const uint8_t* at = t.rec(g, b, p.kb);
     vint32m2_t c0 = __riscv_vmv_v_x_i32m2(0, 16), c1 = c0, c2 = c0, c3 = c0;
     if (p.bits == 4) {
-      for (int k = 0; k < bs; k += 16, at += 64, codes += 128) {
-        const vint8m1_t a0 = __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32);
-        const vint8m1_t a1 = __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at + 32), 32);
-        vuint8m1_t w = __riscv_vle8_v_u8m1(codes, 32);
-        c0 = vmadotsu(vmadotsu(c0, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
-        w = __riscv_vle8_v_u8m1(codes + 32, 32);
-        c1 = vmadotsu(vmadotsu(c1, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
-        w = __riscv_vle8_v_u8m1(codes + 64, 32);
-        c2 = vmadotsu(vmadotsu(c2, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
-        w = __riscv_vle8_v_u8m1(codes + 96, 32);
-        c3 = vmadotsu(vmadotsu(c3, a0, __riscv_vand_vx_u8m1(w, 15, 32)), a1, __riscv_vsrl_vx_u8m1(w, 4, 32));
-      }
+      for (int k = 0; k < bs; k += 16, at += 64, codes += 128)
+        vmadotsu_q4x16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32),
+                            __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at + 32), 32),
+                            __riscv_vle8_v_u8m1(codes, 32), __riscv_vle8_v_u8m1(codes + 32, 32),
+                            __riscv_vle8_v_u8m1(codes + 64, 32), __riscv_vle8_v_u8m1(codes + 96, 32));
     } else {
-      for (int k = 0; k < bs; k += 8, at += 32, codes += 128) {
-        const vint8m1_t a = __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32);
-        c0 = vmadotsu(c0, a, __riscv_vle8_v_u8m1(codes, 32));
-        c1 = vmadotsu(c1, a, __riscv_vle8_v_u8m1(codes + 32, 32));
-        c2 = vmadotsu(c2, a, __riscv_vle8_v_u8m1(codes + 64, 32));
-        c3 = vmadotsu(c3, a, __riscv_vle8_v_u8m1(codes + 96, 32));
-      }
+      for (int k = 0; k < bs; k += 8, at += 32, codes += 128)
+        vmadotsu_q8x16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32),
+                            __riscv_vle8_v_u8m1(codes, 32), __riscv_vle8_v_u8m1(codes + 32, 32),
+                            __riscv_vle8_v_u8m1(codes + 64, 32), __riscv_vle8_v_u8m1(codes + 96, 32));
     }
     const uint8_t* arec = t.rec(g, b, p.kb) + bs * 4;
     const vfloat32m2_t sa = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(arec), EL);
@@ -120,6 +110,58 @@ void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int
       }
 }
 
+// M=1 (decode): the same vmadot steps (rows 1-3 of the A tiles are zero), then row 0 of the four
+// 4x4 accumulators is slid into one 16-lane vector (= the 16 columns in order) so the block
+// epilogue is 4 vector ops for the whole panel and the result is stored directly.
+void tile_x16_m1(const PackX16& p, const ActTiles& t, int64_t panel, int64_t m, float* Y, const float* bias) {
+  const int bs = p.bs;
+  const vuint32m2_t lane = __riscv_vid_v_u32m2(16);
+  // zp_lanes index of (group g, row 0, column j) for lane 4g+j: 16g + j, in bytes.
+  const vuint32m2_t zp_index = __riscv_vsll_vx_u32m2(
+      __riscv_vadd_vv_u32m2(__riscv_vsll_vx_u32m2(__riscv_vsrl_vx_u32m2(lane, 2, 16), 4, 16),
+                            __riscv_vand_vx_u32m2(lane, 3, 16), 16),
+      2, 16);
+  vfloat32m2_t f = __riscv_vfmv_v_f_f32m2(0.0f, 16);
+  for (int64_t b = 0; b < p.kb; ++b) {
+    const uint8_t* prec = p.block(panel, b);
+    const uint8_t* codes = prec + p.codes_offset;
+    const uint8_t* at = t.rec(0, b, p.kb);
+    vint32m2_t c0 = __riscv_vmv_v_x_i32m2(0, 16), c1 = c0, c2 = c0, c3 = c0;
+    if (p.bits == 4) {
+      for (int k = 0; k < bs; k += 16, at += 64, codes += 128)
+        vmadotsu_q4x16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32),
+                            __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at + 32), 32),
+                            __riscv_vle8_v_u8m1(codes, 32), __riscv_vle8_v_u8m1(codes + 32, 32),
+                            __riscv_vle8_v_u8m1(codes + 64, 32), __riscv_vle8_v_u8m1(codes + 96, 32));
+    } else {
+      for (int k = 0; k < bs; k += 8, at += 32, codes += 128)
+        vmadotsu_q8x16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32),
+                            __riscv_vle8_v_u8m1(codes, 32), __riscv_vle8_v_u8m1(codes + 32, 32),
+                            __riscv_vle8_v_u8m1(codes + 64, 32), __riscv_vle8_v_u8m1(codes + 96, 32));
+    }
+    vint32m2_t c = __riscv_vslideup_vx_i32m2(c0, c1, 4, 8);
+    c = __riscv_vslideup_vx_i32m2(c, c2, 8, 12);
+    c = __riscv_vslideup_vx_i32m2(c, c3, 12, 16);
+    const uint8_t* arec = t.rec(0, b, p.kb) + bs * 4;
+    float sa;
+    int32_t sum;
+    std::memcpy(&sa, arec, 4);
+    std::memcpy(&sum, arec + 64, 4);
+    if (p.has_zp)
+      c = __riscv_vnmsac_vx_i32m2(
+          c, sum,
+          __riscv_vluxei32_v_i32m2(reinterpret_cast<const int32_t*>(prec + p.zp_offset), zp_index, 16), 16);
+    else
+      c = __riscv_vsub_vx_i32m2(c, p.zero_default() * sum, 16);
+    const vfloat32m2_t sb = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(prec), 16);
+    f = __riscv_vfmacc_vv_f32m2(f, __riscv_vfcvt_f_x_v_f32m2(c, 16), __riscv_vfmul_vf_f32m2(sb, sa, 16), 16);
+  }
+  const int64_t n0 = panel * 16;
+  const size_t vn = static_cast<size_t>(std::min<int64_t>(16, p.N - n0));
+  if (bias != nullptr) f = __riscv_vfadd_vv_f32m2(f, __riscv_vle32_v_f32m2(bias + n0, vn), vn);
+  __riscv_vse32_v_f32m2(Y + m * p.N + n0, f, vn);
+}
+
 class QgemmX16Ime final : public PackedMatMul {
  public:
   explicit QgemmX16Ime(const QuantizedMatrix& w) : p_(pack_x16(w)) {}
@@ -134,10 +176,10 @@ class QgemmX16Ime final : public PackedMatMul {
       for (int64_t panel = pb; panel < pe; ++panel)  // panel-outer: the B panel stays in cache
         for (int64_t g = 0; g < groups; ++g) {
           const int64_t rows = std::min<int64_t>(4, M - 4 * g);
-          if (rows == 1)
-            tile_x16<4>(p_, t, g, panel, 4 * g, 1, Y, bias);
+          if (M == 1)
+            tile_x16_m1(p_, t, panel, 0, Y, bias);
           else
-            tile_x16<16>(p_, t, g, panel, 4 * g, rows, Y, bias);
+            tile_x16(p_, t, g, panel, 4 * g, rows, Y, bias);
         }
     });
   }

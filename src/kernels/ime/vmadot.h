@@ -77,6 +77,35 @@ inline vint32m2_t vmadotsu(vint32m2_t acc, vint8m1_t a, vuint8m1_t bt) {
   return acc;
 }
 
+// One int4 16-k step for 16 columns (4 groups of 4): w_g holds 4 columns x 8 bytes whose low
+// nibbles are the B^T tile for k0..7 and high nibbles for k8..15, so
+//   c_g += a0 * lo(w_g)^T + a1 * hi(w_g)^T.
+// One asm block: one vsetvli for 8 vmadots, unpacked tiles in two scratch registers.
+inline void vmadotsu_q4x16_step(vint32m2_t& c0, vint32m2_t& c1, vint32m2_t& c2, vint32m2_t& c3, vint8m1_t a0,
+                                vint8m1_t a1, vuint8m1_t w0, vuint8m1_t w1, vuint8m1_t w2, vuint8m1_t w3) {
+  vuint8m1_t lo, hi;
+#define NBITS_Q4_GROUP(C, W)                                                                    \
+  "vand.vi %[lo], " W ", 15\n\tvsrl.vi %[hi], " W ", 4\n\t" NBITS_VMADOTSU(C, "%[a0]", "%[lo]") \
+      NBITS_VMADOTSU(C, "%[a1]", "%[hi]")
+  asm("vsetvli zero, %[n], e8, m1, ta, ma\n\t" NBITS_Q4_GROUP("%[c0]", "%[w0]")
+          NBITS_Q4_GROUP("%[c1]", "%[w1]") NBITS_Q4_GROUP("%[c2]", "%[w2]") NBITS_Q4_GROUP("%[c3]", "%[w3]")
+      : [c0] "+vr"(c0), [c1] "+vr"(c1), [c2] "+vr"(c2), [c3] "+vr"(c3), [lo] "=&vr"(lo), [hi] "=&vr"(hi)
+      : [a0] "vr"(a0), [a1] "vr"(a1), [w0] "vr"(w0), [w1] "vr"(w1), [w2] "vr"(w2), [w3] "vr"(w3), [n] "r"(32)
+      : "vl", "vtype");
+#undef NBITS_Q4_GROUP
+}
+
+// One int8 8-k step for 16 columns: c_g += a * w_g^T (w_g = 4 columns x 8 k codes).
+inline void vmadotsu_q8x16_step(vint32m2_t& c0, vint32m2_t& c1, vint32m2_t& c2, vint32m2_t& c3, vint8m1_t a,
+                                vuint8m1_t w0, vuint8m1_t w1, vuint8m1_t w2, vuint8m1_t w3) {
+  asm("vsetvli zero, %[n], e8, m1, ta, ma\n\t" NBITS_VMADOTSU("%[c0]", "%[a]", "%[w0]")
+          NBITS_VMADOTSU("%[c1]", "%[a]", "%[w1]") NBITS_VMADOTSU("%[c2]", "%[a]", "%[w2]")
+              NBITS_VMADOTSU("%[c3]", "%[a]", "%[w3]")
+      : [c0] "+vr"(c0), [c1] "+vr"(c1), [c2] "+vr"(c2), [c3] "+vr"(c3)
+      : [a] "vr"(a), [w0] "vr"(w0), [w1] "vr"(w1), [w2] "vr"(w2), [w3] "vr"(w3), [n] "r"(32)
+      : "vl", "vtype");
+}
+
 #endif  // NBITS_HAVE_IME_KERNELS
 
 }  // namespace nbits::kernels::ime

@@ -1,0 +1,59 @@
+// Counts the guest instructions of one MatMulNBits call (M=1 decode, Qwen2.5-0.5B layer shapes)
+// per kernel set under QEMU, between the insncount plugin's region markers. Built and run by
+// tools/riscv/insn_count.sh against the IME-emulated cross build (which corrects for the
+// emulation sequence).  usage: insn_count KERNEL_SET BITS
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul_nbits.h"
+
+using namespace nbits;
+using namespace nbits::kernels;
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: insn_count KERNEL_SET BITS\n");
+    return 2;
+  }
+  const std::string want = argv[1];
+  const int bits = std::atoi(argv[2]);
+  // One Qwen2.5-0.5B decoder layer: qkv, o, gate+up, down (N x K).
+  const int64_t shapes[4][2] = {{1152, 896}, {896, 896}, {9728, 896}, {896, 4864}};
+  std::mt19937 rng(1);
+  ThreadPool pool(1);
+  uint64_t vmadots = 0;
+  for (const auto& s : shapes) {
+    QuantizedMatrix w;
+    w.N = s[0];
+    w.K = s[1];
+    w.bits = bits;
+    w.block_size = 32;
+    std::vector<uint8_t> codes(static_cast<size_t>(w.N * w.k_blocks() * w.blob_bytes()));
+    for (auto& c : codes) c = static_cast<uint8_t>(rng());
+    std::vector<float> scales(static_cast<size_t>(w.N * w.k_blocks()), 0.01f);
+    std::vector<float> a(static_cast<size_t>(w.K)), y(static_cast<size_t>(w.N));
+    for (auto& x : a) x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;
+    w.codes = codes.data();
+    w.scales = scales.data();
+    const MatMulNBitsKernel* k = nullptr;
+    for (const auto& e : matmul_nbits_kernels())
+      if (want == e.name) k = &e;
+    if (k == nullptr || !k->supports(w, cpu_features())) {
+      std::fprintf(stderr, "kernel set %s not available\n", want.c_str());
+      return 1;
+    }
+    auto packed = k->pack(w);
+    asm volatile("slti x0, x0, 0x7a1");  // region begin
+    packed->run(a.data(), 1, y.data(), nullptr, pool);
+    asm volatile("slti x0, x0, 0x7a2");  // region end
+    vmadots += static_cast<uint64_t>((w.N + 15) / 16) * w.k_blocks() * (32 / 8) * 4;
+    std::printf("%s N=%lld K=%lld y0=%g\n", packed->kernel_name(1), static_cast<long long>(w.N),
+                static_cast<long long>(w.K), y[0]);
+  }
+  std::printf("vmadot_if_ime %llu\n", static_cast<unsigned long long>(vmadots));
+  return 0;
+}
