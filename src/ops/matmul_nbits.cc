@@ -99,7 +99,8 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
   const Tensor& S = b.constant(2, "scales");
   b.require_type(2, {DType::kF32, DType::kF16, DType::kBF16}, "scales");
   b.check(S.numel() == w.N * kb && S.shape.rank <= 2, "scales '", n.inputs[2], "' has shape ", S.shape.str(),
-          ", expected [", w.N * kb, "] or [", w.N, ",", kb, "]");
+          ", expected [", w.N * kb, "] or [", w.N, ",", kb, "] (N=", w.N, ", k_blocks=", kb, " for K=", w.K,
+          ", block_size=", w.block_size, ")");
   const std::vector<float> scales = to_float_vector(S);
   w.scales = scales.data();
 
