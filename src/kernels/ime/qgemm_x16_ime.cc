@@ -145,8 +145,8 @@ void tile_x16_m1(const PackX16& p, const ActTiles& t, int64_t panel, int64_t m, 
     const uint8_t* arec = t.rec(0, b, p.kb) + bs * 4;
     float sa;
     int32_t sum;
-    std::memcpy(&sa, arec, 4);
-    std::memcpy(&sum, arec + 64, 4);
+    std::memcpy(&sa, __builtin_assume_aligned(arec, 4), 4);  // records are 4-byte aligned
+    std::memcpy(&sum, __builtin_assume_aligned(arec + 64, 4), 4);
     if (p.has_zp)
       c = __riscv_vnmsac_vx_i32m2(
           c, sum,
