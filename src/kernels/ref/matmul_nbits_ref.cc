@@ -1,29 +1,48 @@
 // Plain scalar MatMulNBits, written to be read, not to be fast.
 #include "kernels/ref/matmul_nbits_ref.h"
 
-#include <cstring>
 
 #include "quant/quantize_a.h"
 
 namespace nbits::kernels {
 
-void matmul_nbits_ref_fp32(const QuantizedMatrix& w, const float* A, int64_t M, float* Y,
-                           const float* bias) {
-  const int64_t kb = w.k_blocks();
-  std::vector<float> wrow(static_cast<size_t>(w.K));
-  for (int64_t n = 0; n < w.N; ++n) {
-    for (int64_t b = 0; b < kb; ++b) {
-      const float zp = w.zero_point(n, b), s = w.scale(n, b);
-      for (int64_t k = b * w.block_size; k < std::min(w.K, (b + 1) * w.block_size); ++k)
-        wrow[k] = (static_cast<float>(w.code(n, k)) - zp) * s;
-    }
+// Columns [n0, n1) of Y (row stride w.N) in CompFp32: W dequantized on the fly.
+static void ref_fp32_columns(const QuantizedMatrix& w, const float* A, int64_t M, float* Y, const float* bias,
+                             int64_t n0, int64_t n1) {
+  for (int64_t n = n0; n < n1; ++n) {
     for (int64_t m = 0; m < M; ++m) {
       const float* a = A + m * w.K;
       float acc = 0.0f;
-      for (int64_t k = 0; k < w.K; ++k) acc += a[k] * wrow[k];
+      for (int64_t k = 0; k < w.K; ++k) {
+        const int64_t b = k / w.block_size;
+        acc += a[k] * ((static_cast<float>(w.code(n, k)) - w.zero_point(n, b)) * w.scale(n, b));
+      }
       Y[m * w.N + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
     }
   }
+}
+
+// Columns [n0, n1) of Y in CompInt8, from rows of A already quantized
+// (qa: [M][k_blocks*block_size], sa: [M][k_blocks]).
+static void ref_int8_columns(const QuantizedMatrix& w, const int8_t* qa, const float* sa, int64_t M, float* Y,
+                             const float* bias, int64_t n0, int64_t n1) {
+  const int64_t kb = w.k_blocks();
+  for (int64_t m = 0; m < M; ++m) {
+    const int8_t* qrow = qa + m * kb * w.block_size;
+    for (int64_t n = n0; n < n1; ++n) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < kb; ++b) {
+        const int32_t dot = block_dot_ref(w, n, b, qrow + b * w.block_size);
+        acc += static_cast<float>(dot) * (sa[m * kb + b] * w.scale(n, b));
+      }
+      Y[m * w.N + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
+    }
+  }
+}
+
+void matmul_nbits_ref_fp32(const QuantizedMatrix& w, const float* A, int64_t M, float* Y,
+                           const float* bias) {
+  ref_fp32_columns(w, A, M, Y, bias, 0, w.N);
 }
 
 int32_t block_dot_ref(const QuantizedMatrix& w, int64_t n, int64_t b, const int8_t* qa_block) {
@@ -37,22 +56,20 @@ int32_t block_dot_ref(const QuantizedMatrix& w, int64_t n, int64_t b, const int8
   return dot;
 }
 
+// Quantizes every row of A per weight block (the CompInt8 contract).
+static void quantize_rows(const QuantizedMatrix& w, const float* A, int64_t M, int8_t* qa, float* sa) {
+  const int64_t kb = w.k_blocks();
+  for (int64_t m = 0; m < M; ++m)
+    quant::quantize_row_blocks(A + m * w.K, w.K, w.block_size, qa + m * kb * w.block_size, sa + m * kb);
+}
+
 void matmul_nbits_ref_int8(const QuantizedMatrix& w, const float* A, int64_t M, float* Y,
                            const float* bias) {
   const int64_t kb = w.k_blocks();
-  std::vector<int8_t> qa(static_cast<size_t>(kb * w.block_size));
-  std::vector<float> sa(static_cast<size_t>(kb));
-  for (int64_t m = 0; m < M; ++m) {
-    quant::quantize_row_blocks(A + m * w.K, w.K, w.block_size, qa.data(), sa.data());
-    for (int64_t n = 0; n < w.N; ++n) {
-      float acc = 0.0f;
-      for (int64_t b = 0; b < kb; ++b) {
-        const int32_t dot = block_dot_ref(w, n, b, qa.data() + b * w.block_size);
-        acc += static_cast<float>(dot) * (sa[b] * w.scale(n, b));
-      }
-      Y[m * w.N + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
-    }
-  }
+  std::vector<int8_t> qa(static_cast<size_t>(M * kb * w.block_size));
+  std::vector<float> sa(static_cast<size_t>(M * kb));
+  quantize_rows(w, A, M, qa.data(), sa.data());
+  ref_int8_columns(w, qa.data(), sa.data(), M, Y, bias, 0, w.N);
 }
 
 namespace {
@@ -73,23 +90,23 @@ class RefPacked final : public PackedMatMul {
     w_.zero_points_f = w.zero_points_f ? zpf_.data() : nullptr;
   }
 
+  // Scratch for quantized activations grows with the largest M seen, so a
+  // steady-state call allocates nothing. One instance runs one call at a time.
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
-    // Split N across threads; each part is an independent reference call.
-    pool.parallel_range(w_.N, 16, [&](int64_t n0, int64_t n1) {
-      QuantizedMatrix part = w_;
-      part.N = n1 - n0;
-      part.codes = w_.codes + n0 * w_.k_blocks() * w_.blob_bytes();
-      part.scales = w_.scales + n0 * w_.k_blocks();
-      if (part.zero_points) part.zero_points = w_.zero_points + n0 * w_.zp_row_bytes();
-      if (part.zero_points_f) part.zero_points_f = w_.zero_points_f + n0 * w_.k_blocks();
-      std::vector<float> y(static_cast<size_t>(M * part.N));
-      if (compute_ == Compute::kInt8)
-        matmul_nbits_ref_int8(part, A, M, y.data(), bias ? bias + n0 : nullptr);
-      else
-        matmul_nbits_ref_fp32(part, A, M, y.data(), bias ? bias + n0 : nullptr);
-      for (int64_t m = 0; m < M; ++m)
-        std::memcpy(Y + m * w_.N + n0, y.data() + m * part.N, sizeof(float) * part.N);
-    });
+    if (compute_ == Compute::kInt8) {
+      const int64_t kb = w_.k_blocks();
+      if (qa_.size() < static_cast<size_t>(M * kb * w_.block_size)) {
+        qa_.resize(static_cast<size_t>(M * kb * w_.block_size));
+        sa_.resize(static_cast<size_t>(M * kb));
+      }
+      quantize_rows(w_, A, M, qa_.data(), sa_.data());
+      pool.parallel_range(w_.N, 16, [&](int64_t n0, int64_t n1) {
+        ref_int8_columns(w_, qa_.data(), sa_.data(), M, Y, bias, n0, n1);
+      });
+    } else {
+      pool.parallel_range(w_.N, 16,
+                          [&](int64_t n0, int64_t n1) { ref_fp32_columns(w_, A, M, Y, bias, n0, n1); });
+    }
   }
   const char* kernel_name(int64_t) const override {
     return compute_ == Compute::kInt8 ? "matmul_nbits_int8_ref" : "matmul_nbits_fp32_ref";
@@ -105,6 +122,8 @@ class RefPacked final : public PackedMatMul {
   std::vector<float> scales_;
   std::vector<uint8_t> zp_;
   std::vector<float> zpf_;
+  mutable std::vector<int8_t> qa_;
+  mutable std::vector<float> sa_;
 };
 
 }  // namespace
