@@ -16,14 +16,19 @@ void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* 
       const uint8_t* codes = blk + w.header_bytes;
       const int8_t* q = qa + b * w.block;
       __m256i d0 = _mm256_setzero_si256(), d1 = _mm256_setzero_si256();
+      for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
 #pragma GCC unroll 4
-      for (int64_t g = 0; g < groups; ++g, codes += 64, q += 8) {
-        _mm_prefetch(reinterpret_cast<const char*>(codes) + 1024, _MM_HINT_T0);
-        const __m256i alo = bcast4(q), ahi = bcast4(q + 4);
-        d0 = _mm256_add_epi32(d0,
-                              dot_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes)), alo, ahi));
-        d1 = _mm256_add_epi32(
-            d1, dot_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32)), alo, ahi));
+        for (int64_t g = g0; g < g1; ++g, codes += 64, q += 8) {
+          const __m256i alo = bcast4(q), ahi = bcast4(q + 4);
+          s0 = _mm256_add_epi16(
+              s0, dot16_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes)), alo, ahi));
+          s1 = _mm256_add_epi16(
+              s1, dot16_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32)), alo, ahi));
+        }
+        d0 = _mm256_add_epi32(d0, widen(s0));
+        d1 = _mm256_add_epi32(d1, widen(s1));
       }
       d0 = correct<kAsym>(d0, blk + 64, 8, 0, qsum[b]);
       d1 = correct<kAsym>(d1, blk + 72, 8, 0, qsum[b]);

@@ -21,15 +21,21 @@ inline int32_t load_i32(const void* p) {
 // Broadcast of 4 int8 activations (one dword) to every lane.
 inline __m256i bcast4(const int8_t* q) { return _mm256_set1_epi32(load_i32(q)); }
 
-// Exact int32 dots of one 64-byte int4 group half (8 columns x 8 k) with
-// activations k..k+3 (alo) and k+4..k+7 (ahi): |partial| <= 4*15*127 fits int16.
-inline __m256i dot_q4(__m256i x, __m256i alo, __m256i ahi) {
+// int16 partial dots of one 64-byte int4 group half (8 columns x 8 k) with
+// activations k..k+3 (alo) and k+4..k+7 (ahi): each lane sums 4 products,
+// |lane| <= 4*15*127 = 7620, so up to 4 groups (30480) may be summed in int16.
+inline __m256i dot16_q4(__m256i x, __m256i alo, __m256i ahi) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m256i lo = _mm256_and_si256(x, m4);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-  const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
-  return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+  return _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
 }
+
+// Groups of int4 codes whose int16 partial dots can be summed exactly.
+constexpr int64_t kQ4GroupsPerI16 = 4;
+
+// int16 lanes -> int32 (pairwise sums).
+inline __m256i widen(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
 
 // Exact int32 dots of 8 columns x 4 int8 codes with 4 activations, against the
 // codes shifted to signed (q - 128): sign trick keeps maddubs below 2*128*127.

@@ -1,0 +1,209 @@
+// MatMulNBits kernels: GB/s of packed weights streamed per call, for the
+// Qwen2.5-0.5B shapes, M = 1 (decode) and M = 128 (prefill), 1 and 2 threads,
+// next to a STREAM-like read-bandwidth benchmark in the same binary so the
+// ratio "GEMV GB/s / read GB/s" comes from one run. Weights rotate over
+// several packed copies (>= 320 MB in all) so every call streams from DRAM.
+//
+//   build-*/bench/bench_matmul_nbits --benchmark_filter='read_bw|int4_b32.*M=1/'
+//     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//     --benchmark_report_aggregates_only=true
+#include "kernels/matmul_nbits.h"
+
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "base/thread_pool.h"
+
+namespace nbits::kernels {
+namespace {
+
+// Weights touched before one repeats; NBITS_BENCH_HOT=1 keeps one copy (cache-resident: compute roof).
+const size_t kRotateBytes = std::getenv("NBITS_BENCH_HOT") != nullptr ? 0 : size_t{320} << 20;
+constexpr size_t kCacheBudget = size_t{3} << 30;  // packed copies kept between benchmarks
+
+ThreadPool& pool(int threads) {
+  static ThreadPool p1(1), p2(2);
+  return threads == 1 ? p1 : p2;
+}
+
+uint64_t next(uint64_t& s) {
+  s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+  return s;
+}
+
+// A random ONNX-layout weight (codes, scales, optional zero points).
+struct Source {
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+  QuantizedMatrix w;
+  Source(int bits, int block, int64_t K, int64_t N) {
+    w.N = N, w.K = K, w.bits = bits, w.block_size = block;
+    codes.resize(static_cast<size_t>(N * w.k_blocks() * w.blob_bytes()));
+    scales.resize(static_cast<size_t>(N * w.k_blocks()));
+    uint64_t s = 88172645463325252ull;
+    for (size_t i = 0; i + 8 <= codes.size(); i += 8) {
+      const uint64_t v = next(s);
+      std::memcpy(&codes[i], &v, 8);
+    }
+    for (auto& x : scales) x = 0.001f + static_cast<float>(next(s) % 1000) * 1e-5f;
+    w.codes = codes.data(), w.scales = scales.data();
+  }
+};
+
+struct Packed {
+  std::string key;
+  std::vector<std::unique_ptr<PackedMatMul>> copies;
+  size_t bytes = 0;
+};
+
+// Packed copies of (kernel, bits, block, K, N), cached across benchmark runs.
+const Packed& packed(const MatMulNBitsKernel& k, int bits, int block, int64_t K, int64_t N) {
+  static std::deque<Packed> cache;
+  const std::string key = std::string(k.name) + "/" + std::to_string(bits) + "/" + std::to_string(block) +
+                          "/" + std::to_string(K) + "/" + std::to_string(N);
+  for (auto& p : cache)
+    if (p.key == key) return p;
+  Source src(bits, block, K, N);
+  Packed p;
+  p.key = key;
+  size_t total = 0;
+  do {
+    p.copies.push_back(k.pack(src.w));
+    total += p.copies.back()->packed_bytes();
+  } while (total < kRotateBytes);
+  p.bytes = p.copies[0]->packed_bytes();
+  size_t held = total;
+  for (auto& c : cache) held += c.bytes * c.copies.size();
+  while (!cache.empty() && held > kCacheBudget) {
+    held -= cache.front().bytes * cache.front().copies.size();
+    cache.pop_front();
+  }
+  cache.push_back(std::move(p));
+  return cache.back();
+}
+
+void bm_matmul(benchmark::State& st, const MatMulNBitsKernel* k, int bits, int block, int64_t K, int64_t N,
+               int64_t M, int threads) {
+  const Packed& p = packed(*k, bits, block, K, N);
+  std::vector<float> A(static_cast<size_t>(M * K)), Y(static_cast<size_t>(M * N));
+  uint64_t s = 1;
+  for (auto& a : A) a = static_cast<float>(static_cast<int>(next(s) % 2001) - 1000) * 1e-3f;
+  size_t i = 0;
+  for (auto _ : st) {
+    p.copies[i++ % p.copies.size()]->run(A.data(), M, Y.data(), nullptr, pool(threads));
+    benchmark::ClobberMemory();
+  }
+  st.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(p.bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(M * N * K) * 1e-9,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(p.copies[0]->kernel_name(M));
+}
+
+// Reads `n` bytes with 256-bit loads and four independent accumulators.
+__attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 128 <= n; i += 128) {
+    a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  return static_cast<uint64_t>(_mm256_extract_epi64(x, 0) ^ _mm256_extract_epi64(x, 3));
+}
+
+uint64_t read_plain(const uint8_t* p, size_t n) {
+  uint64_t a = 0;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    a ^= v;
+  }
+  return a;
+}
+
+// STREAM-like read bandwidth over a 1 GiB buffer, split over the pool like the kernels split N.
+void bm_read_bw(benchmark::State& st, int threads) {
+  constexpr size_t kBytes = size_t{1} << 30;
+  static std::unique_ptr<uint8_t, decltype(&std::free)> buf(
+      static_cast<uint8_t*>(std::aligned_alloc(64, kBytes)), &std::free);
+  static const bool init = [] {
+    std::memset(buf.get(), 1, kBytes);
+    return true;
+  }();
+  (void)init;
+  const bool avx2 = cpu_features().avx2;
+  constexpr int64_t kChunk = 1 << 20;
+  std::vector<uint64_t> sink(2);
+  for (auto _ : st) {
+    pool(threads).parallel_range(kBytes / kChunk, 1, [&](int64_t c0, int64_t c1) {
+      const uint8_t* p = buf.get() + c0 * kChunk;
+      const size_t n = static_cast<size_t>(c1 - c0) * kChunk;
+      sink[c0 == 0 ? 0 : 1] ^= avx2 ? read_avx2(p, n) : read_plain(p, n);
+    });
+    benchmark::DoNotOptimize(sink.data());
+  }
+  st.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(kBytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+struct Shape {
+  const char* name;
+  int64_t K, N;
+};
+
+void register_all() {
+  for (int t : {1, 2})
+    benchmark::RegisterBenchmark(("read_bw/T=" + std::to_string(t)).c_str(), bm_read_bw, t)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  const Shape shapes[] = {{"mlp_up", 896, 4864},
+                          {"qkv", 896, 1152},
+                          {"o_proj", 896, 896},
+                          {"mlp_down", 4864, 896},
+                          {"lm_head", 896, 151936}};
+  struct Quant {
+    const char* name;
+    int bits, block;
+  };
+  const Quant quants[] = {{"int4_b32", 4, 32}, {"int4_b128", 4, 128}, {"int8_b32", 8, 32}};
+  for (const auto& k : matmul_nbits_kernels()) {
+    for (const Quant& q : quants)
+      for (const Shape& s : shapes)
+        for (int64_t M : {1, 128})
+          for (int t : {1, 2}) {
+            QuantizedMatrix probe;
+            probe.N = s.N, probe.K = s.K, probe.bits = q.bits, probe.block_size = q.block;
+            if (!k.supports(probe, cpu_features())) continue;
+            const bool ref = std::string(k.name).rfind("ref", 0) == 0;
+            if (ref && (M > 1 || q.bits != 4 || q.block != 32)) continue;  // the reference is for scale only
+            const std::string name = std::string(k.name) + "/" + q.name + "/" + s.name +
+                                     "/K=" + std::to_string(s.K) + "/N=" + std::to_string(s.N) +
+                                     "/M=" + std::to_string(M) + "/T=" + std::to_string(t);
+            benchmark::RegisterBenchmark(name.c_str(), bm_matmul, &k, q.bits, q.block, s.K, s.N, M, t)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
+  }
+}
+
+}  // namespace
+}  // namespace nbits::kernels
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  nbits::kernels::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
