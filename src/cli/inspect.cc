@@ -1,0 +1,249 @@
+// `nbits inspect FILE_OR_DIR`: graph I/O, op histogram, MatMulNBits table with
+// the kernel path each node takes, and warnings about slow or wasteful layouts.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "cli/command.h"
+#include "cli/common.h"
+#include "graph/session.h"
+#include "llm/genai_config.h"
+#include "onnx/model.h"
+
+namespace nbits::cli {
+namespace {
+
+using nlohmann::json;
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string model_file(const std::string& arg) {
+  if (!is_dir(arg)) {
+    NBITS_CHECK(file_exists(arg), "'", arg, "' does not exist");
+    return arg;
+  }
+  if (file_exists(arg + "/genai_config.json")) return llm::load_genai_config(arg).model_path();
+  NBITS_CHECK(file_exists(arg + "/model.onnx"), "no model.onnx or genai_config.json in ", arg);
+  return arg + "/model.onnx";
+}
+
+std::string dims_str(const onnx::ValueInfo& v) {
+  if (!v.has_shape) return "?";
+  std::string s = "[";
+  for (size_t i = 0; i < v.dims.size(); ++i) {
+    if (i > 0) s += ",";
+    s += v.dims[i].value >= 0 ? std::to_string(v.dims[i].value)
+                              : (v.dims[i].param.empty() ? "?" : v.dims[i].param);
+  }
+  return s + "]";
+}
+
+std::string mb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  return buf;
+}
+
+struct NBitsRow {
+  std::string node;
+  int64_t K = -1, N = -1;
+  int64_t bits = 4, block_size = -1, accuracy_level = 0;
+  bool zero_points = false;
+  std::string kernel;
+};
+
+json inspect_model(const std::string& path, const std::optional<int>& accuracy_override, bool try_session) {
+  const onnx::Model model = onnx::load_model(path);
+  const onnx::Graph& g = model.graph;
+  json r;
+  r["model"] = path;
+  r["producer"] = model.producer_name + (model.producer_version.empty() ? "" : " " + model.producer_version);
+  r["opsets"] = json::object();
+  for (const auto& o : model.opset_imports) r["opsets"][o.domain.empty() ? "ai.onnx" : o.domain] = o.version;
+  for (const char* kind : {"inputs", "outputs"}) {
+    json list = json::array();
+    for (const auto& v : kind[0] == 'i' ? g.inputs : g.outputs)
+      list.push_back({{"name", v.name}, {"dtype", onnx::data_type_name(v.elem_type)}, {"dims", dims_str(v)}});
+    r[kind] = list;
+  }
+  std::map<std::string, int64_t> hist;
+  std::set<std::string> consumed, produced;
+  for (const auto& n : g.nodes) {
+    const bool std_domain = n.domain.empty() || n.domain == "ai.onnx";
+    hist[std_domain ? n.op_type : n.domain + ":" + n.op_type]++;
+    for (const auto& in : n.inputs)
+      if (!in.empty()) consumed.insert(in);
+    for (const auto& out : n.outputs)
+      if (!out.empty()) produced.insert(out);
+  }
+  for (const auto& o : g.outputs) consumed.insert(o.name);
+  r["ops"] = hist;
+  r["nodes"] = g.nodes.size();
+
+  json warnings = json::array();
+  // MatMulNBits table, from the attributes.
+  std::vector<NBitsRow> rows;
+  std::map<int64_t, int64_t> levels;
+  for (const auto& n : g.nodes) {
+    if (n.op_type != "MatMulNBits") continue;
+    NBitsRow row;
+    row.node = n.name;
+    for (const char* a : {"K", "N", "block_size"})
+      if (n.attr(a) == nullptr)
+        warnings.push_back("node '" + n.name + "' (MatMulNBits): missing required attribute '" + a + "'");
+    row.K = n.attr_int("K", -1);
+    row.N = n.attr_int("N", -1);
+    row.bits = n.attr_int("bits", 4);
+    row.block_size = n.attr_int("block_size", -1);
+    row.accuracy_level = n.attr_int("accuracy_level", 0);
+    row.zero_points = n.has_input(3);
+    row.kernel = (accuracy_override.value_or(static_cast<int>(row.accuracy_level)) == 4) ? "int8 activations"
+                                                                                         : "fp32 dequantize";
+    levels[row.accuracy_level]++;
+    rows.push_back(row);
+  }
+  // Kernel paths, from a session when the model loads.
+  if (try_session && !rows.empty()) {
+    try {
+      graph::SessionOptions so;
+      so.accuracy_level = accuracy_override;
+      auto session = graph::Session::load(path, so);
+      std::map<std::string, graph::MatMulNBitsInfo> infos;
+      for (const auto& i : session->matmul_nbits_info()) infos[i.node] = i;
+      for (auto& row : rows)
+        if (auto it = infos.find(row.node); it != infos.end()) row.kernel = it->second.kernel;
+      r["session"] = {{"loads", true}, {"weight_bytes", session->weight_bytes()}};
+    } catch (const Error& e) {
+      r["session"] = {{"loads", false}, {"error", e.what()}};
+      warnings.push_back(std::string("the runtime cannot load this model: ") + e.what());
+    }
+  }
+  json table = json::array();
+  for (const auto& row : rows)
+    table.push_back({{"node", row.node},
+                     {"K", row.K},
+                     {"N", row.N},
+                     {"bits", row.bits},
+                     {"block_size", row.block_size},
+                     {"accuracy_level", row.accuracy_level},
+                     {"zero_points", row.zero_points},
+                     {"kernel", row.kernel}});
+  r["matmul_nbits"] = table;
+
+  for (const auto& [level, count] : levels)
+    if (level != 4 && !(accuracy_override && *accuracy_override == 4))
+      warnings.push_back(std::to_string(count) + " MatMulNBits node(s) have accuracy_level " +
+                         std::to_string(level) +
+                         ": will dequantize to fp32: several times slower decode; run `nbits patch IN OUT "
+                         "--accuracy-level 4` (or pass --accuracy-level 4)");
+  // fp32 embedding table beside a quantized lm_head.
+  for (const auto& n : g.nodes) {
+    if (n.op_type != "Gather" || !n.has_input(0)) continue;
+    const onnx::Tensor* t = g.initializer(n.inputs[0]);
+    if (t == nullptr || t->dtype != onnx::DataType::kFloat || t->dims.size() != 2) continue;
+    for (const auto& row : rows)
+      if (row.N == t->dims[0] && row.K == t->dims[1])
+        warnings.push_back("embedding '" + t->name + "' is fp32 (" +
+                           mb(static_cast<double>(t->bytes.size())) + ") while lm_head '" + row.node +
+                           "' is quantized: the shared layout (GatherBlockQuantized on the lm_head's codes) "
+                           "would drop it");
+  }
+  std::vector<std::string> unused;
+  size_t unused_bytes = 0;
+  for (const auto& t : g.initializers)
+    if (!consumed.count(t.name)) {
+      unused.push_back(t.name);
+      unused_bytes += t.bytes.size();
+    }
+  if (!unused.empty())
+    warnings.push_back(std::to_string(unused.size()) + " unused initializer(s) (" +
+                       mb(static_cast<double>(unused_bytes)) + "), e.g. '" + unused[0] + "'");
+  std::set<std::string> inits;
+  for (const auto& t : g.initializers) inits.insert(t.name);
+  for (const auto& in : g.inputs)
+    if (!consumed.count(in.name) && !inits.count(in.name))
+      warnings.push_back("graph input '" + in.name + "' is not used by any node");
+  std::set<std::string> available(inits);
+  for (const auto& in : g.inputs) available.insert(in.name);
+  for (const auto& n : g.nodes)
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !available.count(in) && !produced.count(in))
+        warnings.push_back("node '" + n.name + "' (" + n.op_type + ") reads '" + in +
+                           "', which no node, input or initializer provides");
+  for (const auto& o : g.outputs)
+    if (!produced.count(o.name) && !available.count(o.name))
+      warnings.push_back("graph output '" + o.name + "' is not produced by any node");
+  r["warnings"] = warnings;
+  return r;
+}
+
+void print_text(const json& r) {
+  std::printf("model: %s\nproducer: %s\nopsets:", r["model"].get<std::string>().c_str(),
+              r["producer"].get<std::string>().c_str());
+  for (const auto& [d, v] : r["opsets"].items()) std::printf(" %s=%lld", d.c_str(), v.get<long long>());
+  std::printf("\n");
+  for (const char* kind : {"inputs", "outputs"}) {
+    std::printf("\n%s:\n", kind);
+    for (const auto& v : r[kind])
+      std::printf("  %-32s %-8s %s\n", v["name"].get<std::string>().c_str(),
+                  v["dtype"].get<std::string>().c_str(), v["dims"].get<std::string>().c_str());
+  }
+  std::printf("\nops (%lld nodes):\n", r["nodes"].get<long long>());
+  std::vector<std::pair<int64_t, std::string>> ops;
+  for (const auto& [op, c] : r["ops"].items()) ops.emplace_back(c.get<int64_t>(), op);
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [c, op] : ops) std::printf("  %-40s %lld\n", op.c_str(), static_cast<long long>(c));
+  const json& t = r["matmul_nbits"];
+  if (!t.empty()) {
+    std::printf("\nMatMulNBits (%zu):\n  %-44s %6s %6s %4s %5s %4s %3s  %s\n", t.size(), "node", "K", "N",
+                "bits", "block", "acc", "zp", "kernel");
+    for (const auto& row : t)
+      std::printf("  %-44s %6lld %6lld %4lld %5lld %4lld %3s  %s\n", row["node"].get<std::string>().c_str(),
+                  row["K"].get<long long>(), row["N"].get<long long>(), row["bits"].get<long long>(),
+                  row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
+                  row["zero_points"].get<bool>() ? "y" : "n", row["kernel"].get<std::string>().c_str());
+  }
+  if (r.contains("session") && r["session"]["loads"].get<bool>())
+    std::printf("\nsession: loads; %.1f MB of weights in use\n",
+                r["session"]["weight_bytes"].get<double>() / 1e6);
+  const json& w = r["warnings"];
+  std::printf("\nwarnings (%zu):\n", w.size());
+  for (const auto& s : w) std::printf("  - %s\n", s.get<std::string>().c_str());
+}
+
+int inspect_main(const std::vector<std::string>& args) {
+  Flags f("inspect", "FILE_OR_DIR [options]",
+          "Shows a model's inputs/outputs, op histogram, the MatMulNBits nodes with the kernel\n"
+          "path each will take, and warnings (slow accuracy levels, wasteful layouts, unused or\n"
+          "dangling tensors).");
+  f.positional("FILE_OR_DIR", "model.onnx, or a model folder (genai_config.json names the file)");
+  f.choice("--format", {"text", "json"}, "output format", "text");
+  f.i64("--accuracy-level", "L", "show kernels as with `nbits run --accuracy-level L`", std::nullopt, 0, 4);
+  f.flag("--no-session", "do not load the model into the runtime (attributes only)");
+  if (auto rc = f.parse(args)) return *rc;
+  std::optional<int> level;
+  if (f.has("--accuracy-level")) level = static_cast<int>(f.get_i64("--accuracy-level"));
+  const json r = inspect_model(model_file(f.get_positional(0)), level, !f.get_flag("--no-session"));
+  if (f.get_str("--format") == "json")
+    std::printf("%s\n", r.dump().c_str());
+  else
+    print_text(r);
+  return 0;
+}
+
+}  // namespace
+
+NBITS_COMMAND("inspect", "show a model's graph, MatMulNBits kernels and warnings", inspect_main);
+
+}  // namespace nbits::cli

@@ -1,0 +1,140 @@
+#include "cli/model_setup.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+
+namespace nbits::cli {
+
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+void add_model_flags(Flags& f) {
+  f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json)", true);
+  f.i64("-t,--threads", "N", "threads (0 = all hardware threads)", 0, 0, 1024);
+  f.i64("--accuracy-level", "L", "override every MatMulNBits' accuracy_level (4 = int8 activations)",
+        std::nullopt, 0, 4);
+  f.i64("--ctx", "N", "KV cache length in tokens (default: the config's max_length / context_length)",
+        std::nullopt, 1);
+  f.flag("--profile", "print per-op, per-node and per-kernel timings to stderr");
+}
+
+void add_sampling_flags(Flags& f, int64_t default_n) {
+  f.i64("-n,--n-predict", "N", "tokens to generate at most", default_n, 0);
+  f.f64("--temp", "T", "temperature; 0 = greedy (default: the config's do_sample/temperature)", std::nullopt,
+        0);
+  f.i64("--top-k", "K", "keep the K most likely tokens, 0 = off (default: the config's)", std::nullopt, 0);
+  f.f64("--top-p", "P", "nucleus: smallest set with mass >= P (default: the config's)", std::nullopt, 1e-6,
+        1);
+  f.f64("--min-p", "P", "drop tokens below P * p(max)", 0.0, 0, 1);
+  f.f64("--repeat-penalty", "R", "HF repetition penalty, 1 = off (default: the config's)", std::nullopt,
+        1e-3);
+  f.i64("--seed", "S", "sampling seed", 0, 0);
+}
+
+ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
+  std::string dir = f.get_str("--model");
+  if (!is_dir(dir)) {
+    NBITS_CHECK(file_exists(dir), "model folder '", dir, "' does not exist");
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  }
+  graph::SessionOptions so;
+  so.threads = static_cast<int>(f.get_i64("--threads"));
+  if (f.has("--accuracy-level")) so.accuracy_level = static_cast<int>(f.get_i64("--accuracy-level"));
+  so.profile = f.get_flag("--profile");
+  const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
+  ModelSetup m;
+  // The tokenizer first: it is quick and its errors should not wait for the weights.
+  const std::string tok_path = dir + "/tokenizer.json";
+  if (file_exists(tok_path)) {
+    m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(dir));
+  } else {
+    NBITS_CHECK(!need_tokenizer, "no tokenizer.json in ", dir, " (give the prompt as --ids)");
+  }
+  m.generator = llm::Generator::load(dir, so, ctx);
+  return m;
+}
+
+llm::SamplerOptions sampling_options(const Flags& f, const llm::GenaiConfig& config) {
+  const llm::SearchConfig& s = config.search;
+  llm::SamplerOptions o;
+  o.temperature = static_cast<float>(f.has("--temp") ? f.get_f64("--temp") : s.temperature);
+  o.greedy = f.has("--temp") ? o.temperature == 0 : !s.do_sample || o.temperature == 0;
+  o.top_k = f.has("--top-k") ? f.get_i64("--top-k") : s.top_k;
+  o.top_p = static_cast<float>(f.has("--top-p") ? f.get_f64("--top-p") : s.top_p);
+  o.min_p = static_cast<float>(f.get_f64("--min-p"));
+  o.repetition_penalty =
+      static_cast<float>(f.has("--repeat-penalty") ? f.get_f64("--repeat-penalty") : s.repetition_penalty);
+  o.seed = static_cast<uint64_t>(f.get_i64("--seed"));
+  return o;
+}
+
+void print_profile(const graph::Session& session, FILE* out) {
+  const std::vector<graph::ProfileEntry> nodes = session.profile();
+  double total = 0;
+  for (const auto& e : nodes) total += e.total_ms;
+  if (nodes.empty() || total <= 0) {
+    std::fprintf(out, "profile: no timings recorded\n");
+    return;
+  }
+  auto pct = [&](double ms) { return 100.0 * ms / total; };
+  struct Agg {
+    int64_t calls = 0, nodes = 0;
+    double ms = 0;
+  };
+  std::map<std::string, Agg> by_op, by_kernel;
+  for (const auto& e : nodes) {
+    Agg& a = by_op[e.op_type];
+    a.calls += e.calls;
+    a.nodes += 1;
+    a.ms += e.total_ms;
+    if (!e.kernel.empty()) {
+      Agg& k = by_kernel[e.kernel];
+      k.calls += e.calls;
+      k.nodes += 1;
+      k.ms += e.total_ms;
+    }
+  }
+  auto sorted = [](const std::map<std::string, Agg>& m) {
+    std::vector<std::pair<std::string, Agg>> v(m.begin(), m.end());
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    return v;
+  };
+  std::fprintf(out, "\nprofile: %.3f ms in %zu nodes\n%-34s %6s %10s %11s %7s\n", total, nodes.size(),
+               "op type", "nodes", "calls", "total ms", "%");
+  for (const auto& [op, a] : sorted(by_op))
+    std::fprintf(out, "%-34s %6lld %10lld %11.3f %6.1f%%\n", op.c_str(), static_cast<long long>(a.nodes),
+                 static_cast<long long>(a.calls), a.ms, pct(a.ms));
+  std::vector<graph::ProfileEntry> top = nodes;
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  const size_t shown = std::min<size_t>(top.size(), 25);
+  std::fprintf(out, "\n%-48s %-22s %8s %11s %7s\n", "node (slowest first)", "op type", "calls", "total ms",
+               "%");
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& e = top[i];
+    std::fprintf(out, "%-48s %-22s %8lld %11.3f %6.1f%%\n", e.name.c_str(), e.op_type.c_str(),
+                 static_cast<long long>(e.calls), e.total_ms, pct(e.total_ms));
+  }
+  if (shown < top.size()) std::fprintf(out, "(%zu more nodes)\n", top.size() - shown);
+  if (!by_kernel.empty()) {
+    std::fprintf(out, "\n%-34s %6s %10s %11s %7s\n", "kernel path", "nodes", "calls", "total ms", "%");
+    for (const auto& [k, a] : sorted(by_kernel))
+      std::fprintf(out, "%-34s %6lld %10lld %11.3f %6.1f%%\n", k.c_str(), static_cast<long long>(a.nodes),
+                   static_cast<long long>(a.calls), a.ms, pct(a.ms));
+  }
+}
+
+}  // namespace nbits::cli
