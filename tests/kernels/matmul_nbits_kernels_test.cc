@@ -111,8 +111,9 @@ std::vector<Shape> shapes() {
   std::vector<Shape> s;
   for (int bits : {4, 8})
     for (int block : {16, 32, 64, 128, 256}) {
-      s.push_back({bits, block, 3 * block, 48, false, true});                  // K odd multiple of the block
-      s.push_back({bits, block, 2 * block + block / 2 + 1, 37, true, false});  // K ragged, N ragged, zp
+      s.push_back(
+          {bits, block, (block <= 64 ? 3 : 1) * block, 32, false, true});  // K odd multiple of the block
+      s.push_back({bits, block, block + block / 2 + 1, 37, true, false});  // K ragged, N ragged, zp
     }
   s.push_back({4, 32, 7, 5, true, true});  // K shorter than one block, N < one panel
   s.push_back({8, 16, 33, 17, false, false});

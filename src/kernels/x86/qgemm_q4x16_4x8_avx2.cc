@@ -10,7 +10,7 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
           float* Y, int64_t ldy, const float* bias) {
   using namespace avx2;
   const int64_t kp = w.k_blocks * w.block, groups = w.block / 8;
-  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   const uint8_t* blk = w.panel(p);
@@ -18,16 +18,20 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
     __m256i d[R];
     for (int r = 0; r < R; ++r) d[r] = _mm256_setzero_si256();
-    for (int64_t g = 0; g < groups; ++g, codes += 64) {
-      const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
-      const __m256i lo = _mm256_and_si256(x, m4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-      const int8_t* q = qa + b * w.block + g * 8;
-      for (int r = 0; r < R; ++r, q += kp) {
-        const __m256i s16 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(q)), _mm256_maddubs_epi16(hi, bcast4(q + 4)));
-        d[r] = _mm256_add_epi32(d[r], _mm256_madd_epi16(s16, ones));
+    for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
+      __m256i s16[R];
+      for (int r = 0; r < R; ++r) s16[r] = _mm256_setzero_si256();
+      const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
+      for (int64_t g = g0; g < g1; ++g, codes += 64) {
+        const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
+        const __m256i lo = _mm256_and_si256(x, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        const int8_t* q = qa + b * w.block + g * 8;
+        for (int r = 0; r < R; ++r, q += kp)
+          s16[r] = _mm256_add_epi16(s16[r], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(q)),
+                                                             _mm256_maddubs_epi16(hi, bcast4(q + 4))));
       }
+      for (int r = 0; r < R; ++r) d[r] = _mm256_add_epi32(d[r], widen(s16[r]));
     }
     const float* scales = reinterpret_cast<const float*>(blk) + 8 * h;
     for (int r = 0; r < R; ++r) {
