@@ -39,19 +39,24 @@ enum class DataType : int32_t {
   kInt4 = 22,
 };
 
-const char* data_type_name(DataType t);            // "float", "uint8", ...
-int64_t data_type_bits(DataType t);                // 32, 8, 4, ...; 0 if unknown
+const char* data_type_name(DataType t);              // "float", "uint8", ...
+int64_t data_type_bits(DataType t);                  // 32, 8, 4, ...; 0 if unknown
 int64_t tensor_bytes(DataType t, int64_t elements);  // packed size (int4: ceil(n/2))
 
 struct Tensor {
   std::string name;
   DataType dtype = DataType::kUndefined;
   std::vector<int64_t> dims;
-  std::span<const uint8_t> bytes;  // little-endian, row-major, exactly tensor_bytes(dtype, numel)
+  // Little-endian, row-major, exactly tensor_bytes(dtype, numel), aligned to the element size
+  // (so data<T>() is safe): raw bytes are viewed in place, except the rare misaligned
+  // inline raw_data of a 2/4/8-byte type, which is copied into Model::owned.
+  std::span<const uint8_t> bytes;
   bool external = false;           // bytes come from an external data file
   int64_t numel() const;
   template <typename T>
-  const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
 };
 
 enum class AttrType : int32_t {
@@ -127,7 +132,14 @@ struct Graph {
   const Tensor* initializer(std::string_view name) const;  // nullptr if absent
 };
 
+// Move-only: Tensor::bytes may point into `owned`, so a copy would dangle.
 struct Model {
+  Model() = default;
+  Model(Model&&) = default;
+  Model& operator=(Model&&) = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
   int64_t ir_version = 0;
   std::string producer_name;
   std::string producer_version;
@@ -138,7 +150,7 @@ struct Model {
   // Backing storage (keep the model alive while any Tensor::bytes is used).
   std::shared_ptr<MappedFile> file;
   std::map<std::string, std::shared_ptr<MappedFile>> external_files;  // by location
-  std::deque<std::vector<uint8_t>> owned;  // decoded typed fields
+  std::deque<std::vector<uint8_t>> owned;                             // decoded typed fields
 
   int64_t opset(std::string_view domain) const;  // 0 if not imported
 };
@@ -149,8 +161,9 @@ struct Model {
 // directory and must stay inside that directory.
 Model load_model(const std::string& path);
 
-// Same, from bytes already in memory (used by the fuzzer). External data, if
-// referenced, is resolved against base_dir ("" = refuse external data).
+// Same, from bytes in memory (used by the fuzzer and tests); the bytes are copied
+// into the Model, so the caller's buffer may go. External data, if referenced, is
+// resolved against base_dir ("" = refuse external data). Errors name "model".
 Model parse_model(std::span<const uint8_t> bytes, const std::string& base_dir = "");
 
 }  // namespace nbits::onnx
