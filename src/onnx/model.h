@@ -51,7 +51,7 @@ struct Tensor {
   // (so data<T>() is safe): raw bytes are viewed in place, except the rare misaligned
   // inline raw_data of a 2/4/8-byte type, which is copied into Model::owned.
   std::span<const uint8_t> bytes;
-  bool external = false;           // bytes come from an external data file
+  bool external = false;  // bytes come from an external data file
   int64_t numel() const;
   template <typename T>
   const T* data() const {
