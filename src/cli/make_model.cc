@@ -9,6 +9,7 @@
 #include "base/timer.h"
 #include "cli/command.h"
 #include "modelgen/arg_list.h"
+#include "modelgen/gguf_writer.h"
 #include "modelgen/shapes.h"
 
 namespace nbits::cli {
@@ -25,7 +26,9 @@ const char* kHelp =
     "  MatMulNBits, SkipSimplifiedLayerNormalization, quantized lm_head), DIR/genai_config.json and\n"
     "  the tokenizer files of --tokenizer-from. Weights: seeded random (std 0.02, norms ~1),\n"
     "  quantized with ONNX Runtime's block-wise formulas. --embedding gather: fp32 Gather table;\n"
-    "  shared: GatherBlockQuantized on the lm_head codes (tied models only).\n";
+    "  shared: GatherBlockQuantized on the lm_head codes (tied models only).\n"
+    "  --gguf FILE: also write the same float weights as GGUF for llama.cpp (Q4_0 / Q8_0, block 32,\n"
+    "  vocabulary from --tokenizer-from); --gguf-only: skip the ONNX files.\n";
 
 int make_model_main(const std::vector<std::string>& args) {
   for (const auto& a : args)
@@ -33,11 +36,12 @@ int make_model_main(const std::vector<std::string>& args) {
       std::printf("%s", kHelp);
       return 0;
     }
-  modelgen::ArgList f(args,
-                      {"--arch", "--out", "--bits", "--block", "--accuracy-level", "--embedding", "--seed",
-                       "--tokenizer-from", "--threads", "--hidden", "--layers", "--heads", "--kv-heads",
-                       "--head-size", "--intermediate", "--vocab", "--context", "--rope-theta", "--rms-eps"},
-                      {"--asym", "--qkv-bias", "--tied", "--quiet"}, {{"-o", "--out"}, {"-t", "--threads"}});
+  modelgen::ArgList f(
+      args, {"--arch",      "--out",     "--bits",           "--block",     "--accuracy-level",
+             "--embedding", "--seed",    "--tokenizer-from", "--threads",   "--hidden",
+             "--layers",    "--heads",   "--kv-heads",       "--head-size", "--intermediate",
+             "--vocab",     "--context", "--rope-theta",     "--rms-eps",   "--gguf"},
+      {"--asym", "--qkv-bias", "--tied", "--quiet", "--gguf-only"}, {{"-o", "--out"}, {"-t", "--threads"}});
   NBITS_CHECK(f.has("--arch"), "make-model: --arch is required (see --help)");
   const std::string arch = f.str("--arch");
   modelgen::MakeModelOptions opt;
@@ -75,12 +79,23 @@ int make_model_main(const std::vector<std::string>& args) {
   opt.threads = static_cast<int>(f.integer("--threads", 2));
   NBITS_CHECK(opt.threads >= 1 && opt.threads <= 256, "make-model: --threads must be 1..256");
   opt.out_dir = f.str("--out");
-  NBITS_CHECK(!opt.out_dir.empty(), "make-model: -o DIR is required");
+  const std::string gguf = f.str("--gguf");
+  const bool gguf_only = f.has("--gguf-only");
+  NBITS_CHECK(!gguf_only || !gguf.empty(), "make-model: --gguf-only needs --gguf FILE");
+  NBITS_CHECK(gguf_only || !opt.out_dir.empty(), "make-model: -o DIR is required");
   const bool quiet = f.has("--quiet");
   opt.progress = [quiet](const std::string& m) {
     if (!quiet) std::fprintf(stderr, "make-model: %s\n", m.c_str());
   };
   Stopwatch sw;
+  if (!gguf.empty()) {
+    const int64_t n = modelgen::write_gguf(opt, gguf);
+    std::printf("wrote %s (%s %s as %s, %.1f MB) in %.1f s\n", gguf.c_str(), arch.c_str(),
+                opt.quant.describe().c_str(), opt.quant.bits == 4 ? "Q4_0" : "Q8_0",
+                static_cast<double>(n) / 1e6, sw.elapsed_s());
+    if (gguf_only) return 0;
+    sw.restart();
+  }
   const auto r = modelgen::make_model(opt);
   std::printf("wrote %s (%s %s, %.1f MB data, %.1f MB MatMulNBits weights) in %.1f s\n", r.onnx_path.c_str(),
               arch.c_str(), opt.quant.describe().c_str(), static_cast<double>(r.data_bytes) / 1e6,

@@ -1,0 +1,107 @@
+// nbits bench: prefill and decode speed of a genai model, bytes per token,
+// achieved bandwidth and the fraction of the memory-bandwidth floor.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "modelgen/arg_list.h"
+#include "modelgen/bench_run.h"
+
+namespace nbits::cli {
+namespace {
+
+const char* kHelp =
+    "usage: nbits bench -m MODEL_DIR [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
+    "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512]\n"
+    "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
+    "  token ids and decodes -n tokens greedily. Reports prefill tok/s (median over reps), decode\n"
+    "  ms/token (median, p10, p90 over every decoded token), bytes read per token (packed\n"
+    "  MatMulNBits weights + fp32 KV at the mean decode context), achieved GB/s and the fraction\n"
+    "  of the floor bytes/bandwidth (bandwidth measured briefly unless --bandwidth-gbs is given).\n"
+    "  --profile: time per op type, per node and per MatMulNBits kernel path (last rep).\n"
+    "  JSON fields: see docs/PERFORMANCE.md.\n";
+
+void print_profile(const char* phase, const nlohmann::ordered_json& p) {
+  const double steps = p["steps"].get<double>();
+  std::printf("  profile, %s (%.0f step%s, %.2f ms per step in nodes):\n", phase, steps,
+              steps == 1 ? "" : "s", p["total_ms"].get<double>() / steps);
+  for (const auto& o : p["op_types"])
+    std::printf("    %-34s %8.3f ms/step  %5.1f%%\n", o["op_type"].get<std::string>().c_str(),
+                o["ms"].get<double>() / steps, 100.0 * o["ms"].get<double>() / p["total_ms"].get<double>());
+  if (p.contains("matmul_kernels"))
+    for (const auto& k : p["matmul_kernels"])
+      std::printf("    kernel %-27s %8.3f ms/step  %lld calls\n", k["kernel"].get<std::string>().c_str(),
+                  k["ms"].get<double>() / steps, static_cast<long long>(k["calls"].get<int64_t>()));
+  int shown = 0;
+  for (const auto& n : p["nodes"]) {
+    if (++shown > 8) break;
+    std::printf("    node %-50s %8.3f ms/step\n", n["name"].get<std::string>().c_str(),
+                n["ms"].get<double>() / steps);
+  }
+}
+
+int bench_main(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kHelp);
+      return 0;
+    }
+  modelgen::ArgList f(args,
+                      {"--model", "--threads", "--prompt", "--decode", "--reps", "--format",
+                       "--bandwidth-gbs", "--bandwidth-mb"},
+                      {"--profile"},
+                      {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
+  modelgen::BenchOptions o;
+  o.model_dir = f.str("--model");
+  NBITS_CHECK(!o.model_dir.empty(), "bench: -m MODEL_DIR is required");
+  o.threads.clear();
+  for (int64_t t : f.integers("--threads", {1, 2})) o.threads.push_back(static_cast<int>(t));
+  o.prompt = f.integer("--prompt", 128);
+  o.decode = f.integer("--decode", 64);
+  o.reps = static_cast<int>(f.integer("--reps", 3));
+  o.bandwidth_gbs = f.number("--bandwidth-gbs", 0);
+  o.bandwidth_mb = f.integer("--bandwidth-mb", 512);
+  o.profile = f.has("--profile");
+  const std::string format = f.str("--format", "text");
+  NBITS_CHECK(format == "text" || format == "json", "bench: --format must be text or json (got '", format,
+              "')");
+  NBITS_CHECK(o.bandwidth_gbs >= 0, "bench: --bandwidth-gbs must be >= 0");
+  NBITS_CHECK(o.bandwidth_mb >= 1, "bench: --bandwidth-mb must be >= 1");
+
+  const auto runs = modelgen::run_bench(o);
+  const auto j = modelgen::bench_json(o, runs);
+  if (format == "json") {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s  prompt %lld, decode %lld, %d rep(s), cpu: %s\n", o.model_dir.c_str(),
+              static_cast<long long>(o.prompt), static_cast<long long>(o.decode), o.reps,
+              j["cpu"].get<std::string>().c_str());
+  for (const auto& r : j["runs"]) {
+    std::printf(
+        "threads %d: prefill %.1f tok/s (%.1f ms) | decode %.2f ms/token (p10 %.2f, p90 %.2f) = %.1f tok/s\n"
+        "  reads %.1f MB/token (weights %.1f + KV %.2f) -> %.1f GB/s of %.1f GB/s %s; floor %.2f ms, "
+        "%.0f%% of it\n",
+        r["threads"].get<int>(), r["prefill_tok_s"].get<double>(), r["prefill_ms_median"].get<double>(),
+        r["decode_ms_median"].get<double>(), r["decode_ms_p10"].get<double>(),
+        r["decode_ms_p90"].get<double>(), r["decode_tok_s"].get<double>(),
+        r["bytes_per_token"].get<double>() / 1e6, r["weight_bytes_per_token"].get<double>() / 1e6,
+        r["kv_bytes_per_token"].get<double>() / 1e6, r["achieved_gbs"].get<double>(),
+        r["bandwidth_gbs"].get<double>(), r["bandwidth_source"].get<std::string>().c_str(),
+        r["floor_ms"].get<double>(), 100.0 * r["fraction_of_floor"].get<double>());
+    if (o.profile) {
+      std::printf("  (timings above include profiling overhead)\n");
+      print_profile("prefill", r["profile_prefill"]);
+      print_profile("decode", r["profile_decode"]);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+NBITS_COMMAND("bench", "prefill/decode speed, bytes per token and fraction of the bandwidth floor",
+              bench_main);
+
+}  // namespace nbits::cli

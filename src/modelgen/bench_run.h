@@ -1,0 +1,49 @@
+// The measurement behind `nbits bench`: prefill and decode timings of a genai
+// model through llm::Generator, bytes read per token, achieved bandwidth and
+// the fraction of the memory-bandwidth floor; optional per-op profile.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "graph/session.h"
+
+namespace nbits::modelgen {
+
+struct BenchOptions {
+  std::string model_dir;
+  std::vector<int> threads = {1, 2};
+  int64_t prompt = 128;
+  int64_t decode = 64;
+  int reps = 3;
+  double bandwidth_gbs = 0;  // 0 = measure (bandwidth_mb array, 5 passes)
+  int64_t bandwidth_mb = 512;
+  bool profile = false;
+};
+
+struct BenchRun {
+  int threads = 1;
+  double load_ms = 0;
+  std::vector<double> prefill_ms;  // one per rep
+  std::vector<double> decode_ms;   // one per decoded token, all reps
+  int64_t weight_bytes = 0;        // MatMulNBits packed bytes (what a decode step streams)
+  int64_t onnx_weight_bytes = 0;   // the same weights as stored in the ONNX file
+  int64_t kv_bytes = 0;            // fp32 KV read per token at the mean decode context
+  double bandwidth_gbs = 0;
+  std::string bandwidth_source;                                      // "measured" or "flag"
+  std::vector<graph::ProfileEntry> prefill_profile, decode_profile;  // --profile only
+  std::vector<graph::MatMulNBitsInfo> matmuls;
+};
+
+// Runs every thread count; progress lines go to stderr. Throws nbits::Error.
+std::vector<BenchRun> run_bench(const BenchOptions& opt);
+
+// p in [0, 1], linear interpolation between order statistics.
+double percentile(std::vector<double> v, double p);
+
+// The JSON report (fields documented in docs/PERFORMANCE.md).
+nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<BenchRun>& runs);
+
+}  // namespace nbits::modelgen
