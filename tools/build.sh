@@ -14,6 +14,7 @@ case "$flavour" in
            cmake --build build-asan -j "$jobs" ;;
   fuzz)    CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
              -DNBITS_BUILD_FUZZ=ON -DNBITS_BUILD_TESTS=OFF -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=OFF >/dev/null
-           cmake --build build-fuzz -j "$jobs" ;;
+           targets=$(for f in fuzz/*.cc; do n=$(basename "$f" .cc); printf 'fuzz_%s ' "$n"; done)
+           cmake --build build-fuzz -j "$jobs" --target $targets ;;
   *) echo "usage: tools/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
 esac

@@ -1,20 +1,58 @@
 #!/usr/bin/env bash
-# The test command: builds and runs every suite (release, ASan+UBSan, fuzzers).
+# The test command: installs what is missing, then builds and runs every suite:
+#   1. release build (-Werror) + ctest (unit, end-to-end vs ONNX Runtime/llama2.c references,
+#      tokenizer differential vs Hugging Face tokenizers, make-model vs ONNX Runtime 1.30)
+#   2. ASan+UBSan build + ctest
+#   3. libFuzzer targets, bounded (NBITS_FUZZ_SECONDS, default 60 s each)
+#   4. riscv64 leg under QEMU (tools/riscv/test.sh; NBITS_SKIP_RISCV=1 skips it outside CI)
+# Test data comes from ../shared (NBITS_SHARED overrides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+shared=${NBITS_SHARED:-$root/../shared}
+t0=$(date +%s)
+stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+
 bash tools/setup.sh
-echo "== release build + tests"
+
+stamp "npm reference oracles (HF tokenizers, ONNX Runtime 1.30)"
+(cd tests/tokenizer/node && npm ci --no-audit --no-fund --loglevel=error)
+mkdir -p bench/peers/.deps
+if [ ! -f bench/peers/.deps/node_modules/onnxruntime-node/package.json ]; then
+  (cd bench/peers/.deps && { [ -f package.json ] || echo '{"name":"nbits-peers","private":true}' > package.json; } &&
+   ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --ignore-scripts --loglevel=error onnxruntime-node@1.30.0)
+fi
+
+stamp "release build + tests"
 bash tools/build.sh release
-(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
-echo "== ASan+UBSan build + tests"
+(cd build && ctest --output-on-failure -j 2 --timeout 900)
+
+stamp "ASan+UBSan build + tests"
 bash tools/build.sh asan
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -j "$(nproc)" --timeout 1800)
-echo "== fuzzers (bounded)"
+   ctest --output-on-failure -j 2 --timeout 1800)
+
+stamp "fuzzers (bounded)"
 bash tools/build.sh fuzz
-for f in build-fuzz/fuzz_*; do
+for f in build-fuzz/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
-  mkdir -p build-fuzz/corpus/"$(basename "$f")"
-  "$f" -max_total_time="${NBITS_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 build-fuzz/corpus/"$(basename "$f")"
+  name=$(basename "$f")
+  corpus=build-fuzz/corpus/$name
+  mkdir -p "$corpus"
+  extra=""
+  case "$name" in
+    fuzz_onnx_reader) for m in "$shared"/models/stories260K/*/model.onnx; do
+                        cp -f "$m" "$corpus/seed_$(basename "$(dirname "$m")").onnx"; done 2>/dev/null || true
+                      extra="-max_len=400000" ;;
+    fuzz_tokenizer)   for c in "$shared"/tokenizers/cases/*.json; do head -c 4096 "$c" > "$corpus/$(basename "$c")"; done 2>/dev/null || true ;;
+  esac
+  echo "-- $name"
+  "$f" -max_total_time="${NBITS_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 $extra "$corpus" 2>&1 | tail -n 12
 done
-echo "== all suites passed"
+
+if [ "${NBITS_SKIP_RISCV:-0}" != 1 ]; then
+  stamp "riscv64 leg (QEMU)"
+  NBITS_RV_E2E=${NBITS_RV_E2E:-1} bash tools/riscv/test.sh
+fi
+
+stamp "all suites passed"
