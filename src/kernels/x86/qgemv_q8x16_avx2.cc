@@ -18,7 +18,7 @@ void qgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* 
       __m256i d0 = _mm256_setzero_si256(), d1 = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int64_t g = 0; g < groups; ++g, codes += 64, q += 4) {
-        _mm_prefetch(reinterpret_cast<const char*>(codes) + 1024, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(codes) + 4096, _MM_HINT_T0);
         const __m256i a = bcast4(q);
         d0 = _mm256_add_epi32(d0, dot_q8s(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes)), a));
         d1 =
