@@ -8,7 +8,7 @@ import { parseArgs } from './ort_common.mjs';
 import { summary, promptIds } from './stats.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const a = parseArgs(process.argv.slice(2), { threads: '1', prompt: '128', decode: '64', reps: '3' });
+const a = parseArgs(process.argv.slice(2), { threads: '1', prompt: '128', decode: '64', reps: '3', vocab: '0' });
 const file = a._[0];
 if (!file) { console.error('usage: llama_bench.mjs MODEL.gguf [--threads T] [--prompt P] [--decode N] [--reps R]'); process.exit(2); }
 const T = Number(a.threads), P = Number(a.prompt), N = Number(a.decode), R = Number(a.reps);
@@ -27,11 +27,12 @@ const ctx = await model.createContext({ contextSize: P + N + 32, batchSize: Math
   threads: { ideal: T, min: T } });
 const loadMs = performance.now() - t0;
 const seq = ctx.getSequence();
-const vocab = model.tokens.sizes?.vocab ?? model.fileInsights?.tokens ?? 32000;
+const vocab = Number(a.vocab) || model.fileInfo?.metadata?.tokenizer?.ggml?.tokens?.length || 0;
+if (!vocab) { console.error('llama_bench.mjs: cannot tell the vocabulary size; pass --vocab V'); process.exit(2); }
 const gen = (tok) => [tok, { generateNext: { token: true, options: { temperature: 0 } } }];
 async function rep(p, n, pre, dec) {
   await seq.clearHistory();
-  const ids = promptIds(p, Number(vocab) || 32000);
+  const ids = promptIds(p, vocab);
   let t = performance.now();
   let out = await seq.controlledEvaluate([...ids.slice(0, -1), gen(ids[ids.length - 1])]);
   if (pre) pre.push(performance.now() - t);

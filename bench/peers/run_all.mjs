@@ -1,0 +1,129 @@
+// Alternating nbits / ONNX Runtime / llama.cpp benchmark on random-weight models of the real shapes.
+// Resumable: every single run is cached as JSON under bench/peers/.deps/results/ and skipped when present.
+//   node bench/peers/run_all.mjs [--models qwen-int4-b32,...] [--threads 1,2] [--reps 3]
+//        [--prompt 128] [--decode 64] [--nbits build/nbits] [--runtimes nbits,ort,llama] [--fresh]
+// One "rep" = one round over every model x threads x runtime (A B C A B C ...), one prefill + decode each.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from './ort_common.mjs';
+import { percentile } from './stats.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const deps = path.join(here, '.deps');
+const MODELS = {
+  'qwen-int4-b32': { arch: 'qwen2.5-0.5b', bits: 4, block: 32, tok: 'qwen2.5', gguf: 'Q4_0' },
+  'qwen-int4-b128': { arch: 'qwen2.5-0.5b', bits: 4, block: 128, tok: 'qwen2.5', gguf: null },
+  'qwen-int8-b32': { arch: 'qwen2.5-0.5b', bits: 8, block: 32, tok: 'qwen2.5', gguf: 'Q8_0' },
+  'smollm2-int4-b32': { arch: 'smollm2-360m', bits: 4, block: 32, tok: 'smollm2', gguf: 'Q4_0' },
+  'smollm2-int8-b32': { arch: 'smollm2-360m', bits: 8, block: 32, tok: 'smollm2', gguf: 'Q8_0' },
+  'tinyllama-int4-b32': { arch: 'tinyllama-1.1b', bits: 4, block: 32, tok: 'tinyllama', gguf: 'Q4_0' },
+};
+const a = parseArgs(process.argv.slice(2), { models: Object.keys(MODELS).join(','), threads: '1,2', reps: '3',
+  prompt: '128', decode: '64', nbits: path.join(root, 'build/nbits'), runtimes: 'nbits,ort,llama' });
+const models = a.models.split(',');
+for (const m of models) if (!MODELS[m]) { console.error(`unknown model '${m}' (${Object.keys(MODELS)})`); process.exit(2); }
+const threads = a.threads.split(',').map(Number), reps = Number(a.reps), P = Number(a.prompt), N = Number(a.decode);
+const runtimes = a.runtimes.split(',');
+const nbits = path.resolve(a.nbits);
+if (!fs.existsSync(nbits)) { console.error(`no nbits binary at ${nbits} (build it, or pass --nbits)`); process.exit(2); }
+const resDir = path.join(deps, 'results'), modelDir = path.join(deps, 'models');
+fs.mkdirSync(resDir, { recursive: true }); fs.mkdirSync(modelDir, { recursive: true });
+const log = (m) => process.stderr.write(`run_all: ${m}\n`);
+const run = (cmd, args) => execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 28,
+  stdio: ['ignore', 'pipe', 'inherit'] });
+
+// 1. Models (generated once; a folder is complete when its marker file exists).
+for (const key of models) {
+  const m = MODELS[key], dir = path.join(modelDir, key);
+  const shared = path.join(root, '../shared/tokenizers', m.tok);
+  const tokArgs = fs.existsSync(shared) ? ['--tokenizer-from', shared] : [];
+  if (!fs.existsSync(path.join(dir, '.complete'))) {
+    log(`making ${key}`);
+    run(nbits, ['make-model', '--arch', m.arch, '--bits', String(m.bits), '--block', String(m.block), '--quiet',
+      ...tokArgs, '-o', dir]);
+    fs.writeFileSync(path.join(dir, '.complete'), '');
+  }
+  if (m.gguf && runtimes.includes('llama') && !fs.existsSync(path.join(dir, 'model.gguf.complete'))) {
+    log(`making ${key} GGUF (${m.gguf})`);
+    run(nbits, ['make-model', '--arch', m.arch, '--bits', String(m.bits), '--quiet', ...tokArgs,
+      '--gguf', path.join(dir, 'model.gguf'), '--gguf-only']);
+    fs.writeFileSync(path.join(dir, 'model.gguf.complete'), '');
+  }
+}
+
+// 2. Bandwidth (once, cached) for the floor.
+const bwFile = path.join(resDir, `bandwidth-t${threads.join('_')}.json`);
+if (a.fresh !== undefined || !fs.existsSync(bwFile)) {
+  log('measuring bandwidth');
+  fs.writeFileSync(bwFile, run(nbits, ['roofline', '-t', threads.join(','), '--format', 'json', '--context',
+    String(P + N / 2)]));
+}
+const roof = JSON.parse(fs.readFileSync(bwFile, 'utf8'));
+const bw = Object.fromEntries(roof.bandwidth.map((b) => [b.threads, b.median_gbs]));
+
+// 3. Alternating rounds.
+function once(rt, key, t, rep) {
+  const file = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
+  if (a.fresh === undefined && fs.existsSync(file)) return;
+  const dir = path.join(modelDir, key), m = MODELS[key];
+  let out;
+  log(`round ${rep}: ${rt} ${key} ${t} thread(s)`);
+  try {
+    if (rt === 'nbits') {
+      const j = JSON.parse(run(nbits, ['bench', '-m', dir, '-t', String(t), '-p', String(P), '-n', String(N),
+        '--reps', '1', '--format', 'json', '--bandwidth-gbs', String(bw[t])]));
+      out = { runtime: 'nbits', ...j.runs[0] };
+    } else if (rt === 'ort') {
+      out = JSON.parse(run('node', [path.join(here, 'ort_bench.mjs'), dir, '--threads', String(t), '--prompt',
+        String(P), '--decode', String(N), '--reps', '1']));
+    } else {
+      if (!m.gguf) return;
+      out = JSON.parse(run('node', [path.join(here, 'llama_bench.mjs'), path.join(dir, 'model.gguf'), '--threads',
+        String(t), '--prompt', String(P), '--decode', String(N), '--reps', '1']));
+    }
+  } catch (e) {
+    log(`FAILED ${rt} ${key} ${t}: ${e.message.split('\n')[0]}`);
+    return;
+  }
+  fs.writeFileSync(file, JSON.stringify(out));
+}
+for (let rep = 1; rep <= reps; rep++)
+  for (const key of models) for (const t of threads) for (const rt of runtimes) once(rt, key, t, rep);
+
+// 4. Table of medians (decode: median over every token of every round; prefill: median of rounds).
+const rows = [];
+for (const key of models) for (const t of threads) {
+  const row = { model: key, ...MODELS[key], threads: t, bandwidth_gbs: bw[t] };
+  for (const rt of ['nbits', 'ort', 'llama']) {
+    const runs = [];
+    for (let rep = 1; rep <= reps; rep++) {
+      const f = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
+      if (fs.existsSync(f)) runs.push(JSON.parse(fs.readFileSync(f, 'utf8')));
+    }
+    if (!runs.length) continue;
+    row[rt] = { rounds: runs.length, decode_ms: percentile(runs.flatMap((r) => r.decode_ms_all), 0.5),
+      prefill_tok_s: percentile(runs.map((r) => r.prefill_tok_s), 0.5) };
+    if (rt === 'nbits') row.floor_ms = runs[0].floor_ms, row.bytes_per_token = runs[0].bytes_per_token;
+  }
+  rows.push(row);
+}
+const f2 = (x) => (x === undefined ? '-' : x.toFixed(2)), f0 = (x) => (x === undefined ? '-' : x.toFixed(0));
+const ratio = (x, y) => (x && y ? (y / x).toFixed(2) + 'x' : '-');
+console.log(`prompt ${P}, decode ${N}, ${reps} round(s); decode ms/token medians; ratio = peer ms / nbits ms ` +
+  '(> 1: nbits faster); floor = bytes/token / measured read bandwidth');
+console.log('| model | T | nbits ms | ORT ms | llama.cpp ms | ORT/nbits | llama/nbits | floor ms | nbits % floor |' +
+  ' prefill tok/s nbits / ORT / llama.cpp |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows)
+  console.log(`| ${r.model}${r.gguf ? ` (${r.gguf})` : ''} | ${r.threads} | ${f2(r.nbits?.decode_ms)} | ` +
+    `${f2(r.ort?.decode_ms)} | ${f2(r.llama?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.ort?.decode_ms)} | ` +
+    `${ratio(r.nbits?.decode_ms, r.llama?.decode_ms)} | ${f2(r.floor_ms)} | ` +
+    `${r.floor_ms && r.nbits ? f0(100 * r.floor_ms / r.nbits.decode_ms) : '-'} | ` +
+    `${f0(r.nbits?.prefill_tok_s)} / ${f0(r.ort?.prefill_tok_s)} / ${f0(r.llama?.prefill_tok_s)} |`);
+const summaryFile = path.join(resDir, 'summary.json');
+fs.writeFileSync(summaryFile, JSON.stringify({ date: new Date().toISOString(), prompt: P, decode: N, reps, rows },
+  null, 1));
+console.log(`\nJSON: ${summaryFile}`);
