@@ -145,6 +145,9 @@ TEST(ImeProbe, MaskMatchesBuildMode) {
   if (expect != nullptr) EXPECT_EQ(ime::ime_core_mask() != 0, std::string(expect) == "1");
 #endif
   ime::pin_thread_to_ime_cores();  // must be harmless on any machine
+  const std::string why = ime::ime_describe();
+  EXPECT_EQ(why.rfind("ime: ", 0), 0u) << why;
+  if (ime::ime_core_mask() == 0) EXPECT_NE(why.find("none"), std::string::npos) << why;
 }
 TEST(RvvQuantizeA, BitExactWithReference) {
   std::mt19937 rng(99);

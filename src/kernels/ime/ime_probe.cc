@@ -87,6 +87,32 @@ bool ime_usable() {
   return ime_core_mask() != 0;
 }
 
+std::string ime_describe() {
+#if !defined(__riscv_v_intrinsic)
+  return "ime: none (not a RISC-V RVV build)";
+#else
+  const char* env = std::getenv("NBITS_ISA");
+  if (env != nullptr && !ime_usable() && ime_core_mask() != 0)
+    return std::string("ime: off (NBITS_ISA=") + env + ")";
+  const uint64_t mask = ime_core_mask();
+  if (mask == 0) return "ime: none (vmadot traps on every core)";
+#if defined(IME_EMULATE) && IME_EMULATE
+  return "ime: emulated (IME_EMULATE build)";
+#else
+  std::string cores;
+  for (int c = 0; c < 64; ++c) {
+    if (!(mask >> c & 1)) continue;
+    int e = c;
+    while (e + 1 < 64 && (mask >> (e + 1) & 1)) ++e;
+    if (!cores.empty()) cores += ",";
+    cores += std::to_string(c) + (e > c ? "-" + std::to_string(e) : "");
+    c = e;
+  }
+  return "ime: cores " + cores + " (vmadot probe)";
+#endif
+#endif
+}
+
 void pin_thread_to_ime_cores() {
   thread_local bool pinned = false;
   if (pinned) return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace nbits::kernels::ime {
 
@@ -14,6 +15,11 @@ uint64_t ime_core_mask();
 // IME kernels may be chosen: some core passed the probe, and NBITS_ISA does not ask for
 // "rvv" / "ref" / "scalar".
 bool ime_usable();
+
+// One line for `nbits inspect` / profiles: why IME kernels are or are not used, e.g.
+// "ime: cores 0-3 (vmadot probe)", "ime: emulated (IME_EMULATE build)",
+// "ime: off (NBITS_ISA=rvv)", "ime: none (vmadot traps on every core)".
+std::string ime_describe();
 
 // Restricts the calling thread to IME cores (its current set intersected with
 // ime_core_mask(), or the whole mask if they do not meet). Once per thread; cheap after.
