@@ -2,7 +2,7 @@
 # Reproduces nbits' SpacemiT K1 decode table on a K1 board (BPI-F3, Orange Pi RV2, ...):
 # builds natively (or uses NBITS_BIN=/path/to/cross-built/nbits), makes Qwen2.5-0.5B /
 # SmolLM2-360M / TinyLlama-1.1B shaped models with `nbits make-model`, and measures greedy
-# decode ms/token at 1 and 4 threads pinned to cores 0-3 (the only cores with IME), plus the
+# decode ms/token (median of 3 runs) at 1 and 4 threads pinned to cores 0-3 (the only cores with IME), plus the
 # achieved weight-streaming GB/s. See bench/k1/README.md.
 #   bash bench/k1/run_k1.sh               # everything (~20 min, ~3 GB of disk for models)
 #   MODELS="qwen2.5-0.5b:4" THREADS="4" bash bench/k1/run_k1.sh
@@ -11,8 +11,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-build-k1/models}
 MODELS=${MODELS:-"qwen2.5-0.5b:4 qwen2.5-0.5b:8 smollm2-360m:4 smollm2-360m:8 tinyllama-1.1b:4"}
 THREADS=${THREADS:-"1 4"}
-SHORT=${SHORT:-8}   # tokens of the short run
-LONG=${LONG:-72}    # tokens of the long run; decode ms/token = (t_long - t_short) / (LONG - SHORT)
+TOKENS=${TOKENS:-64}  # greedy tokens per run (from [BOS])
+REPS=${REPS:-3}       # runs per cell; the median decode ms/token is printed
 
 if [ -z "${NBITS_BIN:-}" ]; then
   CC_ARGS=()
@@ -27,17 +27,15 @@ echo "nbits: $NBITS_BIN"; grep -m1 -i "model name\|uarch" /proc/cpuinfo || true
 echo "cores 0-3 are used (cluster 0: IME); IME probe result is in: $NBITS_BIN inspect / --profile"
 
 cpus_for() { if [ "$1" = 1 ]; then echo 0; else echo "0-$(( $1 - 1 ))"; fi; }
-now() { date +%s.%N; }
-gen() {  # dir tokens threads -> seconds
-  local t0 t1
-  t0=$(now)
-  taskset -c "$(cpus_for "$3")" "$NBITS_BIN" run -m "$1" --ids 1 -n "$2" -t "$3" --format json >/dev/null
-  t1=$(now)
-  echo "$t1 - $t0" | bc -l
+decode_ms() {  # dir threads -> decode ms/token (nbits run's own decode timer), median of REPS
+  for _ in $(seq "$REPS"); do
+    taskset -c "$(cpus_for "$2")" "$NBITS_BIN" run -m "$1" --ids 1 -n "$TOKENS" -t "$2" --format json |
+      sed -n 's/.*"decode_ms_per_token":\([0-9.eE+-]*\).*/\1/p'
+  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
 
-echo "== memory bandwidth (cores 0-3)"
-taskset -c 0-3 "$NBITS_BIN" roofline -t 1 -t 4 || echo "(nbits roofline unavailable)"
+echo "== memory bandwidth and ms/token floors (cores 0-3)"
+taskset -c 0-3 "$NBITS_BIN" roofline -t 1,4 || echo "(nbits roofline failed)"
 
 printf '\n%-16s %-5s %-8s %12s %10s\n' model bits threads ms/token GB/s
 for spec in $MODELS; do
@@ -47,10 +45,8 @@ for spec in $MODELS; do
       --accuracy-level 4 -o "$dir" --quiet
   bytes=$(du -cb "$dir"/model.onnx* | tail -1 | cut -f1)   # ~ bytes streamed per decode step
   for t in $THREADS; do
-    gen "$dir" 2 "$t" >/dev/null  # warm the page cache
-    s=$(gen "$dir" "$SHORT" "$t"); l=$(gen "$dir" "$LONG" "$t")
-    ms=$(echo "($l - $s) * 1000 / ($LONG - $SHORT)" | bc -l)
-    gbs=$(echo "$bytes / ($ms / 1000) / 1000000000" | bc -l)
+    ms=$(decode_ms "$dir" "$t")
+    gbs=$(awk -v b="$bytes" -v ms="$ms" 'BEGIN {print b / (ms / 1000) / 1e9}')
     printf '%-16s %-5s %-8s %12.1f %10.2f\n' "$arch" "int$bits" "$t" "$ms" "$gbs"
   done
 done
