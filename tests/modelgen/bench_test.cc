@@ -1,0 +1,84 @@
+// nbits bench's measurement: JSON fields on a small made model, and decode never
+// beating the memory-bandwidth floor on a model larger than the caches.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "modelgen/bandwidth.h"
+#include "modelgen/bench_run.h"
+#include "modelgen/make_model.h"
+
+namespace nbits::modelgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string make(const std::string& name, int64_t hidden, int64_t layers, int64_t inter, int64_t vocab,
+                 int bits) {
+  MakeModelOptions o;
+  o.shape.hidden = hidden, o.shape.layers = layers, o.shape.heads = hidden / 64,
+  o.shape.kv_heads = hidden / 256;
+  o.shape.head_size = 64, o.shape.intermediate = inter, o.shape.vocab = vocab, o.shape.context = 256;
+  o.shape.tied = true;
+  o.quant.bits = bits;
+  o.embedding = EmbeddingMode::kShared;
+  o.out_dir = (fs::temp_directory_path() / ("nbits_bench_" + name)).string();
+  fs::remove_all(o.out_dir);
+  make_model(o);
+  return o.out_dir;
+}
+
+TEST(Bench, JsonFields) {
+  BenchOptions o;
+  o.model_dir = make("small", 256, 2, 512, 500, 4);
+  o.threads = {1};
+  o.prompt = 9, o.decode = 5, o.reps = 2;
+  o.bandwidth_gbs = 10.0;
+  o.profile = true;
+  const auto runs = run_bench(o);
+  const auto j = bench_json(o, runs);
+  EXPECT_EQ(j["prompt_tokens"], 9);
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const auto& r = j["runs"][0];
+  for (const char* k :
+       {"threads", "load_ms", "prefill_ms_median", "prefill_tok_s", "decode_ms_median", "decode_ms_p10",
+        "decode_ms_p90", "decode_tok_s", "weight_bytes_per_token", "onnx_weight_bytes_per_token",
+        "kv_bytes_per_token", "bytes_per_token", "achieved_gbs", "bandwidth_gbs", "floor_ms",
+        "fraction_of_floor", "matmul_kernels_at_load", "profile_decode"})
+    EXPECT_TRUE(r.contains(k)) << k;
+  EXPECT_EQ(r["decode_ms_all"].size(), 10u);  // 5 tokens x 2 reps
+  EXPECT_LE(r["decode_ms_p10"].get<double>(), r["decode_ms_median"].get<double>());
+  EXPECT_LE(r["decode_ms_median"].get<double>(), r["decode_ms_p90"].get<double>());
+  EXPECT_EQ(r["bandwidth_source"], "flag");
+  // 2 layers x 5 + lm_head MatMulNBits; KV = 2 layers x K,V x 1 head x 64 x 4 bytes x (9 + 5/2) positions.
+  EXPECT_EQ(r["kv_bytes_per_token"].get<int64_t>(), static_cast<int64_t>(2 * 2 * 64 * 4 * 11.5));
+  EXPECT_GT(r["weight_bytes_per_token"].get<int64_t>(), 0);
+  EXPECT_NEAR(r["floor_ms"].get<double>(), r["bytes_per_token"].get<double>() / 10e9 * 1e3, 1e-9);
+  EXPECT_EQ(r["profile_decode"]["steps"], 5);
+  int64_t mm_calls = 0;
+  for (const auto& op : r["profile_decode"]["op_types"])
+    if (op["op_type"] == "MatMulNBits") mm_calls = op["calls"].get<int64_t>();
+  EXPECT_EQ(mm_calls, 5 * (2 * 5 + 1));
+  EXPECT_THROW(run_bench(BenchOptions{o.model_dir, {1}, 0, 4, 1, 1.0, 1, false}), Error);
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+TEST(Bench, DecodeIsNotFasterThanTheBandwidthFloor) {
+  // ~87 MB of int8 weights: larger than the last-level cache of the CI machines.
+  BenchOptions o;
+  o.model_dir = make("floor", 1024, 4, 4096, 16000, 8);
+  o.threads = {1};
+  o.prompt = 4, o.decode = 6, o.reps = 1;
+  o.bandwidth_gbs = measure_read_bandwidth(1, 256 << 20, 3).best_gbs;
+  const auto j = bench_json(o, run_bench(o));
+  const auto& r = j["runs"][0];
+  EXPECT_GT(r["weight_bytes_per_token"].get<int64_t>(), 80'000'000);
+  // Half the floor as margin for bandwidth noise: faster than that is physically impossible.
+  EXPECT_GE(r["decode_ms_median"].get<double>(), 0.5 * r["floor_ms"].get<double>());
+  fs::remove_all(o.model_dir);
+}
+#endif
+
+}  // namespace
+}  // namespace nbits::modelgen
