@@ -212,7 +212,8 @@ void TokenizerImpl::encode_words(std::string_view normalized, std::vector<int32_
   std::vector<Piece> pieces{{0, static_cast<uint32_t>(cps.size())}}, next;
   auto split_regex = [&](const Regex& re, bool removed) {
     next.clear();
-    for (auto [b, e] : pieces) {
+    for (const Piece& piece : pieces) {
+      const uint32_t b = piece.first, e = piece.second;
       uint32_t last = b;
       re.for_each_match(cps.data() + b, e - b, [&](size_t mb, size_t me) {
         if (b + mb > last) next.push_back({last, static_cast<uint32_t>(b + mb)});
