@@ -63,10 +63,15 @@ inline __m256i correct(__m256i d, const uint8_t* zp, int dflt_zp, int offset, in
   }
 }
 
-// acc += float(dot) * (sa * scale): the reference's exact operation order.
+// acc += float(dot) * (sa * scale): the reference's exact operation order, so
+// results equal the scalar reference bit for bit. The empty asm keeps the
+// compiler from contracting the multiply and add into an FMA (GCC's default
+// -ffp-contract=fast for C++ would, in some kernels and not others).
 inline __m256 accumulate(__m256 acc, __m256i dot, float sa, const float* scales) {
   const __m256 s = _mm256_mul_ps(_mm256_set1_ps(sa), _mm256_load_ps(scales));
-  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dot), s));
+  __m256 prod = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), s);
+  __asm__("" : "+x"(prod));
+  return _mm256_add_ps(acc, prod);
 }
 
 // Stores `cnt` (<= 8) columns of v (+ bias) at y.
