@@ -1,5 +1,6 @@
-// Running the built `nbits` binary from tests: $NBITS_BIN/nbits (ctest sets
-// NBITS_BIN to the build directory). Missing binary: fail in CI, skip elsewhere.
+// Running the built `nbits` binary from tests: $NBITS_BIN/nbits, or <build>/nbits
+// found from this test binary's path (<build>/tests/test_cli). Missing binary:
+// fail in CI, skip elsewhere.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,10 +19,13 @@
 
 namespace nbits::testing {
 
+// $NBITS_BIN/nbits, else the `nbits` next to the tests/ folder holding this test binary.
 inline std::string nbits_bin() {
-  const char* env = std::getenv("NBITS_BIN");
-  std::string dir = env != nullptr && *env ? env : "";
-  return dir.empty() ? "" : dir + "/nbits";
+  if (const char* env = std::getenv("NBITS_BIN"); env != nullptr && *env) return std::string(env) + "/nbits";
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (self.parent_path().parent_path() / "nbits").string();
 }
 
 // Use at the top of a test.
