@@ -44,8 +44,9 @@ struct QuantizedMatrix {
   float scale(int64_t n, int64_t b) const { return scales[n * k_blocks() + b]; }
 };
 
-// A weight packed for one kernel set. Immutable after packing, so one instance
-// can be used from several threads' worth of work via the pool.
+// A weight packed for one kernel set. The packed weights are immutable; run()
+// keeps per-instance scratch (grown to the largest M seen) and splits its own
+// work over the pool, so one instance must not be run by two callers at once.
 class PackedMatMul {
  public:
   virtual ~PackedMatMul() = default;
