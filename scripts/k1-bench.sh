@@ -3,11 +3,11 @@
 # builds natively (or uses NBITS_BIN=/path/to/cross-built/nbits), makes Qwen2.5-0.5B /
 # SmolLM2-360M / TinyLlama-1.1B shaped models with `nbits make-model`, and measures greedy
 # decode ms/token (median of 3 runs) at 1 and 4 threads pinned to cores 0-3 (the only cores with IME), plus the
-# achieved weight-streaming GB/s. See bench/k1/README.md.
-#   bash bench/k1/run_k1.sh               # everything (~20 min, ~3 GB of disk for models)
-#   MODELS="qwen2.5-0.5b:4" THREADS="4" bash bench/k1/run_k1.sh
+# achieved weight-streaming GB/s. See docs/K1.md.
+#   bash scripts/k1-bench.sh               # everything (~20 min, ~3 GB of disk for models)
+#   MODELS="qwen2.5-0.5b:4" THREADS="4" bash scripts/k1-bench.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT=${OUT:-build-k1/models}
 MODELS=${MODELS:-"qwen2.5-0.5b:4 qwen2.5-0.5b:8 smollm2-360m:4 smollm2-360m:8 tinyllama-1.1b:4"}
 THREADS=${THREADS:-"1 4"}
