@@ -23,10 +23,17 @@ void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-// Splits the panels of `w` over the pool: fn(p0, p1).
+// Below this many packed bytes per task, waking another thread costs more
+// than it saves (and on a busy machine a descheduled worker costs milliseconds).
+constexpr int64_t kMinBytesPerTask = 64 * 1024;
+
+// Splits the panels of `w` over the pool in chunks of at least kMinBytesPerTask
+// of weights (scaled down by M, since each panel is then used M times): fn(p0, p1).
 template <typename F>
-void over_panels(const quant::PackedX16& w, ThreadPool& pool, F&& fn) {
-  pool.parallel_range(w.panels, 1, [&](int64_t p0, int64_t p1) { fn(p0, p1); });
+void over_panels(const quant::PackedX16& w, int64_t M, ThreadPool& pool, F&& fn) {
+  const int64_t panel_bytes = std::max<int64_t>(1, static_cast<int64_t>(w.data.size()) / std::max<int64_t>(1, w.panels));
+  const int64_t min_panels = std::max<int64_t>(1, kMinBytesPerTask / (panel_bytes * std::max<int64_t>(1, M)));
+  pool.parallel_range(w.panels, min_panels, [&](int64_t p0, int64_t p1) { fn(p0, p1); });
 }
 
 class X16Int8 final : public PackedMatMul {
@@ -45,13 +52,13 @@ class X16Int8 final : public PackedMatMul {
     };
     if (M == 1) {
       quantize(0);
-      over_panels(w_, pool, [&](int64_t p0, int64_t p1) {
+      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) {
         k_.gemv(w_, p0, p1, qa_.data(), sa_.data(), qsum_.data(), Y, bias);
       });
       return;
     }
     pool.parallel_for(M, quantize);
-    over_panels(w_, pool, [&](int64_t p0, int64_t p1) {
+    over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) {
       k_.gemm(w_, p0, p1, M, qa_.data(), sa_.data(), qsum_.data(), Y, w_.N, bias);
     });
   }
@@ -91,10 +98,10 @@ class X16Fp32 final : public PackedMatMul {
         for (int j = 0; j < w_.block; ++j) s += a[b * w_.block + j];
         asum_[b] = s;
       }
-      over_panels(w_, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, a, asum_.data(), Y, bias); });
+      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, a, asum_.data(), Y, bias); });
       return;
     }
-    over_panels(w_, pool, [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, lda, Y, w_.N, bias); });
+    over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, lda, Y, w_.N, bias); });
   }
   const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
   size_t packed_bytes() const override { return w_.data.size(); }

@@ -123,7 +123,11 @@ class GroupQueryAttentionOp final : public Op {
         }
 
     const int64_t tasks = B_ * Nq * S;
-    const int64_t parts = std::min<int64_t>(tasks, ctx.pool.num_threads());
+    // Attention over a short context is a few microseconds: not worth waking a thread.
+    int64_t longest = 0;
+    for (int64_t b = 0; b < B_; ++b) longest = std::max<int64_t>(longest, total_b_[b]);
+    const bool tiny = tasks * longest * H < 32 * 1024;
+    const int64_t parts = tiny ? 1 : std::min<int64_t>(tasks, ctx.pool.num_threads());
     if (scores_.size() < static_cast<size_t>(parts * L)) scores_.resize(parts * L);
     const float alpha = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
     float* out = a.out[0]->as<float>();

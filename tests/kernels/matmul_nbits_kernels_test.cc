@@ -211,3 +211,33 @@ TEST(MatMulNBitsKernels, DispatchPrefersFirstSupported) {
 
 }  // namespace
 }  // namespace nbits::kernels
+
+namespace nbits::kernels {
+namespace {
+
+// Small shapes run on one thread (too little work to split); this one is large
+// enough that every kernel really splits N over 2 and 3 threads.
+TEST(MatMulNBitsKernels, SplitOverThreadsIsExact) {
+  std::mt19937 rng(99);
+  RandomWeight rw(4, 32, 512, 1040, true, rng);
+  for (int64_t M : {1, 5}) {
+    const std::vector<float> A = random_a(M, 512, rng);
+    for (const auto& k : matmul_nbits_kernels()) {
+      if (!k.supports(rw.w, cpu_features())) continue;
+      SCOPED_TRACE(std::string(k.name) + " M=" + std::to_string(M));
+      auto packed = k.pack(rw.w);
+      std::vector<float> y[3];
+      for (int t = 1; t <= 3; ++t) {
+        ThreadPool pool(t);
+        y[t - 1].assign(static_cast<size_t>(M * 1040), NAN);
+        packed->run(A.data(), M, y[t - 1].data(), nullptr, pool);
+      }
+      ASSERT_EQ(0, std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)));
+      ASSERT_EQ(0, std::memcmp(y[0].data(), y[2].data(), y[0].size() * sizeof(float)));
+      for (float v : y[0]) ASSERT_FALSE(std::isnan(v));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nbits::kernels
