@@ -28,9 +28,8 @@ static void print_usage(FILE* out) {
                "nbits: fast int4/int8 LLM inference for ONNX (onnxruntime-genai) models\n\n"
                "usage: nbits <command> [options]   (nbits <command> --help for details)\n\ncommands:\n");
   std::vector<Command> cmds = commands();
-  std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) {
-    return std::strcmp(a.name, b.name) < 0;
-  });
+  std::sort(cmds.begin(), cmds.end(),
+            [](const Command& a, const Command& b) { return std::strcmp(a.name, b.name) < 0; });
   for (const auto& c : cmds) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
 }
 
