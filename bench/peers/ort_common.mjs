@@ -62,7 +62,9 @@ export function parseArgs(argv, defaults) {
   for (let i = 0; i < argv.length; i++) {
     const m = argv[i].match(/^--([\w-]+)(?:=(.*))?$/);
     if (!m) { a._.push(argv[i]); continue; }
-    a[m[1]] = m[2] !== undefined ? m[2] : argv[++i];
+    // A flag with no value (last, or followed by another --flag) is a switch: 'true'.
+    const next = argv[i + 1];
+    a[m[1]] = m[2] !== undefined ? m[2] : next === undefined || next.startsWith('--') ? 'true' : argv[++i];
   }
   return a;
 }
