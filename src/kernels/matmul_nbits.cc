@@ -63,14 +63,19 @@ std::span<const MatMulNBitsKernel> matmul_nbits_kernels() {
 
 std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Compute compute,
                                                 const CpuFeatures& cpu) {
+  return make_matmul_nbits(w, compute, PackOptions{}, cpu);
+}
+
+std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Compute compute,
+                                                const PackOptions& options, const CpuFeatures& cpu) {
   NBITS_CHECK(w.bits == 2 || w.bits == 4 || w.bits == 8, "MatMulNBits: bits=", w.bits,
               " is not supported (2, 4 or 8)");
   NBITS_CHECK(w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0,
               "MatMulNBits: block_size=", w.block_size, " must be a power of two >= 16");
   for (const auto& k : matmul_nbits_kernels())
-    if (k.compute == compute && k.supports(w, cpu)) return k.pack(w);
+    if (k.compute == compute && k.supports(w, cpu)) return k.pack_opts(w, options);
   // No int8 kernel for this weight (e.g. float zero points): ORT computes in fp32 then too.
-  if (compute == Compute::kInt8) return make_matmul_nbits(w, Compute::kFp32, cpu);
+  if (compute == Compute::kInt8) return make_matmul_nbits(w, Compute::kFp32, options, cpu);
   fail("MatMulNBits: no kernel for bits=", w.bits, " block_size=", w.block_size);
 }
 

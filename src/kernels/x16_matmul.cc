@@ -1,6 +1,7 @@
 #include "kernels/x16_matmul.h"
 
 #include <cstring>
+#include <utility>
 
 #include "quant/quantize_a.h"
 
@@ -31,14 +32,15 @@ constexpr int64_t kMinBytesPerTask = 64 * 1024;
 // of weights (scaled down by M, since each panel is then used M times): fn(p0, p1).
 template <typename F>
 void over_panels(const quant::PackedX16& w, int64_t M, ThreadPool& pool, F&& fn) {
-  const int64_t panel_bytes = std::max<int64_t>(1, static_cast<int64_t>(w.data.size()) / std::max<int64_t>(1, w.panels));
+  const int64_t panel_bytes =
+      std::max<int64_t>(1, static_cast<int64_t>(w.data.size()) / std::max<int64_t>(1, w.panels));
   const int64_t min_panels = std::max<int64_t>(1, kMinBytesPerTask / (panel_bytes * std::max<int64_t>(1, M)));
   pool.parallel_range(w.panels, min_panels, [&](int64_t p0, int64_t p1) { fn(p0, p1); });
 }
 
 class X16Int8 final : public PackedMatMul {
  public:
-  X16Int8(const QuantizedMatrix& w, const X16Int8Kernels& k) : w_(quant::pack_x16(w)), k_(k) {}
+  X16Int8(quant::PackedX16 w, const X16Int8Kernels& k) : w_(std::move(w)), k_(k) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     if (M <= 0) return;
@@ -75,7 +77,7 @@ class X16Int8 final : public PackedMatMul {
 
 class X16Fp32 final : public PackedMatMul {
  public:
-  X16Fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k) : w_(quant::pack_x16(w)), k_(k) {}
+  X16Fp32(quant::PackedX16 w, const X16Fp32Kernels& k) : w_(std::move(w)), k_(k) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     if (M <= 0) return;
@@ -98,7 +100,8 @@ class X16Fp32 final : public PackedMatMul {
         for (int j = 0; j < w_.block; ++j) s += a[b * w_.block + j];
         asum_[b] = s;
       }
-      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, a, asum_.data(), Y, bias); });
+      over_panels(w_, M, pool,
+                  [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, a, asum_.data(), Y, bias); });
       return;
     }
     over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, lda, Y, w_.N, bias); });
@@ -116,11 +119,25 @@ class X16Fp32 final : public PackedMatMul {
 }  // namespace
 
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k) {
-  return std::make_unique<X16Int8>(w, k);
+  return std::make_unique<X16Int8>(quant::pack_x16(w), k);
 }
 
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k) {
-  return std::make_unique<X16Fp32>(w, k);
+  return std::make_unique<X16Fp32>(quant::pack_x16(w), k);
+}
+
+std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
+                                            const X16Int8Kernels& k32, const X16Int8Kernels& k16) {
+  quant::PackedX16 p = quant::pack_x16(w, options.fp16_scales);
+  const X16Int8Kernels& k = p.scales_fp16 ? k16 : k32;
+  return std::make_unique<X16Int8>(std::move(p), k);
+}
+
+std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const PackOptions& options,
+                                            const X16Fp32Kernels& k32, const X16Fp32Kernels& k16) {
+  quant::PackedX16 p = quant::pack_x16(w, options.fp16_scales);
+  const X16Fp32Kernels& k = p.scales_fp16 ? k16 : k32;
+  return std::make_unique<X16Fp32>(std::move(p), k);
 }
 
 }  // namespace nbits::kernels

@@ -45,5 +45,11 @@ void quantize_row_blocks_isum(const float* a, int64_t K, int block, int8_t* qa, 
 // at a time owns it), but each run() uses the pool's threads internally.
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k);
+// The same honouring `options`: fp16 scales (when asked and the scales fit,
+// quant::scales_fit_fp16) run on `k16`, float scales on `k32`.
+std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
+                                            const X16Int8Kernels& k32, const X16Int8Kernels& k16);
+std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const PackOptions& options,
+                                            const X16Fp32Kernels& k32, const X16Fp32Kernels& k16);
 
 }  // namespace nbits::kernels

@@ -1,9 +1,11 @@
 #include "quant/packed_x16.h"
 
+#include <cmath>
 #include <cstring>
 #include <new>
 
 #include "base/error.h"
+#include "base/fp16.h"
 
 namespace nbits::quant {
 
@@ -19,7 +21,17 @@ bool x16_packable(const kernels::QuantizedMatrix& w) {
          w.zero_points_f == nullptr && w.N > 0 && w.K > 0;
 }
 
-PackedX16 pack_x16(const kernels::QuantizedMatrix& w) {
+bool scales_fit_fp16(const kernels::QuantizedMatrix& w) {
+  const float kMinNormal = 6.103515625e-05f;  // 2^-14
+  const int64_t n = w.N * w.k_blocks();
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(w.scales[i]);
+    if (!(a == 0.0f || (a >= kMinNormal && a <= 65504.0f))) return false;  // NaN fails too
+  }
+  return true;
+}
+
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
   p.bits = w.bits;
@@ -29,7 +41,9 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w) {
   p.k_blocks = w.k_blocks();
   p.panels = (w.N + 15) / 16;
   p.has_zp = w.zero_points != nullptr;
-  p.header_bytes = p.has_zp ? 128 : 64;
+  p.scales_fp16 = fp16_scales && scales_fit_fp16(w);
+  p.zp_offset = p.scales_fp16 ? 32 : 64;
+  p.header_bytes = p.zp_offset + (p.has_zp ? kZpBytes : 0);
   const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
   p.block_stride = p.header_bytes + code_bytes;
   p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
@@ -40,8 +54,14 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w) {
     const int64_t pi = n / 16, c = n % 16;
     for (int64_t b = 0; b < kb; ++b) {
       uint8_t* blk = p.data.data() + pi * p.panel_stride + b * p.block_stride;
-      std::memcpy(blk + 4 * c, &w.scales[n * kb + b], 4);
-      if (p.has_zp) blk[64 + c] = static_cast<uint8_t>(w.zero_point(n, b));
+      const float s = w.scales[n * kb + b];
+      if (p.scales_fp16) {
+        const uint16_t h = float_to_fp16(s);
+        std::memcpy(blk + 2 * c, &h, 2);
+      } else {
+        std::memcpy(blk + 4 * c, &s, 4);
+      }
+      if (p.has_zp) blk[p.zp_offset + c] = static_cast<uint8_t>(w.zero_point(n, b));
       const uint8_t* src = w.codes + (n * kb + b) * blob;
       uint8_t* codes = blk + p.header_bytes;
       const int64_t valid = std::min<int64_t>(BL, w.K - b * BL);  // codes past K stay 0

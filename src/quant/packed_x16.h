@@ -4,15 +4,17 @@
 //
 // Layout: panel p (columns 16p..16p+15) is `panel_stride` bytes; inside it,
 // K-block b is `block_stride` bytes:
-//   [float scales[16]]                     64 bytes
-//   [uint8 zp[16], 48 bytes of padding]    64 bytes, only when has_zp
-//   [codes]                                groups of 64 bytes, one dword per column:
+//   [scales[16]]   float (64 bytes), or IEEE fp16 (32 bytes) when scales_fp16
+//   [uint8 zp[16]] kZpBytes bytes (16 zero points, then padding), only when has_zp
+//   [codes]        groups of 64 bytes, one dword per column:
 //     bits 4: a group covers 8 k; column c's dword (bytes 4c..4c+3): byte i holds
 //             k = 8g+i in its low nibble and k = 8g+4+i in its high nibble;
 //     bits 8: a group covers 4 k; byte i of column c's dword is the code of k = 4g+i.
 // Codes stay unsigned (0..15 / 0..255). Codes past K and columns past N are 0
 // with scale 0 and zero point 0, so they never contribute (kernels also feed
 // zero activations there). Without has_zp the zero point is 2^(bits-1).
+// Blocks (hence codes) are only 16-byte aligned when has_zp: kernels use
+// unaligned loads.
 #pragma once
 
 #include <cstddef>
@@ -48,9 +50,11 @@ struct PackedX16 {
   int64_t k_blocks = 0;
   int64_t panels = 0;
   bool has_zp = false;
-  size_t header_bytes = 0;  // scales (+ zero points)
-  size_t block_stride = 0;  // header + codes of one (panel, K-block)
-  size_t panel_stride = 0;  // k_blocks * block_stride
+  bool scales_fp16 = false;  // scales stored as IEEE fp16 (else float)
+  size_t zp_offset = 0;      // offset of the zero points in a block (= bytes of scales)
+  size_t header_bytes = 0;   // scales (+ zero points)
+  size_t block_stride = 0;   // header + codes of one (panel, K-block)
+  size_t panel_stride = 0;   // k_blocks * block_stride
   AlignedBytes data;
 
   const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride; }
@@ -59,11 +63,23 @@ struct PackedX16 {
   int default_zp() const { return 1 << (bits - 1); }
 };
 
+// Bytes of the zero-point section of a block (16 zero points + padding).
+#ifndef NBITS_X16_ZP_BYTES
+#define NBITS_X16_ZP_BYTES 16
+#endif
+constexpr size_t kZpBytes = NBITS_X16_ZP_BYTES;
+static_assert(kZpBytes >= 16 && kZpBytes % 16 == 0, "zero points: 16 bytes, 16-byte aligned");
+
 // True when `w` can be packed as x16 (bits 4 or 8, block a power of two >= 16,
 // integer zero points).
 bool x16_packable(const kernels::QuantizedMatrix& w);
 
-// Packs `w` (x16_packable) into a new PackedX16.
-PackedX16 pack_x16(const kernels::QuantizedMatrix& w);
+// True when every scale of `w` is 0 or a normal fp16 number in magnitude
+// (2^-14 <= |s| <= 65504), so rounding it to fp16 costs at most 2^-11 relative.
+bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
+
+// Packs `w` (x16_packable) into a new PackedX16, with fp16 scales when asked
+// and scales_fit_fp16(w) (else float scales: check the result's scales_fp16).
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false);
 
 }  // namespace nbits::quant

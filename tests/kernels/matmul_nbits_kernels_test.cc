@@ -1,7 +1,10 @@
 // Table-driven tests: every registered MatMulNBits kernel set that this CPU
 // supports is compared with the scalar reference on random weights (bits 4/8,
 // block 16..256, K not a multiple of the block, N not a multiple of 16,
-// symmetric and asymmetric, with and without bias, M in {1..33}).
+// symmetric and asymmetric, with and without bias, M in {1..33}), in both
+// packed formats: fp32 scales and fp16 scales (PackOptions::fp16_scales). With
+// fp16 scales the contract is the same with every scale replaced by its fp16
+// rounding, so the reference runs on the rounded scales.
 //
 // Error bounds (u = 2^-24, fp32 unit roundoff). Both sides compute the same
 // exact quantities and differ only in fp32 rounding / summation order:
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fp16.h"
 #include "kernels/matmul_nbits.h"
 #include "kernels/ref/matmul_nbits_ref.h"
 #include "quant/quantize_a.h"
@@ -54,6 +58,20 @@ struct RandomWeight {
     w.zero_points = asym ? zp.data() : nullptr;
   }
 };
+
+// `w` with every scale rounded to fp16 (what a kernel packing fp16 scales computes with).
+struct Fp16Rounded {
+  std::vector<float> scales;
+  QuantizedMatrix w;
+  explicit Fp16Rounded(const QuantizedMatrix& src) : w(src) {
+    scales.resize(static_cast<size_t>(src.N * src.k_blocks()));
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = fp16_to_float(float_to_fp16(src.scales[i]));
+    w.scales = scales.data();
+  }
+};
+
+// True for kernel sets whose packing honours PackOptions::fp16_scales.
+bool has_fp16_format(const MatMulNBitsKernel& k) { return k.pack_with != nullptr; }
 
 std::vector<float> random_a(int64_t M, int64_t K, std::mt19937& rng) {
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -126,48 +144,57 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
   std::mt19937 rng(1234);
   ThreadPool pool1(1), pool2(2);
   std::vector<std::string> skipped;
-  int checked = 0;
+  int checked = 0, checked_fp16 = 0;
   for (const Shape& sh : shapes()) {
     RandomWeight rw(sh.bits, sh.block, sh.K, sh.N, sh.asym, rng);
     const QuantizedMatrix& w = rw.w;
     std::vector<float> bias(static_cast<size_t>(sh.N));
     for (auto& b : bias) b = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
     const float* bp = sh.bias ? bias.data() : nullptr;
+    const Fp16Rounded rounded(w);
     for (int64_t M : {1, 2, 3, 4, 5, 7, 16, 33}) {
       const std::vector<float> A = random_a(M, sh.K, rng);
-      std::vector<float> want_i8(static_cast<size_t>(M * sh.N)), want_f32(want_i8.size());
-      matmul_nbits_ref_int8(w, A.data(), M, want_i8.data(), bp);
-      matmul_nbits_ref_fp32(w, A.data(), M, want_f32.data(), bp);
-      const std::vector<double> tol_i8 = int8_bounds(w, A, M, bp), tol_f32 = fp32_bounds(w, A, M, bp);
-      for (const auto& k : matmul_nbits_kernels()) {
-        if (!k.supports(w, cpu)) {
-          const std::string why = std::string(k.name);
-          if (std::find(skipped.begin(), skipped.end(), why) == skipped.end()) skipped.push_back(why);
-          continue;
-        }
-        SCOPED_TRACE(std::string(k.name) + " bits=" + std::to_string(sh.bits) + " block=" +
-                     std::to_string(sh.block) + " K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
-                     " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : ""));
-        auto packed = k.pack(w);
-        std::vector<float> y1(want_i8.size(), NAN), y2(want_i8.size(), NAN);
-        packed->run(A.data(), M, y1.data(), bp, pool1);
-        packed->run(A.data(), M, y2.data(), bp, pool2);
-        ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << "threads 1 vs 2 differ";
-        const bool i8 = k.compute == Compute::kInt8;
-        const auto& want = i8 ? want_i8 : want_f32;
-        const auto& tol = i8 ? tol_i8 : tol_f32;
-        for (size_t i = 0; i < y1.size(); ++i)
-          ASSERT_LE(std::fabs(static_cast<double>(y1[i]) - want[i]), tol[i])
-              << "at m=" << i / sh.N << " n=" << i % sh.N << " got " << y1[i] << " want " << want[i]
-              << " via " << packed->kernel_name(M);
-        // The x16 CompInt8 kernels keep one lane per column and the reference's
-        // operation order, so they must match it bit for bit (catches FMA contraction).
-        if (i8 && std::string(k.name).rfind("x16_", 0) == 0) {
-          for (size_t i = 0; i < y1.size(); ++i) {
-            ASSERT_EQ(y1[i], want[i]) << "not bit-exact at " << i;
+      for (bool fp16 : {false, true}) {
+        const QuantizedMatrix& rw_ref = fp16 ? rounded.w : w;  // what the kernel must compute with
+        std::vector<float> want_i8(static_cast<size_t>(M * sh.N)), want_f32(want_i8.size());
+        matmul_nbits_ref_int8(rw_ref, A.data(), M, want_i8.data(), bp);
+        matmul_nbits_ref_fp32(rw_ref, A.data(), M, want_f32.data(), bp);
+        const std::vector<double> tol_i8 = int8_bounds(rw_ref, A, M, bp),
+                                  tol_f32 = fp32_bounds(rw_ref, A, M, bp);
+        for (const auto& k : matmul_nbits_kernels()) {
+          if (!k.supports(w, cpu)) {
+            const std::string why = std::string(k.name);
+            if (std::find(skipped.begin(), skipped.end(), why) == skipped.end()) skipped.push_back(why);
+            continue;
           }
+          if (fp16 && !has_fp16_format(k)) continue;  // fp32 scales only: covered by the pass above
+          SCOPED_TRACE(std::string(k.name) + (fp16 ? " fp16 scales" : " fp32 scales") +
+                       " bits=" + std::to_string(sh.bits) + " block=" + std::to_string(sh.block) +
+                       " K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
+                       " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : ""));
+          auto packed = k.pack_opts(w, PackOptions{fp16});
+          std::vector<float> y1(want_i8.size(), NAN), y2(want_i8.size(), NAN);
+          packed->run(A.data(), M, y1.data(), bp, pool1);
+          packed->run(A.data(), M, y2.data(), bp, pool2);
+          ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)))
+              << "threads 1 vs 2 differ";
+          const bool i8 = k.compute == Compute::kInt8;
+          const auto& want = i8 ? want_i8 : want_f32;
+          const auto& tol = i8 ? tol_i8 : tol_f32;
+          for (size_t i = 0; i < y1.size(); ++i)
+            ASSERT_LE(std::fabs(static_cast<double>(y1[i]) - want[i]), tol[i])
+                << "at m=" << i / sh.N << " n=" << i % sh.N << " got " << y1[i] << " want " << want[i]
+                << " via " << packed->kernel_name(M);
+          // The x16 CompInt8 kernels keep one lane per column and the reference's
+          // operation order, so they must match it bit for bit (catches FMA contraction).
+          if (i8 && std::string(k.name).rfind("x16_", 0) == 0) {
+            for (size_t i = 0; i < y1.size(); ++i) {
+              ASSERT_EQ(y1[i], want[i]) << "not bit-exact at " << i;
+            }
+          }
+          ++checked;
+          if (fp16) ++checked_fp16;
         }
-        ++checked;
       }
     }
   }
@@ -175,6 +202,9 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
     std::printf("[ skipped  ] %s: not supported on this CPU (%s) for some shapes\n", s.c_str(),
                 cpu.describe().c_str());
   EXPECT_GT(checked, 0);
+  if (cpu.avx2 && cpu.fma && cpu.f16c) {
+    EXPECT_GT(checked_fp16, 0);
+  }
 }
 
 TEST(MatMulNBitsKernels, KernelNameSaysGemvOrGemm) {
@@ -236,6 +266,104 @@ TEST(MatMulNBitsKernels, SplitOverThreadsIsExact) {
       ASSERT_EQ(0, std::memcmp(y[0].data(), y[2].data(), y[0].size() * sizeof(float)));
       for (float v : y[0]) ASSERT_FALSE(std::isnan(v));
     }
+  }
+}
+
+}  // namespace
+}  // namespace nbits::kernels
+
+namespace nbits::kernels {
+namespace {
+
+bool is_x16(const MatMulNBitsKernel& k) { return std::string(k.name).rfind("x16_", 0) == 0; }
+bool says_fp16(const PackedMatMul& p, int64_t M) {
+  return std::string(p.kernel_name(M)).find("x16h") != std::string::npos;
+}
+
+// With fp16 scales the kernel names carry "x16h" and the x16 block shrinks by
+// 32 bytes; zero points take 16 bytes (not 64) in both formats. Sets without
+// an fp16 format ignore the option.
+TEST(MatMulNBitsKernels, Fp16ScalesKernelNamesAndPackedBytes) {
+  std::mt19937 rng(21);
+  int seen = 0;
+  for (int bits : {4, 8})
+    for (bool asym : {false, true}) {
+      RandomWeight rw(bits, 32, 64, 37, asym, rng);  // 3 panels x 2 blocks
+      for (const auto& k : matmul_nbits_kernels()) {
+        if (!k.supports(rw.w, cpu_features())) continue;
+        SCOPED_TRACE(std::string(k.name) + " bits=" + std::to_string(bits) + (asym ? " asym" : " sym"));
+        auto p32 = k.pack_opts(rw.w, PackOptions{false}), p16 = k.pack_opts(rw.w, PackOptions{true});
+        if (!has_fp16_format(k)) {
+          EXPECT_STREQ(p16->kernel_name(1), k.pack(rw.w)->kernel_name(1));
+          EXPECT_EQ(p16->packed_bytes(), p32->packed_bytes());
+          EXPECT_FALSE(says_fp16(*p16, 1));
+          continue;
+        }
+        for (int64_t M : {1, 2}) {
+          EXPECT_FALSE(says_fp16(*p32, M)) << p32->kernel_name(M);
+          EXPECT_TRUE(says_fp16(*p16, M)) << p16->kernel_name(M);
+        }
+        if (!is_x16(k)) continue;
+        const size_t codes = 16 * 32 * bits / 8, zp = asym ? 16 : 0, blocks = 3 * 2;
+        EXPECT_EQ(p32->packed_bytes(), blocks * (64 + zp + codes));
+        EXPECT_EQ(p16->packed_bytes(), blocks * (32 + zp + codes));
+        ++seen;
+      }
+    }
+  if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
+    EXPECT_GT(seen, 0);
+  }
+}
+
+// A matrix with a scale that fp16 cannot hold (overflow, or subnormal: more
+// than ~1e-3 relative error) keeps fp32 scales: same kernel, bytes and bits as
+// packing without the option. Scales at the edges of the normal range still go fp16.
+TEST(MatMulNBitsKernels, Fp16ScalesFallBackToFp32OutOfRange) {
+  std::mt19937 rng(33);
+  ThreadPool pool(1);
+  int seen = 0;
+  for (float bad : {70000.0f, -1e5f, 1e-6f, -3e-5f, 65504.0f, 6.103515625e-05f}) {
+    const bool fits = std::fabs(bad) == 65504.0f || std::fabs(bad) == 6.103515625e-05f;
+    for (bool asym : {false, true}) {
+      RandomWeight rw(4, 32, 96, 20, asym, rng);
+      rw.scales[5] = bad;
+      for (const auto& k : matmul_nbits_kernels()) {
+        if (!has_fp16_format(k) || !k.supports(rw.w, cpu_features())) continue;
+        SCOPED_TRACE(std::string(k.name) + " scale=" + std::to_string(bad));
+        auto p16 = k.pack_opts(rw.w, PackOptions{true}), p32 = k.pack(rw.w);
+        EXPECT_EQ(says_fp16(*p16, 1), fits) << p16->kernel_name(1);
+        if (fits) continue;
+        EXPECT_EQ(p16->packed_bytes(), p32->packed_bytes());
+        for (int64_t M : {1, 3}) {
+          const std::vector<float> A = random_a(M, 96, rng);
+          std::vector<float> y16(static_cast<size_t>(M * 20), NAN), y32(y16.size(), NAN);
+          p16->run(A.data(), M, y16.data(), nullptr, pool);
+          p32->run(A.data(), M, y32.data(), nullptr, pool);
+          ASSERT_EQ(0, std::memcmp(y16.data(), y32.data(), y16.size() * sizeof(float))) << "M=" << M;
+        }
+        ++seen;
+      }
+    }
+  }
+  if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
+    EXPECT_GT(seen, 0);
+  }
+}
+
+TEST(MatMulNBitsKernels, DispatchPassesPackOptions) {
+  std::mt19937 rng(5);
+  RandomWeight rw(4, 32, 64, 32, true, rng);
+  for (Compute c : {Compute::kInt8, Compute::kFp32}) {
+    const MatMulNBitsKernel* first = nullptr;
+    for (const auto& k : matmul_nbits_kernels())
+      if (k.compute == c && k.supports(rw.w, cpu_features())) {
+        first = &k;
+        break;
+      }
+    ASSERT_NE(first, nullptr);
+    auto picked = make_matmul_nbits(rw.w, c, PackOptions{true});
+    EXPECT_STREQ(picked->kernel_name(1), first->pack_opts(rw.w, PackOptions{true})->kernel_name(1));
+    EXPECT_EQ(picked->packed_bytes(), first->pack_opts(rw.w, PackOptions{true})->packed_bytes());
   }
 }
 

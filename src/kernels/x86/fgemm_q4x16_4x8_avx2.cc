@@ -6,7 +6,7 @@
 namespace nbits::kernels {
 namespace {
 
-template <int R, bool kAsym>
+template <int R, bool kAsym, bool kF16>
 void tile(const PackedX16& w, int64_t p, int h, const float* A, int64_t lda, float* Y, int64_t ldy,
           const float* bias) {
   using namespace avx2;
@@ -18,11 +18,11 @@ void tile(const PackedX16& w, int64_t p, int h, const float* A, int64_t lda, flo
   const uint8_t* blk = w.panel(p);
   for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
-    const __m256 s = _mm256_load_ps(reinterpret_cast<const float*>(blk) + 8 * h);
-    const __m256 z = zp_ps<kAsym>(blk + 64 + 8 * h, 8);
+    const __m256 s = load_scales8<kF16>(blk, h);
+    const __m256 z = zp_ps<kAsym>(blk + w.zp_offset + 8 * h, 8);
     const float* ab = A + b * w.block;
     for (int64_t g = 0; g < groups; ++g, codes += 64, ab += 8) {
-      const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
+      const __m256i x = load_codes(codes);
       const __m256i nib[2] = {_mm256_and_si256(x, m4), _mm256_and_si256(_mm256_srli_epi16(x, 4), m4)};
       for (int j = 0; j < 8; ++j) {
         const __m256 q = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(nib[j >> 2], sel[j & 3]));
@@ -41,34 +41,15 @@ void tile(const PackedX16& w, int64_t p, int h, const float* A, int64_t lda, flo
 
 }  // namespace
 
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void fgemm_q4x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
                           float* Y, int64_t ldy, const float* bias) {
-  for (int64_t p = p0; p < p1; ++p)
-    for (int64_t m = 0; m < M; m += 4)
-      for (int h = 0; h < 2; ++h) {
-        const float* a = A + m * lda;
-        float* y = Y + m * ldy;
-        switch (std::min<int64_t>(4, M - m)) {
-          case 4:
-            tile<4, kAsym>(w, p, h, a, lda, y, ldy, bias);
-            break;
-          case 3:
-            tile<3, kAsym>(w, p, h, a, lda, y, ldy, bias);
-            break;
-          case 2:
-            tile<2, kAsym>(w, p, h, a, lda, y, ldy, bias);
-            break;
-          default:
-            tile<1, kAsym>(w, p, h, a, lda, y, ldy, bias);
-            break;
-        }
-      }
+  avx2::for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
+    tile<decltype(rows)::value, kAsym, kF16>(w, p, h, A + m * lda, lda, Y + m * ldy, ldy, bias);
+  });
 }
 
-template void fgemm_q4x16_4x8_avx2<false>(const PackedX16&, int64_t, int64_t, int64_t, const float*, int64_t,
-                                          float*, int64_t, const float*);
-template void fgemm_q4x16_4x8_avx2<true>(const PackedX16&, int64_t, int64_t, int64_t, const float*, int64_t,
-                                         float*, int64_t, const float*);
+NBITS_X16_INSTANTIATE(fgemm_q4x16_4x8_avx2, const PackedX16&, int64_t, int64_t, int64_t, const float*,
+                      int64_t, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels

@@ -4,7 +4,7 @@
 
 namespace nbits::kernels {
 
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void fgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,
                       const float* bias) {
   using namespace avx2;
@@ -20,8 +20,8 @@ void fgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a
       __m256 e[4], f[4];
       for (int i = 0; i < 4; ++i) e[i] = f[i] = _mm256_setzero_ps();
       for (int64_t g = 0; g < groups; ++g, codes += 64, ab += 8) {
-        const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
-        const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32));
+        const __m256i x0 = load_codes(codes);
+        const __m256i x1 = load_codes(codes + 32);
         const __m256i lo0 = _mm256_and_si256(x0, m4), hi0 = _mm256_and_si256(_mm256_srli_epi16(x0, 4), m4);
         const __m256i lo1 = _mm256_and_si256(x1, m4), hi1 = _mm256_and_si256(_mm256_srli_epi16(x1, 4), m4);
         for (int i = 0; i < 4; ++i) {
@@ -35,18 +35,15 @@ void fgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a
       const __m256 as = _mm256_set1_ps(asum[b]);
       const __m256 t0 = _mm256_add_ps(_mm256_add_ps(e[0], e[1]), _mm256_add_ps(e[2], e[3]));
       const __m256 t1 = _mm256_add_ps(_mm256_add_ps(f[0], f[1]), _mm256_add_ps(f[2], f[3]));
-      const float* s = reinterpret_cast<const float*>(blk);
-      acc0 = _mm256_fmadd_ps(_mm256_load_ps(s), _mm256_fnmadd_ps(zp_ps<kAsym>(blk + 64, 8), as, t0), acc0);
-      acc1 =
-          _mm256_fmadd_ps(_mm256_load_ps(s + 8), _mm256_fnmadd_ps(zp_ps<kAsym>(blk + 72, 8), as, t1), acc1);
+      const __m256 z0 = zp_ps<kAsym>(blk + w.zp_offset, 8), z1 = zp_ps<kAsym>(blk + w.zp_offset + 8, 8);
+      acc0 = _mm256_fmadd_ps(load_scales8<kF16>(blk, 0), _mm256_fnmadd_ps(z0, as, t0), acc0);
+      acc1 = _mm256_fmadd_ps(load_scales8<kF16>(blk, 1), _mm256_fnmadd_ps(z1, as, t1), acc1);
     }
     store16(y, bias, p * 16, w.N, acc0, acc1);
   }
 }
 
-template void fgemv_q4x16_avx2<false>(const PackedX16&, int64_t, int64_t, const float*, const float*, float*,
-                                      const float*);
-template void fgemv_q4x16_avx2<true>(const PackedX16&, int64_t, int64_t, const float*, const float*, float*,
-                                     const float*);
+NBITS_X16_INSTANTIATE(fgemv_q4x16_avx2, const PackedX16&, int64_t, int64_t, const float*, const float*,
+                      float*, const float*);
 
 }  // namespace nbits::kernels

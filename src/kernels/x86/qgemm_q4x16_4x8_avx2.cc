@@ -5,7 +5,7 @@
 namespace nbits::kernels {
 namespace {
 
-template <int R, bool kAsym>
+template <int R, bool kAsym, bool kF16>
 void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa, const int32_t* qsum,
           float* Y, int64_t ldy, const float* bias) {
   using namespace avx2;
@@ -23,7 +23,7 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
       for (int r = 0; r < R; ++r) s16[r] = _mm256_setzero_si256();
       const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
       for (int64_t g = g0; g < g1; ++g, codes += 64) {
-        const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
+        const __m256i x = load_codes(codes);
         const __m256i lo = _mm256_and_si256(x, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
         const int8_t* q = qa + b * w.block + g * 8;
@@ -33,10 +33,11 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
       }
       for (int r = 0; r < R; ++r) d[r] = _mm256_add_epi32(d[r], widen(s16[r]));
     }
-    const float* scales = reinterpret_cast<const float*>(blk) + 8 * h;
+    const __m256 scales = load_scales8<kF16>(blk, h);
     for (int r = 0; r < R; ++r) {
       const int64_t i = r * w.k_blocks + b;
-      acc[r] = accumulate(acc[r], correct<kAsym>(d[r], blk + 64 + 8 * h, 8, 0, qsum[i]), sa[i], scales);
+      acc[r] =
+          accumulate(acc[r], correct<kAsym>(d[r], blk + w.zp_offset + 8 * h, 8, 0, qsum[i]), sa[i], scales);
     }
   }
   const int64_t n0 = p * 16 + 8 * h;
@@ -47,37 +48,17 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
 
 }  // namespace
 
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemm_q4x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
-  for (int64_t p = p0; p < p1; ++p)
-    for (int64_t m = 0; m < M; m += 4)
-      for (int h = 0; h < 2; ++h) {
-        const int8_t* q = qa + m * kp;
-        const float* s = sa + m * kb;
-        const int32_t* qs = qsum + m * kb;
-        float* y = Y + m * ldy;
-        switch (std::min<int64_t>(4, M - m)) {
-          case 4:
-            tile<4, kAsym>(w, p, h, q, s, qs, y, ldy, bias);
-            break;
-          case 3:
-            tile<3, kAsym>(w, p, h, q, s, qs, y, ldy, bias);
-            break;
-          case 2:
-            tile<2, kAsym>(w, p, h, q, s, qs, y, ldy, bias);
-            break;
-          default:
-            tile<1, kAsym>(w, p, h, q, s, qs, y, ldy, bias);
-            break;
-        }
-      }
+  avx2::for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
+    tile<decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy,
+                                             ldy, bias);
+  });
 }
 
-template void qgemm_q4x16_4x8_avx2<false>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                                          const float*, const int32_t*, float*, int64_t, const float*);
-template void qgemm_q4x16_4x8_avx2<true>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                                         const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_X16_INSTANTIATE(qgemm_q4x16_4x8_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+                      const float*, const int32_t*, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels

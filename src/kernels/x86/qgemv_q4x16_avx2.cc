@@ -11,7 +11,7 @@ namespace nbits::kernels {
 #endif
 constexpr int kPrefetch = NBITS_Q4_PREFETCH;
 
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias) {
   using namespace avx2;
@@ -30,26 +30,22 @@ void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* 
         for (int64_t g = g0; g < g1; ++g, codes += 64, q += 8) {
           _mm_prefetch(reinterpret_cast<const char*>(codes) + kPrefetch, _MM_HINT_T0);
           const __m256i alo = bcast4(q), ahi = bcast4(q + 4);
-          s0 = _mm256_add_epi16(
-              s0, dot16_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes)), alo, ahi));
-          s1 = _mm256_add_epi16(
-              s1, dot16_q4(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32)), alo, ahi));
+          s0 = _mm256_add_epi16(s0, dot16_q4(load_codes(codes), alo, ahi));
+          s1 = _mm256_add_epi16(s1, dot16_q4(load_codes(codes + 32), alo, ahi));
         }
         d0 = _mm256_add_epi32(d0, widen(s0));
         d1 = _mm256_add_epi32(d1, widen(s1));
       }
-      d0 = correct<kAsym>(d0, blk + 64, 8, 0, qsum[b]);
-      d1 = correct<kAsym>(d1, blk + 72, 8, 0, qsum[b]);
-      acc0 = accumulate(acc0, d0, sa[b], reinterpret_cast<const float*>(blk));
-      acc1 = accumulate(acc1, d1, sa[b], reinterpret_cast<const float*>(blk) + 8);
+      d0 = correct<kAsym>(d0, blk + w.zp_offset, 8, 0, qsum[b]);
+      d1 = correct<kAsym>(d1, blk + w.zp_offset + 8, 8, 0, qsum[b]);
+      acc0 = accumulate(acc0, d0, sa[b], load_scales8<kF16>(blk, 0));
+      acc1 = accumulate(acc1, d1, sa[b], load_scales8<kF16>(blk, 1));
     }
     store16(y, bias, p * 16, w.N, acc0, acc1);
   }
 }
 
-template void qgemv_q4x16_avx2<false>(const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                                      const int32_t*, float*, const float*);
-template void qgemv_q4x16_avx2<true>(const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                                     const int32_t*, float*, const float*);
+NBITS_X16_INSTANTIATE(qgemv_q4x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                      const int32_t*, float*, const float*);
 
 }  // namespace nbits::kernels

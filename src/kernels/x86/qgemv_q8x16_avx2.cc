@@ -4,7 +4,7 @@
 
 namespace nbits::kernels {
 
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias) {
   using namespace avx2;
@@ -20,22 +20,19 @@ void qgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* 
       for (int64_t g = 0; g < groups; ++g, codes += 64, q += 4) {
         _mm_prefetch(reinterpret_cast<const char*>(codes) + 4096, _MM_HINT_T0);
         const __m256i a = bcast4(q);
-        d0 = _mm256_add_epi32(d0, dot_q8s(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes)), a));
-        d1 =
-            _mm256_add_epi32(d1, dot_q8s(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32)), a));
+        d0 = _mm256_add_epi32(d0, dot_q8s(load_codes(codes), a));
+        d1 = _mm256_add_epi32(d1, dot_q8s(load_codes(codes + 32), a));
       }
-      d0 = correct<kAsym>(d0, blk + 64, 128, 128, qsum[b]);
-      d1 = correct<kAsym>(d1, blk + 72, 128, 128, qsum[b]);
-      acc0 = accumulate(acc0, d0, sa[b], reinterpret_cast<const float*>(blk));
-      acc1 = accumulate(acc1, d1, sa[b], reinterpret_cast<const float*>(blk) + 8);
+      d0 = correct<kAsym>(d0, blk + w.zp_offset, 128, 128, qsum[b]);
+      d1 = correct<kAsym>(d1, blk + w.zp_offset + 8, 128, 128, qsum[b]);
+      acc0 = accumulate(acc0, d0, sa[b], load_scales8<kF16>(blk, 0));
+      acc1 = accumulate(acc1, d1, sa[b], load_scales8<kF16>(blk, 1));
     }
     store16(y, bias, p * 16, w.N, acc0, acc1);
   }
 }
 
-template void qgemv_q8x16_avx2<false>(const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                                      const int32_t*, float*, const float*);
-template void qgemv_q8x16_avx2<true>(const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                                     const int32_t*, float*, const float*);
+NBITS_X16_INSTANTIATE(qgemv_q8x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                      const int32_t*, float*, const float*);
 
 }  // namespace nbits::kernels

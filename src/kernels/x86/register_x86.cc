@@ -7,39 +7,53 @@ namespace nbits::kernels {
 namespace {
 
 bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
-  return cpu.avx2 && cpu.fma && quant::x16_packable(w);
+  return cpu.avx2 && cpu.fma && cpu.f16c && quant::x16_packable(w);
 }
 
-template <bool kAsym>
+// Kernel names: "h" after the format marks fp16 scales (q4x16h).
+template <bool kAsym, bool kF16>
 X16Int8Kernels avx2_int8(int bits) {
   if (bits == 4)
-    return {"qgemv_q4x16_avx2", "qgemm_q4x16_4x8_avx2", quantize_row_blocks_avx2, qgemv_q4x16_avx2<kAsym>,
-            qgemm_q4x16_4x8_avx2<kAsym>};
-  return {"qgemv_q8x16_avx2", "qgemm_q8x16_4x8_avx2", quantize_row_blocks_avx2, qgemv_q8x16_avx2<kAsym>,
-          qgemm_q8x16_4x8_avx2<kAsym>};
+    return {kF16 ? "qgemv_q4x16h_avx2" : "qgemv_q4x16_avx2",
+            kF16 ? "qgemm_q4x16h_4x8_avx2" : "qgemm_q4x16_4x8_avx2", quantize_row_blocks_avx2,
+            qgemv_q4x16_avx2<kAsym, kF16>, qgemm_q4x16_4x8_avx2<kAsym, kF16>};
+  return {kF16 ? "qgemv_q8x16h_avx2" : "qgemv_q8x16_avx2",
+          kF16 ? "qgemm_q8x16h_4x8_avx2" : "qgemm_q8x16_4x8_avx2", quantize_row_blocks_avx2,
+          qgemv_q8x16_avx2<kAsym, kF16>, qgemm_q8x16_4x8_avx2<kAsym, kF16>};
 }
 
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 X16Fp32Kernels avx2_fp32(int bits) {
   if (bits == 4)
-    return {"fgemv_q4x16_avx2", "fgemm_q4x16_4x8_avx2", fgemv_q4x16_avx2<kAsym>, fgemm_q4x16_4x8_avx2<kAsym>};
-  return {"fgemv_q8x16_avx2", "fgemm_q8x16_4x8_avx2", fgemv_q8x16_avx2<kAsym>, fgemm_q8x16_4x8_avx2<kAsym>};
+    return {kF16 ? "fgemv_q4x16h_avx2" : "fgemv_q4x16_avx2",
+            kF16 ? "fgemm_q4x16h_4x8_avx2" : "fgemm_q4x16_4x8_avx2", fgemv_q4x16_avx2<kAsym, kF16>,
+            fgemm_q4x16_4x8_avx2<kAsym, kF16>};
+  return {kF16 ? "fgemv_q8x16h_avx2" : "fgemv_q8x16_avx2",
+          kF16 ? "fgemm_q8x16h_4x8_avx2" : "fgemm_q8x16_4x8_avx2", fgemv_q8x16_avx2<kAsym, kF16>,
+          fgemm_q8x16_4x8_avx2<kAsym, kF16>};
 }
 
-std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) {
-  return make_x16_int8(w, w.zero_points != nullptr ? avx2_int8<true>(w.bits) : avx2_int8<false>(w.bits));
+std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr)
+    return make_x16_int8(w, o, avx2_int8<true, false>(w.bits), avx2_int8<true, true>(w.bits));
+  return make_x16_int8(w, o, avx2_int8<false, false>(w.bits), avx2_int8<false, true>(w.bits));
 }
 
-std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) {
-  return make_x16_fp32(w, w.zero_points != nullptr ? avx2_fp32<true>(w.bits) : avx2_fp32<false>(w.bits));
+std::unique_ptr<PackedMatMul> pack_avx2_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr)
+    return make_x16_fp32(w, o, avx2_fp32<true, false>(w.bits), avx2_fp32<true, true>(w.bits));
+  return make_x16_fp32(w, o, avx2_fp32<false, false>(w.bits), avx2_fp32<false, true>(w.bits));
 }
+
+std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return pack_avx2_int8_with(w, {}); }
+std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return pack_avx2_fp32_with(w, {}); }
 
 }  // namespace
 
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   // Most preferred first.
-  t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8});
-  t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32});
+  t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with});
+  t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32, pack_avx2_fp32_with});
 }
 
 }  // namespace nbits::kernels

@@ -1,6 +1,7 @@
 // AVX2 (+FMA) micro-kernels on x16-packed weights (quant/packed_x16.h).
 // Declarations only: safe to include from files built without ISA flags.
 // kAsym: the weight has explicit zero points (else 2^(bits-1)).
+// kF16: the scales are packed as fp16 (PackedX16::scales_fp16).
 #pragma once
 
 #include <cstdint>
@@ -11,38 +12,46 @@ namespace nbits::kernels {
 
 using quant::PackedX16;
 
+// Explicit instantiations of kernel `fn` for both zero-point modes and both
+// scale formats (the arguments are its parameter types).
+#define NBITS_X16_INSTANTIATE(fn, ...)         \
+  template void fn<false, false>(__VA_ARGS__); \
+  template void fn<false, true>(__VA_ARGS__);  \
+  template void fn<true, false>(__VA_ARGS__);  \
+  template void fn<true, true>(__VA_ARGS__)
+
 // CompInt8 activation quantization, bit-identical to quant::quantize_row_blocks.
 void quantize_row_blocks_avx2(const float* a, int64_t K, int block, int8_t* qa, float* sa, int32_t* qsum);
 
 // CompInt8, M = 1: y[16p..] for panels [p0, p1).
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
 
 // CompInt8, M >= 2: tiles of 4 rows x 8 columns.
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemm_q4x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
 // CompFp32, M = 1 (dequantize on the fly, fp32 FMA).
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void fgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,
                       const float* bias);
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void fgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,
                       const float* bias);
 
 // CompFp32, M >= 2: tiles of 4 rows x 8 columns.
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void fgemm_q4x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
                           float* Y, int64_t ldy, const float* bias);
-template <bool kAsym>
+template <bool kAsym, bool kF16>
 void fgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
                           float* Y, int64_t ldy, const float* bias);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/x86/x16_avx2.h"
 
@@ -16,6 +17,18 @@ inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
+}
+
+// 32 bytes of packed codes (blocks are 16-byte aligned only when zero points are packed).
+inline __m256i load_codes(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Scales of columns 8h..8h+7 of the block at `blk`, as floats (fp16 widened exactly).
+template <bool kF16>
+inline __m256 load_scales8(const uint8_t* blk, int h) {
+  if constexpr (kF16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(blk) + 8 * h);
 }
 
 // Broadcast of 4 int8 activations (one dword) to every lane.
@@ -67,8 +80,8 @@ inline __m256i correct(__m256i d, const uint8_t* zp, int dflt_zp, int offset, in
 // results equal the scalar reference bit for bit. The empty asm keeps the
 // compiler from contracting the multiply and add into an FMA (GCC's default
 // -ffp-contract=fast for C++ would, in some kernels and not others).
-inline __m256 accumulate(__m256 acc, __m256i dot, float sa, const float* scales) {
-  const __m256 s = _mm256_mul_ps(_mm256_set1_ps(sa), _mm256_load_ps(scales));
+inline __m256 accumulate(__m256 acc, __m256i dot, float sa, __m256 scales) {
+  const __m256 s = _mm256_mul_ps(_mm256_set1_ps(sa), scales);
   __m256 prod = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), s);
   __asm__("" : "+x"(prod));
   return _mm256_add_ps(acc, prod);
@@ -106,6 +119,29 @@ template <bool kAsym>
 inline __m256 zp_ps(const uint8_t* p, int dflt) {
   if constexpr (kAsym) return _mm256_cvtepi32_ps(load_zp8(p));
   return _mm256_set1_ps(static_cast<float>(dflt));
+}
+
+// The 4x8 GEMM tiling: for panels [p0, p1), rows in tiles of up to 4 and the
+// two 8-column halves h of each panel, calls tile(p, m, h, rows) with `rows` a
+// std::integral_constant<int, 1..4> (so the tile body is compiled per row count).
+template <typename Tile>
+inline void for_each_tile_4x8(int64_t p0, int64_t p1, int64_t M, Tile&& tile) {
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t m = 0; m < M; m += 4)
+      for (int h = 0; h < 2; ++h) switch (std::min<int64_t>(4, M - m)) {
+          case 4:
+            tile(p, m, h, std::integral_constant<int, 4>{});
+            break;
+          case 3:
+            tile(p, m, h, std::integral_constant<int, 3>{});
+            break;
+          case 2:
+            tile(p, m, h, std::integral_constant<int, 2>{});
+            break;
+          default:
+            tile(p, m, h, std::integral_constant<int, 1>{});
+            break;
+        }
 }
 
 }  // namespace nbits::kernels::avx2
