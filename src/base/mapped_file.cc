@@ -42,6 +42,36 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 
 MappedFile::~MappedFile() { reset(); }
 
+bool MappedFile::contains(const void* p, size_t n) const {
+  const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(data_);
+  return data_ != nullptr && a >= b && n <= size_ && a - b <= size_ - n;
+}
+
+namespace {
+
+// The whole pages inside [p, p + n) (release) or the pages touching it (prefetch).
+bool page_range(const void* p, size_t n, bool inner, uintptr_t& lo, uintptr_t& hi) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  lo = inner ? (a + page - 1) / page * page : a / page * page;
+  hi = inner ? (a + n) / page * page : (a + n + page - 1) / page * page;
+  return hi > lo;
+}
+
+}  // namespace
+
+void MappedFile::release(const void* p, size_t n) const {
+  uintptr_t lo = 0, hi = 0;
+  if (!contains(p, n) || !page_range(p, n, true, lo, hi)) return;
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+void MappedFile::prefetch(const void* p, size_t n) const {
+  uintptr_t lo = 0, hi = 0;
+  if (!contains(p, n) || !page_range(p, n, false, lo, hi)) return;
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_WILLNEED);
+}
+
 void MappedFile::reset() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;

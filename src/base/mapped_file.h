@@ -23,6 +23,15 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // True when [p, p + n) lies inside this mapping.
+  bool contains(const void* p, size_t n) const;
+  // Drops the whole pages inside [p, p + n) from this process's memory
+  // (MADV_DONTNEED): a later read faults them back in from the file, so this is
+  // only a memory hint, never a change of contents. Ignored outside the mapping.
+  void release(const void* p, size_t n) const;
+  // Asks the kernel to read [p, p + n) ahead (MADV_WILLNEED), so first touches
+  // do not wait on the disk. Ignored outside the mapping.
+  void prefetch(const void* p, size_t n) const;
 
  private:
   void reset();

@@ -13,13 +13,16 @@ namespace {
 
 const char* kHelp =
     "usage: nbits bench -m MODEL_DIR [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
-    "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512]\n"
+    "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512] [--accuracy-level L]\n"
     "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
     "  token ids and decodes -n tokens greedily. Reports prefill tok/s (median over reps), decode\n"
     "  ms/token (median, p10, p90 over every decoded token), bytes read per token (packed\n"
     "  MatMulNBits weights + fp32 KV at the mean decode context), achieved GB/s and the fraction\n"
     "  of the floor bytes/bandwidth (bandwidth measured briefly unless --bandwidth-gbs is given).\n"
+    "  Memory: peak RSS from just before load to the end (Linux VmHWM) next to what the model\n"
+    "  needs: weights copied or packed at load + KV cache + activation arena.\n"
     "  --profile: time per op type, per node and per MatMulNBits kernel path (last rep).\n"
+    "  --accuracy-level L: override every MatMulNBits' accuracy_level (4 = int8 activations).\n"
     "  JSON fields: see docs/PERFORMANCE.md.\n";
 
 void print_profile(const char* phase, const nlohmann::ordered_json& p) {
@@ -49,7 +52,7 @@ int bench_main(const std::vector<std::string>& args) {
     }
   modelgen::ArgList f(args,
                       {"--model", "--threads", "--prompt", "--decode", "--reps", "--format",
-                       "--bandwidth-gbs", "--bandwidth-mb"},
+                       "--bandwidth-gbs", "--bandwidth-mb", "--accuracy-level"},
                       {"--profile"},
                       {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
   modelgen::BenchOptions o;
@@ -63,6 +66,11 @@ int bench_main(const std::vector<std::string>& args) {
   o.bandwidth_gbs = f.number("--bandwidth-gbs", 0);
   o.bandwidth_mb = f.integer("--bandwidth-mb", 512);
   o.profile = f.has("--profile");
+  if (f.has("--accuracy-level")) {
+    const int64_t level = f.integer("--accuracy-level", 0);
+    NBITS_CHECK(level >= 0 && level <= 4, "bench: --accuracy-level must be 0..4 (got ", level, ")");
+    o.session.accuracy_level = static_cast<int>(level);
+  }
   const std::string format = f.str("--format", "text");
   NBITS_CHECK(format == "text" || format == "json", "bench: --format must be text or json (got '", format,
               "')");
@@ -90,6 +98,15 @@ int bench_main(const std::vector<std::string>& args) {
         r["kv_bytes_per_token"].get<double>() / 1e6, r["achieved_gbs"].get<double>(),
         r["bandwidth_gbs"].get<double>(), r["bandwidth_source"].get<std::string>().c_str(),
         r["floor_ms"].get<double>(), 100.0 * r["fraction_of_floor"].get<double>());
+    const double mib = 1024.0 * 1024.0;
+    std::printf(
+        "  memory: peak RSS %.1f MiB = %.2fx of weights %.1f + KV %.1f + arena %.1f MiB (program before "
+        "load %.1f MiB; %.1f MiB read from the mapped file as touched; %.1f MiB of original weights let "
+        "go after packing)\n",
+        r["peak_rss_bytes"].get<double>() / mib, r["peak_rss_over_weights_kv_arena"].get<double>(),
+        r["owned_weight_bytes"].get<double>() / mib, r["kv_cache_bytes"].get<double>() / mib,
+        r["arena_bytes"].get<double>() / mib, r["rss_before_load_bytes"].get<double>() / mib,
+        r["mapped_weight_bytes"].get<double>() / mib, r["released_bytes"].get<double>() / mib);
     if (o.profile) {
       std::printf("  (timings above include profiling overhead)\n");
       print_profile("prefill", r["profile_prefill"]);

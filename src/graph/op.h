@@ -74,6 +74,10 @@ class Op {
   // MatMulNBits reports its packed weight here (and bytes() of packed data).
   virtual std::optional<MatMulNBitsInfo> nbits_info() const { return std::nullopt; }
   virtual size_t packed_weight_bytes() const { return 0; }
+  // False when run() never reads constant input i because the op copied what it
+  // needs at load (MatMulNBits packs B, scales, zero points, bias): the session
+  // then lets the file pages behind that initializer go.
+  virtual bool reads_constant_at_run(size_t /*input*/) const { return true; }
 };
 
 using OpFactory = std::unique_ptr<Op> (*)(OpBuild& b);

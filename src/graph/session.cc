@@ -9,6 +9,7 @@
 #include <map>
 #include <new>
 
+#include "base/mapped_file.h"
 #include "base/timer.h"
 #include "graph/op.h"
 #include "graph/plan.h"
@@ -140,6 +141,8 @@ class SessionImpl final : public Session {
   }
 
   size_t weight_bytes() const override { return weight_bytes_; }
+  size_t mapped_weight_bytes() const override { return mapped_weight_bytes_; }
+  size_t released_bytes() const override { return released_bytes_; }
 
   size_t arena_bytes() const override {
     size_t n = 0;
@@ -201,6 +204,9 @@ class SessionImpl final : public Session {
   }
 
   void build();
+  const MappedFile* mapping_of(const Tensor& t) const;
+  void consumed_at_load(int value, bool read_at_run);
+  void advise_mapped_constants();
   void fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
             const std::vector<int>& out);
   void plan_buffers();
@@ -214,8 +220,52 @@ class SessionImpl final : public Session {
   std::vector<PlanNode> plan_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::deque<std::vector<uint8_t>> storage_;  // folded constants, realigned initializers
-  size_t weight_bytes_ = 0;
+  std::map<std::string, int> loads_left_;      // initializer -> node inputs not yet built
+  std::vector<bool> read_at_run_;              // by value id: some op reads it at run time
+  size_t weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
 };
+
+const MappedFile* SessionImpl::mapping_of(const Tensor& t) const {
+  const size_t n = t.bytes();
+  if (model_.file && model_.file->contains(t.data, n)) return model_.file.get();
+  for (const auto& [location, f] : model_.external_files)
+    if (f && f->contains(t.data, n)) return f.get();
+  return nullptr;
+}
+
+// One node input referring to initializer `value` has been built. Once every
+// reader is built and none reads it at run time (they packed or folded it), the
+// file pages behind it are dropped, so peak memory is the packed weights, not
+// packed + original.
+void SessionImpl::consumed_at_load(int value, bool read_at_run) {
+  if (value < 0 || values_[value].kind != Kind::kConstant) return;
+  if (read_at_run_.size() <= static_cast<size_t>(value)) read_at_run_.resize(value + 1, false);
+  if (read_at_run) read_at_run_[value] = true;
+  auto it = loads_left_.find(values_[value].name);
+  if (it == loads_left_.end() || --it->second > 0 || read_at_run_[value]) return;
+  const Tensor& t = values_[value].t;
+  if (const MappedFile* f = mapping_of(t)) {
+    f->release(t.data, t.bytes());
+    released_bytes_ += t.bytes();
+  }
+}
+
+// Large initializers read at run time straight from the mapping (an fp32
+// embedding table) are read ahead now, so the first prompt does not wait on the disk.
+void SessionImpl::advise_mapped_constants() {
+  std::vector<bool> seen(values_.size(), false);
+  for (const PlanNode& p : plan_)
+    for (size_t i = 0; i < p.in.size() && p.op->packed_weight_bytes() == 0; ++i) {
+      const int v = p.in[i];
+      if (v < 0 || values_[v].kind != Kind::kConstant || seen[v] || !p.op->reads_constant_at_run(i)) continue;
+      seen[v] = true;
+      const Tensor& t = values_[v].t;
+      const MappedFile* f = mapping_of(t);
+      if (f == nullptr) continue;
+      mapped_weight_bytes_ += t.bytes();
+      if (t.bytes() >= (size_t{1} << 20)) f->prefetch(t.data, t.bytes());
+    }
+}
 
 void SessionImpl::build() {
   const onnx::Graph& g = model_.graph;
@@ -223,6 +273,10 @@ void SessionImpl::build() {
   fuse_matmul_nbits_bias(nodes, g);
 
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);
+  for (const onnx::Node& node : nodes)
+    for (const std::string& name : node.inputs)
+      if (!name.empty() && g.initializer(name) != nullptr) ++loads_left_[name];
+  for (const onnx::ValueInfo& o : g.outputs) loads_left_.erase(o.name);  // served as outputs: keep
   for (const onnx::ValueInfo& in : g.inputs) {
     if (g.initializer(in.name) != nullptr) continue;  // IR < 4: initializers listed as inputs
     const auto dt = to_dtype(in.elem_type);
@@ -273,9 +327,12 @@ void SessionImpl::build() {
       values_.push_back(std::move(v));
     }
     if (all_const) {
+      const bool view = op->alias_input() >= 0;  // the folded value is a view of an input
       fold(node, std::move(op), in, out);
+      for (int i : in) consumed_at_load(i, view);
       continue;
     }
+    for (size_t i = 0; i < in.size(); ++i) consumed_at_load(in[i], op->reads_constant_at_run(i));
     PlanNode p;
     p.name = node.name;
     p.op_type = node.op_type;
@@ -311,6 +368,7 @@ void SessionImpl::build() {
         weight_bytes_ += values_[i].t.bytes();
       }
   }
+  advise_mapped_constants();
   plan_buffers();
 }
 

@@ -18,6 +18,7 @@ struct SessionOptions {
   int threads = 1;                    // 0 = all hardware threads
   std::optional<int> accuracy_level;  // override every MatMulNBits' accuracy_level
   bool profile = false;               // collect per-node timings
+  bool fp16_scales = false;           // pack MatMulNBits scales as fp16 where kernels can (kernels::PackOptions)
 };
 
 // One line of the profile: per node (or per op type when aggregated).
@@ -69,6 +70,12 @@ class Session {
   virtual void reset_profile() = 0;
   virtual size_t weight_bytes() const = 0;  // packed weights + other initializers in use
   virtual size_t arena_bytes() const = 0;
+  // Of weight_bytes(): initializers read straight from the memory-mapped model
+  // file at run time (e.g. an fp32 embedding table); only the pages touched
+  // become resident.
+  virtual size_t mapped_weight_bytes() const { return 0; }
+  // Initializer bytes whose file pages were let go after packing at load.
+  virtual size_t released_bytes() const { return 0; }
 };
 
 }  // namespace nbits::graph

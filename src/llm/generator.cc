@@ -59,6 +59,7 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
       auto* p = static_cast<float*>(std::calloc(kv_elems, sizeof(float)));
       if (p == nullptr) throw std::bad_alloc();
       kv_.emplace_back(p);
+      kv_cache_bytes_ += kv_elems * sizeof(float);
       const Tensor t{DType::kF32, kv_shape, p};
       session_->bind_input(*names, t);
       session_->bind_output(names == &past_k ? pres_k : pres_v, t);

@@ -67,6 +67,9 @@ class Generator {
   // Sampled but not yet run (-1 if none).
   int32_t pending() const { return pending_; }
   int64_t vocab_size() const { return vocab_; }
+  // Bytes of the K and V cache allocated for capacity() positions (pages are
+  // touched, and become resident, only as the cache fills).
+  size_t kv_cache_bytes() const { return kv_cache_bytes_; }
 
   const GenaiConfig& config() const { return config_; }
   graph::Session& session() { return *session_; }
@@ -83,6 +86,7 @@ class Generator {
   std::unique_ptr<graph::Session> session_;
   int64_t capacity_ = 0;
   int64_t vocab_ = 0;
+  size_t kv_cache_bytes_ = 0;
   std::vector<std::unique_ptr<float, FreeDeleter>> kv_;  // K0, V0, K1, V1, ...
   std::vector<int64_t> ids_buf_, mask_buf_, pos_buf_;
   std::vector<int32_t> tokens_;  // what the cache holds

@@ -6,6 +6,7 @@
 
 #include "base/cpu_features.h"
 #include "base/error.h"
+#include "base/memory_stats.h"
 #include "base/timer.h"
 #include "llm/generator.h"
 #include "modelgen/bandwidth.h"
@@ -73,10 +74,12 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
       r.bandwidth_gbs = measure_read_bandwidth(t, static_cast<size_t>(opt.bandwidth_mb) << 20, 5).median_gbs;
       r.bandwidth_source = "measured";
     }
-    graph::SessionOptions so;
+    graph::SessionOptions so = opt.session;
     so.threads = t;
     so.profile = opt.profile;
     std::fprintf(stderr, "bench: loading %s with %d thread(s)\n", opt.model_dir.c_str(), t);
+    reset_peak_memory();
+    r.rss_before_load = static_cast<int64_t>(memory_stats().rss_bytes);
     Stopwatch sw;
     auto gen = llm::Generator::load(opt.model_dir, so, opt.prompt + opt.decode + 1);
     r.load_ms = sw.elapsed_ms();
@@ -93,11 +96,20 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     r.kv_bytes =
         static_cast<int64_t>((static_cast<double>(opt.prompt) + static_cast<double>(opt.decode) / 2) *
                              static_cast<double>(kv_bytes_per_position(s)));
-    one_rep(*gen, {opt.model_dir, {t}, std::min<int64_t>(opt.prompt, 8), 4, 1, 0, 0, false}, r, false, false);
+    BenchOptions warm = opt;
+    warm.prompt = std::min<int64_t>(opt.prompt, 8), warm.decode = 4;
+    one_rep(*gen, warm, r, false, false);
     for (int rep = 0; rep < opt.reps; ++rep) {
       std::fprintf(stderr, "bench: %d thread(s), rep %d/%d\n", t, rep + 1, opt.reps);
       one_rep(*gen, opt, r, true, opt.profile && rep + 1 == opt.reps);
     }
+    const graph::Session& session = gen->session();
+    r.peak_rss = static_cast<int64_t>(memory_stats().peak_bytes);
+    r.mapped_weight_bytes = static_cast<int64_t>(session.mapped_weight_bytes());
+    r.owned_weight_bytes = static_cast<int64_t>(session.weight_bytes()) - r.mapped_weight_bytes;
+    r.released_bytes = static_cast<int64_t>(session.released_bytes());
+    r.kv_cache_bytes = static_cast<int64_t>(gen->kv_cache_bytes());
+    r.arena_bytes = static_cast<int64_t>(session.arena_bytes());
     runs.push_back(std::move(r));
   }
   return runs;
@@ -170,6 +182,16 @@ nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<Ben
     std::map<std::string, int> kernels;
     for (const auto& m : r.matmuls) kernels[m.kernel]++;
     x["matmul_kernels_at_load"] = kernels;
+    const int64_t budget = r.owned_weight_bytes + r.kv_cache_bytes + r.arena_bytes;
+    x["peak_rss_bytes"] = r.peak_rss;
+    x["rss_before_load_bytes"] = r.rss_before_load;
+    x["owned_weight_bytes"] = r.owned_weight_bytes;
+    x["mapped_weight_bytes"] = r.mapped_weight_bytes;
+    x["released_bytes"] = r.released_bytes;
+    x["kv_cache_bytes"] = r.kv_cache_bytes;
+    x["arena_bytes"] = r.arena_bytes;
+    x["peak_rss_over_weights_kv_arena"] =
+        budget > 0 ? static_cast<double>(r.peak_rss) / static_cast<double>(budget) : 0.0;
     x["decode_ms_all"] = r.decode_ms;
     x["prefill_ms_all"] = r.prefill_ms;
     if (opt.profile) {

@@ -21,6 +21,7 @@ struct BenchOptions {
   double bandwidth_gbs = 0;  // 0 = measure (bandwidth_mb array, 5 passes)
   int64_t bandwidth_mb = 512;
   bool profile = false;
+  graph::SessionOptions session;  // load options (threads and profile are set per run)
 };
 
 struct BenchRun {
@@ -35,6 +36,15 @@ struct BenchRun {
   std::string bandwidth_source;                                      // "measured" or "flag"
   std::vector<graph::ProfileEntry> prefill_profile, decode_profile;  // --profile only
   std::vector<graph::MatMulNBitsInfo> matmuls;
+  // Memory (Linux; zeros where /proc is missing). The peak is the high-water
+  // mark from just before load to the end of the last rep.
+  int64_t rss_before_load = 0;      // the program itself (binary, libraries, tokenizer-free)
+  int64_t peak_rss = 0;             // whole process
+  int64_t owned_weight_bytes = 0;   // packed MatMulNBits weights + other constants copied at load
+  int64_t mapped_weight_bytes = 0;  // constants read from the mapped file at run (resident as touched)
+  int64_t released_bytes = 0;       // original initializer bytes whose pages were let go after packing
+  int64_t kv_cache_bytes = 0;       // K and V cache allocated for prompt + decode + 1 positions
+  int64_t arena_bytes = 0;          // the session's activation buffers
 };
 
 // Runs every thread count; progress lines go to stderr. Throws nbits::Error.
