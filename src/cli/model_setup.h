@@ -17,7 +17,7 @@ struct ModelSetup {
   std::unique_ptr<Tokenizer> tokenizer;  // null when the folder has none (and none was needed)
 };
 
-// -m, -t, --accuracy-level, --ctx, --profile.
+// -m, -t, --accuracy-level, --scales, --ctx, --profile.
 void add_model_flags(Flags& f);
 // -n, --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed.
 void add_sampling_flags(Flags& f, int64_t default_n = 128);

@@ -25,6 +25,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   so.threads = options.threads;
   so.accuracy_level = options.accuracy_level;
   so.profile = options.profile;
+  so.fp16_scales = options.fp16_scales;
   impl->generator = llm::Generator::load(dir, so, options.context);
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }

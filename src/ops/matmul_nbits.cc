@@ -60,6 +60,8 @@ class MatMulNBitsOp final : public Op {
   size_t packed_weight_bytes() const override {
     return packed_->packed_bytes() + bias_.size() * sizeof(float);
   }
+  // B, scales, zero points and bias were packed or copied at load; only A is read.
+  bool reads_constant_at_run(size_t input) const override { return input == 0; }
 
  private:
   std::string where_;
@@ -130,7 +132,9 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
 
   const int level = b.options.accuracy_level.value_or(static_cast<int>(n.attr_int("accuracy_level", 0)));
   const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
-  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(w, compute);
+  kernels::PackOptions pack_options;
+  pack_options.fp16_scales = b.options.fp16_scales;
+  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(w, compute, pack_options);
 
   graph::MatMulNBitsInfo info;
   info.node = n.name;
