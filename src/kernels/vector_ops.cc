@@ -33,21 +33,106 @@ int64_t argmax_scalar(const float* x, int64_t n) {
   return best < 0 && n > 0 ? 0 : best;
 }
 
+float max_scalar(const float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::fmax(mx, x[i]);
+  return mx;
+}
+
+float exp_shift_sum_scalar(float* x, int64_t n, float shift) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - shift));
+  return sum;
+}
+
+void scale_scalar(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void exp_scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+}
+
+void sigmoid_scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = std::exp(-std::fabs(x[i])), s = 1.0f / (1.0f + e);
+    y[i] = x[i] < 0.0f ? e * s : s;
+  }
+}
+
+void dot_rows_scalar(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
+  for (int64_t j = 0; j < rows; ++j) y[j] = alpha * dot_scalar(x, M + j * n, n);
+}
+
+void accumulate_rows_scalar(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
+  for (int64_t j = 0; j < rows; ++j) axpy_scalar(p[j], M + j * n, y, n);
+}
+
+template <VecOp Op>
+inline float apply(float a, float b) {
+  if constexpr (Op == VecOp::kAdd) return a + b;
+  if constexpr (Op == VecOp::kSub) return a - b;
+  if constexpr (Op == VecOp::kMul) return a * b;
+  return a / b;
+}
+
+// Mode 0: a[i] op b[i]; 1: a[i] op b[0]; 2: a[0] op b[i].
+template <VecOp Op>
+void binary_op(int mode, const float* a, const float* b, float* y, int64_t n) {
+  if (mode == 0) {
+    for (int64_t i = 0; i < n; ++i) y[i] = apply<Op>(a[i], b[i]);
+  } else if (mode == 1) {
+    const float bv = n > 0 ? b[0] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = apply<Op>(a[i], bv);
+  } else {
+    const float av = n > 0 ? a[0] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = apply<Op>(av, b[i]);
+  }
+}
+
+void binary_scalar(int op, int mode, const float* a, const float* b, float* y, int64_t n) {
+  switch (static_cast<VecOp>(op)) {
+    case VecOp::kAdd:
+      return binary_op<VecOp::kAdd>(mode, a, b, y, n);
+    case VecOp::kSub:
+      return binary_op<VecOp::kSub>(mode, a, b, y, n);
+    case VecOp::kMul:
+      return binary_op<VecOp::kMul>(mode, a, b, y, n);
+    case VecOp::kDiv:
+      return binary_op<VecOp::kDiv>(mode, a, b, y, n);
+  }
+}
+
 struct Ops {
   const char* isa;
   float (*dot)(const float*, const float*, int64_t);
   void (*axpy)(float, const float*, float*, int64_t);
   void (*scale_mul)(const float*, const float*, float, int64_t, float*);
   int64_t (*argmax)(const float*, int64_t);
+  float (*max)(const float*, int64_t);
+  float (*exp_shift_sum)(float*, int64_t, float);
+  void (*scale)(float*, float, int64_t);
+  void (*exp)(const float*, float*, int64_t);
+  void (*sigmoid)(const float*, float*, int64_t);
+  void (*dot_rows)(const float*, const float*, int64_t, int64_t, float, float*);
+  void (*accumulate_rows)(const float*, const float*, int64_t, int64_t, float*);
+  void (*binary)(int, int, const float*, const float*, float*, int64_t);
 };
 
 const Ops& ops() {
   static const Ops o = [] {
 #if defined(NBITS_ARCH_X86)
     const CpuFeatures& f = cpu_features();
-    if (f.avx2 && f.fma) return Ops{"avx2", dot_avx2, axpy_avx2, scale_mul_avx2, argmax_avx2};
+    if (f.avx2 && f.fma)
+      return Ops{"avx2",      dot_avx2,     axpy_avx2,          scale_mul_avx2,
+                 argmax_avx2, max_avx2,     exp_shift_sum_avx2, scale_avx2,
+                 exp_avx2,    sigmoid_avx2, dot_rows_avx2,      accumulate_rows_avx2,
+                 binary_avx2};
 #endif
-    return Ops{"scalar", dot_scalar, axpy_scalar, scale_mul_scalar, argmax_scalar};
+    return Ops{"scalar",      dot_scalar,     axpy_scalar,          scale_mul_scalar,
+               argmax_scalar, max_scalar,     exp_shift_sum_scalar, scale_scalar,
+               exp_scalar,    sigmoid_scalar, dot_rows_scalar,      accumulate_rows_scalar,
+               binary_scalar};
   }();
   return o;
 }
@@ -66,18 +151,41 @@ void vec_rms_norm(const float* x, const float* weight, int64_t n, float eps, flo
 
 void vec_softmax(float* x, int64_t n) {
   if (n <= 0) return;
-  float mx = x[0];
-  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  const float sum = ops().exp_shift_sum(x, n, ops().max(x, n));
+  ops().scale(x, 1.0f / sum, n);
 }
 
 int64_t vec_argmax(const float* x, int64_t n) { return n <= 0 ? -1 : ops().argmax(x, n); }
+
+float vec_max(const float* x, int64_t n) { return ops().max(x, n); }
+
+float vec_exp_shift_sum(float* x, int64_t n, float shift) { return ops().exp_shift_sum(x, n, shift); }
+
+void vec_scale(float* x, float s, int64_t n) { ops().scale(x, s, n); }
+
+void vec_exp(const float* x, float* y, int64_t n) { ops().exp(x, y, n); }
+
+void vec_sigmoid(const float* x, float* y, int64_t n) { ops().sigmoid(x, y, n); }
+
+void vec_dot_rows(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
+  ops().dot_rows(x, M, rows, n, alpha, y);
+}
+
+void vec_accumulate_rows(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
+  ops().accumulate_rows(p, M, rows, n, y);
+}
+
+void vec_binary(VecOp op, const float* a, const float* b, float* y, int64_t n) {
+  ops().binary(static_cast<int>(op), 0, a, b, y, n);
+}
+
+void vec_binary_scalar(VecOp op, const float* a, float b, bool b_first, float* y, int64_t n) {
+  if (b_first) {
+    ops().binary(static_cast<int>(op), 2, &b, a, y, n);
+  } else {
+    ops().binary(static_cast<int>(op), 1, a, &b, y, n);
+  }
+}
 
 const char* vector_ops_isa() { return ops().isa; }
 

@@ -1,7 +1,8 @@
-// Fast fp32 helpers for the non-matmul part of decode (norms, attention dot
-// products, softmax, logits argmax). Each call dispatches once (first use) to
-// AVX2+FMA on x86 when present, else scalar. Results may differ from a
-// sequential scalar loop by fp32 summation order only.
+// Fast fp32 helpers for the non-matmul part of decode and prefill (norms,
+// attention dot products, softmax, exp/sigmoid, elementwise arithmetic, logits
+// argmax). Each call dispatches once (first use) to AVX2+FMA on x86 when
+// present, else scalar. Sums may differ from a sequential scalar loop by fp32
+// summation order only; exp is within ~2 ulp of the correctly rounded value.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,35 @@ void vec_softmax(float* x, int64_t n);
 
 // Index of the largest element (the first one on ties; NaNs are ignored); -1 if n == 0.
 int64_t vec_argmax(const float* x, int64_t n);
+
+// Largest element (NaNs ignored); -inf if n == 0.
+float vec_max(const float* x, int64_t n);
+
+// In place: x[i] = exp(x[i] - shift); returns the sum of the new x.
+float vec_exp_shift_sum(float* x, int64_t n, float shift);
+
+// x[i] *= s.
+void vec_scale(float* x, float s, int64_t n);
+
+// y[i] = exp(x[i]) (+inf -> inf, -inf -> 0, NaN -> NaN, subnormal results kept); y may alias x.
+void vec_exp(const float* x, float* y, int64_t n);
+
+// y[i] = 1 / (1 + exp(-x[i])), accurate in relative terms for large negative x too; y may alias x.
+void vec_sigmoid(const float* x, float* y, int64_t n);
+
+// y[j] = alpha * dot(x, M + j * n) for j < rows (M is rows x n, row-major).
+void vec_dot_rows(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y);
+
+// y[i] += sum_j p[j] * M[j * n + i] for i < n, j < rows (weighted sum of M's rows).
+void vec_accumulate_rows(const float* p, const float* M, int64_t rows, int64_t n, float* y);
+
+enum class VecOp { kAdd, kSub, kMul, kDiv };
+
+// y[i] = a[i] op b[i]; y may alias a or b.
+void vec_binary(VecOp op, const float* a, const float* b, float* y, int64_t n);
+
+// y[i] = a[i] op b (b_first = false) or b op a[i] (b_first = true); y may alias a.
+void vec_binary_scalar(VecOp op, const float* a, float b, bool b_first, float* y, int64_t n);
 
 // The ISA the helpers dispatched to ("avx2" or "scalar").
 const char* vector_ops_isa();

@@ -1,7 +1,10 @@
 // Elementwise ops: Add, Sub, Mul, Div (numpy broadcasting; float, int64,
 // int32), Sigmoid, Cast.
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "kernels/vector_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -18,6 +21,44 @@ inline T apply(T a, T b) {
   if constexpr (K == BinKind::kDiv) return a / b;
 }
 
+template <BinKind K>
+constexpr kernels::VecOp vec_op() {
+  if constexpr (K == BinKind::kAdd) return kernels::VecOp::kAdd;
+  if constexpr (K == BinKind::kSub) return kernels::VecOp::kSub;
+  if constexpr (K == BinKind::kMul) return kernels::VecOp::kMul;
+  return kernels::VecOp::kDiv;
+}
+
+// float fast paths (SIMD helpers): same shape, one scalar side, a row vector; false if none applies.
+template <BinKind K>
+bool binary_f32(const Tensor& ta, const Tensor& tb, Tensor& ty, ThreadPool& pool) {
+  const float* a = ta.as<const float>();
+  const float* b = tb.as<const float>();
+  float* y = ty.as<float>();
+  const int64_t n = ty.numel(), na = ta.numel(), nb = tb.numel();
+  constexpr kernels::VecOp op = vec_op<K>();
+  if (na == n && nb == n) {
+    pool.parallel_range(n, 16384,
+                        [&](int64_t s, int64_t e) { kernels::vec_binary(op, a + s, b + s, y + s, e - s); });
+  } else if (na == n && nb == 1) {
+    pool.parallel_range(n, 16384, [&](int64_t s, int64_t e) {
+      kernels::vec_binary_scalar(op, a + s, b[0], false, y + s, e - s);
+    });
+  } else if (nb == n && na == 1) {
+    pool.parallel_range(n, 16384, [&](int64_t s, int64_t e) {
+      kernels::vec_binary_scalar(op, b + s, a[0], true, y + s, e - s);
+    });
+  } else if (na == n && ty.shape.rank > 0 && nb == ty.shape[ty.shape.rank - 1] &&
+             tb.shape[tb.shape.rank - 1] == nb && nb > 0) {  // row vector (bias)
+    pool.parallel_range(n / nb, std::max<int64_t>(1, 16384 / nb), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) kernels::vec_binary(op, a + r * nb, b, y + r * nb, nb);
+    });
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <BinKind K, typename T>
 void binary(const Tensor& ta, const Tensor& tb, Tensor& ty, ThreadPool& pool, const std::string& where) {
   const T* a = ta.as<const T>();
@@ -26,6 +67,9 @@ void binary(const Tensor& ta, const Tensor& tb, Tensor& ty, ThreadPool& pool, co
   const int64_t n = ty.numel();
   if constexpr (K == BinKind::kDiv && !std::is_floating_point_v<T>) {
     for (int64_t i = 0; i < tb.numel(); ++i) NBITS_CHECK(b[i] != 0, where, ": integer division by zero");
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (binary_f32<K>(ta, tb, ty, pool)) return;
   }
   if (ta.numel() == n && tb.numel() == n) {
     pool.parallel_range(n, 4096, [&](int64_t s, int64_t e) {
@@ -105,9 +149,8 @@ class SigmoidOp final : public Op {
   void run(const graph::OpArgs& a, graph::RunContext& ctx) override {
     const float* x = a.in[0]->as<const float>();
     float* y = a.out[0]->as<float>();
-    ctx.pool.parallel_range(a.in[0]->numel(), 4096, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
-    });
+    ctx.pool.parallel_range(a.in[0]->numel(), 8192,
+                            [&](int64_t s, int64_t e) { kernels::vec_sigmoid(x + s, y + s, e - s); });
   }
 };
 

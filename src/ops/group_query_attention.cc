@@ -10,9 +10,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/attention.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
-#include "ops/vec_math.h"
 
 namespace nbits::ops {
 namespace {
@@ -122,42 +122,45 @@ class GroupQueryAttentionOp final : public Op {
           }
         }
 
-    const int64_t tasks = B_ * Nq * S;
+    // One task = one (batch, kv head, position) and a chunk of that kv head's query heads, so the
+    // K/V rows are read once per chunk. Decode has few such groups: split the heads of each group
+    // into chunks so every thread gets work.
+    const int64_t G = Nq / Nkv, groups = B_ * Nkv * S;
     // Attention over a short context is a few microseconds: not worth waking a thread.
     int64_t longest = 0;
     for (int64_t b = 0; b < B_; ++b) longest = std::max<int64_t>(longest, total_b_[b]);
-    const bool tiny = tasks * longest * H < 32 * 1024;
-    const int64_t parts = tiny ? 1 : std::min<int64_t>(tasks, ctx.pool.num_threads());
-    if (scores_.size() < static_cast<size_t>(parts * L)) scores_.resize(parts * L);
-    const float alpha = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
+    const bool tiny = B_ * Nq * S * longest * H < 32 * 1024;
+    const int64_t threads = tiny ? 1 : ctx.pool.num_threads();
+    const int64_t chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
+    const int64_t per_chunk = (G + chunks - 1) / chunks;
+    const int64_t tasks = groups * chunks;
+    const int64_t parts = std::min<int64_t>(tasks, threads);
+    if (scores_.size() < static_cast<size_t>(parts * per_chunk * L)) scores_.resize(parts * per_chunk * L);
+    kernels::AttentionParams ap;
+    ap.head_size = H;
+    ap.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
+    ap.softcap = at_.softcap;
+    ap.smooth = at_.smooth;
     float* out = a.out[0]->as<float>();
     ctx.pool.parallel_for(parts, [&](int64_t p) {
-      float* scores = scores_.data() + p * L;
-      for (int64_t t = tasks * p / parts; t < tasks * (p + 1) / parts; ++t) {
-        const int64_t s = t % S, h = (t / S) % Nq, b = t / (S * Nq);
-        const int64_t kvh = h / (Nq / Nkv);
-        const float* q = q_.data() + ((b * S + s) * Nq + h) * H;
+      float* scores = scores_.data() + p * per_chunk * L;
+      // Round-robin: causal rows grow with the position, so interleave positions across parts.
+      for (int64_t t = p; t < tasks; t += parts) {
+        const int64_t s = t % S, c = (t / S) % chunks, kvh = (t / (S * chunks)) % Nkv,
+                      b = t / (S * chunks * Nkv);
+        const int64_t h0 = kvh * G + c * per_chunk, nh = std::min(per_chunk, G - c * per_chunk);
+        if (nh <= 0) continue;
         const float* K = pk + (b * Nkv + kvh) * L * H;
         const float* V = pv + (b * Nkv + kvh) * L * H;
         const int64_t end = at_.causal ? past_[b] + s + 1 : total_b_[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
-        attend_row(q, K, V, start, end, alpha, scores, out + (b * S + s) * Nq * H + h * H);
+        kernels::attend_group(q_.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
+                              end - start, ap, scores, out + (b * S + s) * Nq * H + h0 * H, H);
       }
     });
   }
 
  private:
-  void attend_row(const float* q, const float* K, const float* V, int64_t start, int64_t end, float alpha,
-                  float* scores, float* y) const {
-    const int64_t H = H_, n = end - start;
-    for (int64_t j = 0; j < n; ++j) scores[j] = alpha * dot(q, K + (start + j) * H, H);
-    if (at_.softcap > 0.0f)
-      for (int64_t j = 0; j < n; ++j) scores[j] = at_.softcap * std::tanh(scores[j] / at_.softcap);
-    softmax(scores, n, at_.smooth);
-    std::fill(y, y + H, 0.0f);
-    for (int64_t j = 0; j < n; ++j) axpy(scores[j], V + (start + j) * H, y, H);
-  }
-
   void check_rotary(const OpArgs& a) {
     const Tensor& c = *a.in[7];
     const Tensor& s = *a.in[8];

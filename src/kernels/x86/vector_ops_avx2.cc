@@ -4,7 +4,77 @@
 
 #include <cmath>
 
+#include "kernels/x86/exp_avx2.h"
+
 namespace nbits::kernels {
+namespace {
+
+using x86::exp8;
+using x86::sigmoid8;
+
+// Lane mask for the first k (0..8) lanes.
+inline __m256i tail_mask(int64_t k) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+inline float hsum(__m256 s) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+// Lane r of the result = horizontal sum of a[r].
+inline __m256 hsum8(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+template <int Op>
+inline __m256 apply(__m256 a, __m256 b) {
+  if constexpr (Op == 0) return _mm256_add_ps(a, b);
+  if constexpr (Op == 1) return _mm256_sub_ps(a, b);
+  if constexpr (Op == 2) return _mm256_mul_ps(a, b);
+  return _mm256_div_ps(a, b);
+}
+
+template <int Op>
+inline float apply(float a, float b) {
+  if constexpr (Op == 0) return a + b;
+  if constexpr (Op == 1) return a - b;
+  if constexpr (Op == 2) return a * b;
+  return a / b;
+}
+
+// Mode 0: a[i] op b[i]; 1: a[i] op b[0]; 2: a[0] op b[i].
+template <int Op, int Mode>
+void binary(const float* a, const float* b, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(Mode == 2 ? a[0] : 0.0f), vb = _mm256_set1_ps(Mode == 1 ? b[0] : 0.0f);
+  auto la = [&](int64_t i) { return Mode == 2 ? va : _mm256_loadu_ps(a + i); };
+  auto lb = [&](int64_t i) { return Mode == 1 ? vb : _mm256_loadu_ps(b + i); };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 r0 = apply<Op>(la(i), lb(i)), r1 = apply<Op>(la(i + 8), lb(i + 8));
+    const __m256 r2 = apply<Op>(la(i + 16), lb(i + 16)), r3 = apply<Op>(la(i + 24), lb(i + 24));
+    _mm256_storeu_ps(y + i, r0);
+    _mm256_storeu_ps(y + i + 8, r1);
+    _mm256_storeu_ps(y + i + 16, r2);
+    _mm256_storeu_ps(y + i + 24, r3);
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, apply<Op>(la(i), lb(i)));
+  for (; i < n; ++i) y[i] = apply<Op>(Mode == 2 ? a[0] : a[i], Mode == 1 ? b[0] : b[i]);
+}
+
+template <int Op>
+void binary_mode(int mode, const float* a, const float* b, float* y, int64_t n) {
+  if (mode == 0) return binary<Op, 0>(a, b, y, n);
+  if (mode == 1) return binary<Op, 1>(a, b, y, n);
+  return binary<Op, 2>(a, b, y, n);
+}
+
+}  // namespace
 
 float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
@@ -16,11 +86,7 @@ float dot_avx2(const float* a, const float* b, int64_t n) {
     s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
   }
   for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-  float r = _mm_cvtss_f32(h);
+  float r = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
   for (; i < n; ++i) r += a[i] * b[i];
   return r;
 }
@@ -62,6 +128,139 @@ int64_t argmax_avx2(const float* x, int64_t n) {
   for (; i < n; ++i)
     if (x[i] == mx) return i;
   return 0;  // every element NaN
+}
+
+float max_avx2(const float* x, int64_t n) {
+  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, _mm256_max_ps(m0, m1));
+  float mx = -INFINITY;
+  for (float v : t) mx = std::fmax(mx, v);
+  for (; i < n; ++i) mx = std::fmax(mx, x[i]);
+  return mx;
+}
+
+float exp_shift_sum_avx2(float* x, int64_t n, float shift) {
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+    const __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs));
+    _mm256_storeu_ps(x + i, e0);
+    _mm256_storeu_ps(x + i + 8, e1);
+    s0 = _mm256_add_ps(s0, e0);
+    s1 = _mm256_add_ps(s1, e1);
+  }
+  for (; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vs));
+    _mm256_maskstore_ps(x + i, m, e);
+    s0 = _mm256_add_ps(s0, _mm256_and_ps(e, _mm256_castsi256_ps(m)));
+  }
+  return hsum(_mm256_add_ps(s0, s1));
+}
+
+void scale_avx2(float* x, float s, int64_t n) {
+  const __m256 vs = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+  for (; i < n; ++i) x[i] *= s;
+}
+
+void exp_avx2(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, exp8(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
+void sigmoid_avx2(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, sigmoid8(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, sigmoid8(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
+void dot_rows_avx2(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
+  const int64_t full = n / 8 * 8;
+  const __m256i m = tail_mask(n - full);
+  const __m256 va = _mm256_set1_ps(alpha);
+  int64_t j = 0;
+  for (; j + 8 <= rows; j += 8) {
+    const float* r = M + j * n;
+    __m256 acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < full; i += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + i);
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r + k * n + i), acc[k]);
+    }
+    if (full < n) {
+      const __m256 xv = _mm256_maskload_ps(x + full, m);
+      for (int k = 0; k < 8; ++k)
+        acc[k] = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r + k * n + full, m), acc[k]);
+    }
+    _mm256_storeu_ps(y + j, _mm256_mul_ps(va, hsum8(acc)));
+  }
+  for (; j < rows; ++j) {
+    const float* r = M + j * n;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= full; i += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(r + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(r + i + 8), a1);
+    }
+    for (; i < full; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(r + i), a0);
+    if (full < n) a1 = _mm256_fmadd_ps(_mm256_maskload_ps(x + full, m), _mm256_maskload_ps(r + full, m), a1);
+    y[j] = alpha * hsum(_mm256_add_ps(a0, a1));
+  }
+}
+
+void accumulate_rows_avx2(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {  // 8 independent accumulators per row
+    __m256 acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(y + i + 8 * k);
+    for (int64_t j = 0; j < rows; ++j) {
+      const __m256 pj = _mm256_broadcast_ss(p + j);
+      const float* r = M + j * n + i;
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * k), acc[k]);
+    }
+    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(y + i + 8 * k, acc[k]);
+  }
+  for (; i < n; i += 8) {  // even and odd rows in separate chains
+    const __m256i m = tail_mask(n - i);
+    __m256 a0 = _mm256_maskload_ps(y + i, m), a1 = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 2 <= rows; j += 2) {
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_maskload_ps(M + j * n + i, m), a0);
+      a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j + 1), _mm256_maskload_ps(M + (j + 1) * n + i, m), a1);
+    }
+    if (j < rows) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_maskload_ps(M + j * n + i, m), a0);
+    _mm256_maskstore_ps(y + i, m, _mm256_add_ps(a0, a1));
+  }
+}
+
+void binary_avx2(int op, int mode, const float* a, const float* b, float* y, int64_t n) {
+  switch (op) {
+    case 0:
+      return binary_mode<0>(mode, a, b, y, n);
+    case 1:
+      return binary_mode<1>(mode, a, b, y, n);
+    case 2:
+      return binary_mode<2>(mode, a, b, y, n);
+    default:
+      return binary_mode<3>(mode, a, b, y, n);
+  }
 }
 
 }  // namespace nbits::kernels

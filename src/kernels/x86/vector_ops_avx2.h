@@ -10,5 +10,14 @@ void axpy_avx2(float alpha, const float* x, float* y, int64_t n);
 // y[i] = x[i] * s * w[i]; y may alias x.
 void scale_mul_avx2(const float* x, const float* w, float s, int64_t n, float* y);
 int64_t argmax_avx2(const float* x, int64_t n);
+float max_avx2(const float* x, int64_t n);
+float exp_shift_sum_avx2(float* x, int64_t n, float shift);
+void scale_avx2(float* x, float s, int64_t n);
+void exp_avx2(const float* x, float* y, int64_t n);
+void sigmoid_avx2(const float* x, float* y, int64_t n);
+void dot_rows_avx2(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y);
+void accumulate_rows_avx2(const float* p, const float* M, int64_t rows, int64_t n, float* y);
+// op: 0 add, 1 sub, 2 mul, 3 div (kernels::VecOp order). mode: 0 both vectors, 1 b scalar, 2 a scalar.
+void binary_avx2(int op, int mode, const float* a, const float* b, float* y, int64_t n);
 
 }  // namespace nbits::kernels

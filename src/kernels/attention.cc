@@ -1,0 +1,38 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/vector_ops.h"
+
+namespace nbits::kernels {
+
+void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
+                  const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
+  const int64_t H = p.head_size;
+  // Rows per block: about 16 KiB of K (or V), so the block stays in L1 across the group.
+  const int64_t block = std::max<int64_t>(8, 4096 / std::max<int64_t>(H, 1));
+  for (int64_t j0 = 0; j0 < n; j0 += block) {
+    const int64_t rows = std::min(block, n - j0);
+    for (int64_t g = 0; g < nq; ++g)
+      vec_dot_rows(q + g * q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0);
+  }
+  for (int64_t g = 0; g < nq; ++g) {
+    float* s = scratch + g * n;
+    if (p.softcap > 0.0f)
+      for (int64_t j = 0; j < n; ++j) s[j] = p.softcap * std::tanh(s[j] / p.softcap);
+    float mx = vec_max(s, n);
+    if (p.smooth && mx < 0.0f) mx = 0.0f;
+    float sum = vec_exp_shift_sum(s, n, mx);
+    if (p.smooth) sum += std::exp(-mx);
+    vec_scale(s, 1.0f / sum, n);
+    std::fill(out + g * out_stride, out + g * out_stride + H, 0.0f);
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += block) {
+    const int64_t rows = std::min(block, n - j0);
+    for (int64_t g = 0; g < nq; ++g)
+      vec_accumulate_rows(scratch + g * n + j0, V + j0 * H, rows, H, out + g * out_stride);
+  }
+}
+
+}  // namespace nbits::kernels
