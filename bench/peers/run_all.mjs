@@ -3,6 +3,9 @@
 //   node bench/peers/run_all.mjs [--models qwen-int4-b32,...] [--threads 1,2] [--reps 3]
 //        [--prompt 128] [--decode 64] [--nbits build/nbits] [--runtimes nbits,ort,llama] [--fresh]
 // One "rep" = one round over every model x threads x runtime (A B C A B C ...), one prefill + decode each.
+// Runtimes: nbits, nbits16 (nbits with --scales fp16: scales rounded to half precision at load), ort, llama.
+// Peak RSS of each process comes from /usr/bin/time when it is installed (Debian package `time`); the
+// peers' figure includes node itself (about 45 MiB).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -34,6 +37,14 @@ fs.mkdirSync(resDir, { recursive: true }); fs.mkdirSync(modelDir, { recursive: t
 const log = (m) => process.stderr.write(`run_all: ${m}\n`);
 const run = (cmd, args) => execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 28,
   stdio: ['ignore', 'pipe', 'inherit'] });
+const gnuTime = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
+// Runs cmd and returns [stdout, peak RSS in MiB or undefined].
+function runMeasured(cmd, args) {
+  if (!gnuTime) return [run(cmd, args), undefined];
+  const rssFile = path.join(resDir, '.rss');
+  const out = run(gnuTime, ['-f', '%M', '-o', rssFile, cmd, ...args]);
+  return [out, Number(fs.readFileSync(rssFile, 'utf8').trim().split('\n').pop()) / 1024];
+}
 
 // 1. Models (generated once; a folder is complete when its marker file exists).
 for (const key of models) {
@@ -69,21 +80,25 @@ function once(rt, key, t, rep) {
   const file = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
   if (a.fresh === undefined && fs.existsSync(file)) return;
   const dir = path.join(modelDir, key), m = MODELS[key];
-  let out;
+  let out, rss;
+  if (rt === 'llama' && !m.gguf) return;
   log(`round ${rep}: ${rt} ${key} ${t} thread(s)`);
   try {
-    if (rt === 'nbits') {
-      const j = JSON.parse(run(nbits, ['bench', '-m', dir, '-t', String(t), '-p', String(P), '-n', String(N),
-        '--reps', '1', '--format', 'json', '--bandwidth-gbs', String(bw[t])]));
-      out = { runtime: 'nbits', ...j.runs[0] };
+    if (rt === 'nbits' || rt === 'nbits16') {
+      const extra = rt === 'nbits16' ? ['--scales', 'fp16'] : [];
+      const [txt, r] = runMeasured(nbits, ['bench', '-m', dir, '-t', String(t), '-p', String(P), '-n', String(N),
+        '--reps', '1', '--format', 'json', '--bandwidth-gbs', String(bw[t]), ...extra]);
+      out = { runtime: rt, ...JSON.parse(txt).runs[0] }, rss = r;
     } else if (rt === 'ort') {
-      out = JSON.parse(run('node', [path.join(here, 'ort_bench.mjs'), dir, '--threads', String(t), '--prompt',
-        String(P), '--decode', String(N), '--reps', '1']));
+      const [txt, r] = runMeasured('node', [path.join(here, 'ort_bench.mjs'), dir, '--threads', String(t),
+        '--prompt', String(P), '--decode', String(N), '--reps', '1']);
+      out = JSON.parse(txt), rss = r;
     } else {
-      if (!m.gguf) return;
-      out = JSON.parse(run('node', [path.join(here, 'llama_bench.mjs'), path.join(dir, 'model.gguf'), '--threads',
-        String(t), '--prompt', String(P), '--decode', String(N), '--reps', '1']));
+      const [txt, r] = runMeasured('node', [path.join(here, 'llama_bench.mjs'), path.join(dir, 'model.gguf'),
+        '--threads', String(t), '--prompt', String(P), '--decode', String(N), '--reps', '1']);
+      out = JSON.parse(txt), rss = r;
     }
+    if (rss !== undefined) out.process_peak_rss_mib = rss;
   } catch (e) {
     log(`FAILED ${rt} ${key} ${t}: ${e.message.split('\n')[0]}`);
     return;
@@ -97,7 +112,7 @@ for (let rep = 1; rep <= reps; rep++)
 const rows = [];
 for (const key of models) for (const t of threads) {
   const row = { model: key, ...MODELS[key], threads: t, bandwidth_gbs: bw[t] };
-  for (const rt of ['nbits', 'ort', 'llama']) {
+  for (const rt of ['nbits', 'nbits16', 'ort', 'llama']) {
     const runs = [];
     for (let rep = 1; rep <= reps; rep++) {
       const f = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
@@ -105,24 +120,30 @@ for (const key of models) for (const t of threads) {
     }
     if (!runs.length) continue;
     row[rt] = { rounds: runs.length, decode_ms: percentile(runs.flatMap((r) => r.decode_ms_all), 0.5),
-      prefill_tok_s: percentile(runs.map((r) => r.prefill_tok_s), 0.5) };
+      prefill_tok_s: percentile(runs.map((r) => r.prefill_tok_s), 0.5),
+      peak_rss_mib: runs[0].process_peak_rss_mib };
     if (rt === 'nbits') row.floor_ms = runs[0].floor_ms, row.bytes_per_token = runs[0].bytes_per_token;
   }
   rows.push(row);
 }
 const f2 = (x) => (x === undefined ? '-' : x.toFixed(2)), f0 = (x) => (x === undefined ? '-' : x.toFixed(0));
 const ratio = (x, y) => (x && y ? (y / x).toFixed(2) + 'x' : '-');
+const with16 = runtimes.includes('nbits16');
 console.log(`prompt ${P}, decode ${N}, ${reps} round(s); decode ms/token medians; ratio = peer ms / nbits ms ` +
   '(> 1: nbits faster); floor = bytes/token / measured read bandwidth');
 console.log('| model | T | nbits ms | ORT ms | llama.cpp ms | ORT/nbits | llama/nbits | floor ms | nbits % floor |' +
-  ' prefill tok/s nbits / ORT / llama.cpp |');
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+  ' prefill tok/s nbits / ORT / llama.cpp | peak RSS MiB nbits / ORT / llama.cpp |' +
+  (with16 ? ' nbits fp16-scales ms | ORT/it | llama/it |' : ''));
+console.log('|---|---|---|---|---|---|---|---|---|---|---|' + (with16 ? '---|---|---|' : ''));
 for (const r of rows)
   console.log(`| ${r.model}${r.gguf ? ` (${r.gguf})` : ''} | ${r.threads} | ${f2(r.nbits?.decode_ms)} | ` +
     `${f2(r.ort?.decode_ms)} | ${f2(r.llama?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.ort?.decode_ms)} | ` +
     `${ratio(r.nbits?.decode_ms, r.llama?.decode_ms)} | ${f2(r.floor_ms)} | ` +
     `${r.floor_ms && r.nbits ? f0(100 * r.floor_ms / r.nbits.decode_ms) : '-'} | ` +
-    `${f0(r.nbits?.prefill_tok_s)} / ${f0(r.ort?.prefill_tok_s)} / ${f0(r.llama?.prefill_tok_s)} |`);
+    `${f0(r.nbits?.prefill_tok_s)} / ${f0(r.ort?.prefill_tok_s)} / ${f0(r.llama?.prefill_tok_s)} | ` +
+    `${f0(r.nbits?.peak_rss_mib)} / ${f0(r.ort?.peak_rss_mib)} / ${f0(r.llama?.peak_rss_mib)} |` +
+    (with16 ? ` ${f2(r.nbits16?.decode_ms)} | ${ratio(r.nbits16?.decode_ms, r.ort?.decode_ms)} | ` +
+      `${ratio(r.nbits16?.decode_ms, r.llama?.decode_ms)} |` : ''));
 const summaryFile = path.join(resDir, 'summary.json');
 fs.writeFileSync(summaryFile, JSON.stringify({ date: new Date().toISOString(), prompt: P, decode: N, reps, rows },
   null, 1));

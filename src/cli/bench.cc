@@ -14,6 +14,7 @@ namespace {
 const char* kHelp =
     "usage: nbits bench -m MODEL_DIR [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
     "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512] [--accuracy-level L]\n"
+    "                   [--scales fp32|fp16]\n"
     "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
     "  token ids and decodes -n tokens greedily. Reports prefill tok/s (median over reps), decode\n"
     "  ms/token (median, p10, p90 over every decoded token), bytes read per token (packed\n"
@@ -23,6 +24,7 @@ const char* kHelp =
     "  needs: weights copied or packed at load + KV cache + activation arena.\n"
     "  --profile: time per op type, per node and per MatMulNBits kernel path (last rep).\n"
     "  --accuracy-level L: override every MatMulNBits' accuracy_level (4 = int8 activations).\n"
+    "  --scales fp16: pack MatMulNBits scales in half precision (see `nbits run --help`); default fp32.\n"
     "  JSON fields: see docs/PERFORMANCE.md.\n";
 
 void print_profile(const char* phase, const nlohmann::ordered_json& p) {
@@ -52,7 +54,7 @@ int bench_main(const std::vector<std::string>& args) {
     }
   modelgen::ArgList f(args,
                       {"--model", "--threads", "--prompt", "--decode", "--reps", "--format",
-                       "--bandwidth-gbs", "--bandwidth-mb", "--accuracy-level"},
+                       "--bandwidth-gbs", "--bandwidth-mb", "--accuracy-level", "--scales"},
                       {"--profile"},
                       {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
   modelgen::BenchOptions o;
@@ -71,6 +73,10 @@ int bench_main(const std::vector<std::string>& args) {
     NBITS_CHECK(level >= 0 && level <= 4, "bench: --accuracy-level must be 0..4 (got ", level, ")");
     o.session.accuracy_level = static_cast<int>(level);
   }
+  const std::string scales = f.str("--scales", "fp32");
+  NBITS_CHECK(scales == "fp32" || scales == "fp16", "bench: --scales must be fp32 or fp16 (got '", scales,
+              "')");
+  o.session.fp16_scales = scales == "fp16";
   const std::string format = f.str("--format", "text");
   NBITS_CHECK(format == "text" || format == "json", "bench: --format must be text or json (got '", format,
               "')");
@@ -100,13 +106,15 @@ int bench_main(const std::vector<std::string>& args) {
         r["floor_ms"].get<double>(), 100.0 * r["fraction_of_floor"].get<double>());
     const double mib = 1024.0 * 1024.0;
     std::printf(
-        "  memory: peak RSS %.1f MiB = %.2fx of weights %.1f + KV %.1f + arena %.1f MiB (program before "
-        "load %.1f MiB; %.1f MiB read from the mapped file as touched; %.1f MiB of original weights let "
+        "  memory: peak RSS %.1f MiB (%.1f during load) = %.2fx of weights %.1f + KV %.1f + arena %.1f MiB "
+        "(program before load %.1f MiB; %.1f MiB read from the mapped file as touched; %.1f MiB of original "
+        "weights let "
         "go after packing)\n",
-        r["peak_rss_bytes"].get<double>() / mib, r["peak_rss_over_weights_kv_arena"].get<double>(),
-        r["owned_weight_bytes"].get<double>() / mib, r["kv_cache_bytes"].get<double>() / mib,
-        r["arena_bytes"].get<double>() / mib, r["rss_before_load_bytes"].get<double>() / mib,
-        r["mapped_weight_bytes"].get<double>() / mib, r["released_bytes"].get<double>() / mib);
+        r["peak_rss_bytes"].get<double>() / mib, r["peak_rss_load_bytes"].get<double>() / mib,
+        r["peak_rss_over_weights_kv_arena"].get<double>(), r["owned_weight_bytes"].get<double>() / mib,
+        r["kv_cache_bytes"].get<double>() / mib, r["arena_bytes"].get<double>() / mib,
+        r["rss_before_load_bytes"].get<double>() / mib, r["mapped_weight_bytes"].get<double>() / mib,
+        r["released_bytes"].get<double>() / mib);
     if (o.profile) {
       std::printf("  (timings above include profiling overhead)\n");
       print_profile("prefill", r["profile_prefill"]);

@@ -83,6 +83,7 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     Stopwatch sw;
     auto gen = llm::Generator::load(opt.model_dir, so, opt.prompt + opt.decode + 1);
     r.load_ms = sw.elapsed_ms();
+    r.peak_rss_load = static_cast<int64_t>(memory_stats().peak_bytes);
     r.matmuls = gen->session().matmul_nbits_info();
     for (const auto& m : r.matmuls) {
       r.weight_bytes += static_cast<int64_t>(m.packed_bytes);
@@ -184,6 +185,7 @@ nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<Ben
     x["matmul_kernels_at_load"] = kernels;
     const int64_t budget = r.owned_weight_bytes + r.kv_cache_bytes + r.arena_bytes;
     x["peak_rss_bytes"] = r.peak_rss;
+    x["peak_rss_load_bytes"] = r.peak_rss_load;
     x["rss_before_load_bytes"] = r.rss_before_load;
     x["owned_weight_bytes"] = r.owned_weight_bytes;
     x["mapped_weight_bytes"] = r.mapped_weight_bytes;

@@ -40,6 +40,7 @@ struct BenchRun {
   // mark from just before load to the end of the last rep.
   int64_t rss_before_load = 0;      // the program itself (binary, libraries, tokenizer-free)
   int64_t peak_rss = 0;             // whole process
+  int64_t peak_rss_load = 0;        // the high-water mark when load returned
   int64_t owned_weight_bytes = 0;   // packed MatMulNBits weights + other constants copied at load
   int64_t mapped_weight_bytes = 0;  // constants read from the mapped file at run (resident as touched)
   int64_t released_bytes = 0;       // original initializer bytes whose pages were let go after packing
