@@ -1,0 +1,264 @@
+// The SIMD vector helpers (exp, sigmoid, softmax pieces, row dots, row
+// accumulation, binary arithmetic) and kernels::attend_group against scalar
+// double-precision references on odd and even sizes, with explicit error bounds.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/vector_ops.h"
+
+namespace nbits::kernels {
+namespace {
+
+constexpr double kU = 1.0 / 16777216.0;  // fp32 unit roundoff
+const int64_t kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000};
+
+std::vector<float> rand_vec(int64_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Error of got against the exact value want, in fp32 ulps of want (subnormal ulp below FLT_MIN).
+double ulps(float got, double want) {
+  if (std::isinf(want) || want > FLT_MAX) return std::isinf(got) && got > 0 ? 0.0 : 1e30;
+  const double a = std::fabs(want);
+  const double ulp = a < FLT_MIN ? std::ldexp(1.0, -149) : std::ldexp(1.0, std::ilogb(a) - 23);
+  return std::fabs(got - want) / ulp;
+}
+
+// Sweep of [-110, 110] (normal, subnormal, overflowing results) plus edge values.
+std::vector<float> exp_inputs() {
+  std::vector<float> x;
+  for (int i = -110000; i <= 110000; i += 7) x.push_back(i * 1e-3f + 1e-4f * (i % 13));
+  for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 88.72f, 88.7228f, 88.73f, -87.33f, -88.0f, -100.0f, -103.9f,
+                  -104.0f, 1e-8f, -1e-8f, 0.34657359f, -0.34657359f})
+    x.push_back(v);
+  return x;
+}
+
+TEST(VectorOpsSimd, ExpWithinTwoUlps) {
+  const auto x = exp_inputs();
+  std::vector<float> y(x.size());
+  vec_exp(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = ulps(y[i], std::exp(static_cast<double>(x[i])));
+    worst = std::max(worst, e);
+    ASSERT_LE(e, 2.0) << "exp(" << x[i] << ") = " << y[i];
+  }
+  std::printf("exp: worst %.2f ulp over %zu inputs\n", worst, x.size());
+  const float special[] = {INFINITY, -INFINITY, NAN, 89.0f, -110.0f, -200.0f, 1e30f, -1e30f, 0.0f};
+  float out[9];
+  vec_exp(special, out, 9);
+  EXPECT_EQ(out[0], INFINITY);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(out[3], INFINITY);
+  EXPECT_EQ(out[4], 0.0f);
+  EXPECT_EQ(out[5], 0.0f);
+  EXPECT_EQ(out[6], INFINITY);
+  EXPECT_EQ(out[7], 0.0f);
+  EXPECT_EQ(out[8], 1.0f);
+}
+
+TEST(VectorOpsSimd, SigmoidRelativeError) {
+  const auto x = exp_inputs();
+  std::vector<float> y(x.size());
+  vec_sigmoid(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = ulps(y[i], 1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
+    worst = std::max(worst, e);
+    ASSERT_LE(e, 4.0) << "sigmoid(" << x[i] << ") = " << y[i];
+  }
+  std::printf("sigmoid: worst %.2f ulp over %zu inputs\n", worst, x.size());
+  const float special[] = {INFINITY, -INFINITY, NAN, 0.0f, 200.0f, -200.0f};
+  float out[6];
+  vec_sigmoid(special, out, 6);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(out[3], 0.5f);
+  EXPECT_EQ(out[4], 1.0f);
+  EXPECT_EQ(out[5], 0.0f);
+}
+
+TEST(VectorOpsSimd, TailsAndInPlace) {
+  std::mt19937 rng(3);
+  for (int64_t n : kSizes) {
+    // One element past the end must stay untouched.
+    auto x = rand_vec(n + 1, rng, -20.0f, 20.0f);
+    std::vector<float> y(static_cast<size_t>(n + 1), 7.0f), z(y);
+    vec_exp(x.data(), y.data(), n);
+    vec_sigmoid(x.data(), z.data(), n);
+    EXPECT_EQ(y[n], 7.0f) << n;
+    EXPECT_EQ(z[n], 7.0f) << n;
+    for (int64_t i = 0; i < n; ++i) {
+      float one_e, one_s;
+      vec_exp(&x[i], &one_e, 1);
+      vec_sigmoid(&x[i], &one_s, 1);
+      ASSERT_EQ(y[i], one_e) << n << " " << i;  // lane position does not change a result
+      ASSERT_EQ(z[i], one_s) << n << " " << i;
+    }
+    vec_sigmoid(x.data(), x.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(x[i], z[i]);
+  }
+}
+
+TEST(VectorOpsSimd, MaxExpSumScaleSoftmax) {
+  std::mt19937 rng(4);
+  EXPECT_EQ(vec_max(nullptr, 0), -INFINITY);
+  for (int64_t n : kSizes) {
+    if (n == 0) continue;
+    auto x = rand_vec(n, rng, -30.0f, 30.0f);
+    x[static_cast<size_t>(n) / 2] = NAN;
+    double mx = -INFINITY;
+    for (float v : x)
+      if (!std::isnan(v)) mx = std::max<double>(mx, v);
+    if (n == 1) mx = -INFINITY;
+    EXPECT_EQ(vec_max(x.data(), n), static_cast<float>(mx)) << n;
+
+    auto s = rand_vec(n, rng, -30.0f, 30.0f);
+    const auto orig = s;
+    const float shift = 3.5f;
+    const float sum = vec_exp_shift_sum(s.data(), n, shift);
+    double want = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double e = std::exp(static_cast<double>(orig[i] - shift));  // fp32 difference, as specified
+      want += e;
+      ASSERT_LE(ulps(s[i], e), 3.0) << n << " " << i;
+    }
+    EXPECT_NEAR(sum, want, (n + 4) * kU * want) << n;
+    vec_scale(s.data(), 0.5f, n);
+    s = orig;
+    vec_softmax(s.data(), n);
+    double m = orig[0], z = 0;
+    for (float v : orig) m = std::max<double>(m, v);
+    for (float v : orig) z += std::exp(v - m);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(s[i], std::exp(orig[i] - m) / z, 1e-6) << n << " " << i;
+  }
+}
+
+TEST(VectorOpsSimd, DotRowsAndAccumulateRows) {
+  std::mt19937 rng(5);
+  for (int64_t rows : {0, 1, 7, 8, 9, 17, 64, 65})
+    for (int64_t n : {1, 7, 8, 40, 63, 64, 65, 100, 128, 129}) {
+      const auto x = rand_vec(n, rng, -2.0f, 2.0f), M = rand_vec(rows * n, rng, -2.0f, 2.0f);
+      std::vector<float> y(static_cast<size_t>(rows + 1), 9.0f);
+      vec_dot_rows(x.data(), M.data(), rows, n, 0.25f, y.data());
+      EXPECT_EQ(y[rows], 9.0f);
+      for (int64_t j = 0; j < rows; ++j) {
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          want += double(x[i]) * M[j * n + i];
+          mag += std::fabs(double(x[i]) * M[j * n + i]);
+        }
+        ASSERT_NEAR(y[j], 0.25 * want, 0.25 * 2 * (n + 2) * kU * mag + 1e-30) << rows << "x" << n << " " << j;
+      }
+
+      const auto p = rand_vec(rows, rng, 0.0f, 1.0f), y0 = rand_vec(n + 1, rng, -1.0f, 1.0f);
+      auto acc = y0;
+      vec_accumulate_rows(p.data(), M.data(), rows, n, acc.data());
+      EXPECT_EQ(acc[n], y0[n]);
+      for (int64_t i = 0; i < n; ++i) {
+        double want = y0[i], mag = std::fabs(y0[i]);
+        for (int64_t j = 0; j < rows; ++j) {
+          want += double(p[j]) * M[j * n + i];
+          mag += std::fabs(double(p[j]) * M[j * n + i]);
+        }
+        ASSERT_NEAR(acc[i], want, 2 * (rows + 2) * kU * mag + 1e-30) << rows << "x" << n << " " << i;
+      }
+    }
+}
+
+float ref_op(VecOp op, float a, float b) {
+  switch (op) {
+    case VecOp::kAdd:
+      return a + b;
+    case VecOp::kSub:
+      return a - b;
+    case VecOp::kMul:
+      return a * b;
+    case VecOp::kDiv:
+      return a / b;
+  }
+  return 0;
+}
+
+TEST(VectorOpsSimd, BinaryExactlyLikeScalar) {
+  std::mt19937 rng(6);
+  for (VecOp op : {VecOp::kAdd, VecOp::kSub, VecOp::kMul, VecOp::kDiv})
+    for (int64_t n : kSizes) {
+      const auto a = rand_vec(n + 1, rng, -3.0f, 3.0f), b = rand_vec(n + 1, rng, 0.5f, 3.0f);
+      std::vector<float> y(static_cast<size_t>(n + 1), 5.0f), ys = y, yf = y;
+      vec_binary(op, a.data(), b.data(), y.data(), n);
+      vec_binary_scalar(op, a.data(), b[0], false, ys.data(), n);
+      vec_binary_scalar(op, a.data(), b[0], true, yf.data(), n);
+      EXPECT_EQ(y[n], 5.0f);
+      EXPECT_EQ(ys[n], 5.0f);
+      EXPECT_EQ(yf[n], 5.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(y[i], ref_op(op, a[i], b[i])) << static_cast<int>(op) << " " << n << " " << i;
+        ASSERT_EQ(ys[i], ref_op(op, a[i], b[0])) << static_cast<int>(op) << " " << n << " " << i;
+        ASSERT_EQ(yf[i], ref_op(op, b[0], a[i])) << static_cast<int>(op) << " " << n << " " << i;
+      }
+      auto in_place = a;
+      vec_binary(op, in_place.data(), b.data(), in_place.data(), n);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(in_place[i], y[i]);
+    }
+}
+
+// Straightforward double-precision attention of one query row.
+std::vector<double> ref_attention(const float* q, const float* K, const float* V, int64_t n,
+                                  const AttentionParams& p) {
+  const int64_t H = p.head_size;
+  std::vector<double> s(static_cast<size_t>(n)), out(static_cast<size_t>(H), 0.0);
+  double mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    double d = 0;
+    for (int64_t i = 0; i < H; ++i) d += double(q[i]) * K[j * H + i];
+    d *= p.scale;
+    if (p.softcap > 0) d = p.softcap * std::tanh(d / p.softcap);
+    s[j] = d;
+    mx = std::max(mx, d);
+  }
+  if (p.smooth) mx = std::max(mx, 0.0);
+  double z = p.smooth ? std::exp(-mx) : 0.0;
+  for (double& v : s) z += (v = std::exp(v - mx));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < H; ++i) out[i] += s[j] / z * V[j * H + i];
+  return out;
+}
+
+TEST(VectorOpsSimd, AttendGroupMatchesReference) {
+  std::mt19937 rng(7);
+  for (int64_t H : {8, 40, 64, 72, 128})
+    for (int64_t nq : {1, 2, 7})
+      for (int64_t n : {1, 5, 8, 63, 200}) {
+        AttentionParams p;
+        p.head_size = H;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(H));
+        p.softcap = n == 63 ? 5.0f : 0.0f;
+        p.smooth = n == 5;
+        const int64_t qs = H + 3, os = H + 5;  // strides wider than a row
+        const auto q = rand_vec(nq * qs, rng, -2.0f, 2.0f);
+        const auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
+        std::vector<float> scratch(static_cast<size_t>(nq * n)), out(static_cast<size_t>(nq * os), 3.0f);
+        attend_group(q.data(), qs, nq, K.data(), V.data(), n, p, scratch.data(), out.data(), os);
+        for (int64_t g = 0; g < nq; ++g) {
+          const auto want = ref_attention(q.data() + g * qs, K.data(), V.data(), n, p);
+          for (int64_t i = 0; i < H; ++i)
+            ASSERT_NEAR(out[g * os + i], want[i], 2e-6) << "H " << H << " nq " << nq << " n " << n;
+          for (int64_t i = H; i < os; ++i) ASSERT_EQ(out[g * os + i], 3.0f);  // gap untouched
+        }
+      }
+}
+
+}  // namespace
+}  // namespace nbits::kernels
