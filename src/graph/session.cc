@@ -220,8 +220,8 @@ class SessionImpl final : public Session {
   std::vector<PlanNode> plan_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::deque<std::vector<uint8_t>> storage_;  // folded constants, realigned initializers
-  std::map<std::string, int> loads_left_;      // initializer -> node inputs not yet built
-  std::vector<bool> read_at_run_;              // by value id: some op reads it at run time
+  std::map<std::string, int> loads_left_;     // initializer -> node inputs not yet built
+  std::vector<bool> read_at_run_;             // by value id: some op reads it at run time
   size_t weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
 };
 
