@@ -6,16 +6,33 @@
 #include "kernels/vector_ops.h"
 
 namespace nbits::kernels {
+namespace {
+
+// Asks for the cache lines of [p, p + bytes) to be fetched (no-op on compilers without the builtin).
+inline void prefetch(const float* p, int64_t floats) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t b = 0; b < floats * 4; b += 64) __builtin_prefetch(c + b, 0, 3);
+}
+
+}  // namespace
 
 void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
                   const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
   const int64_t H = p.head_size;
   // Rows per block: about 16 KiB of K (or V), so the block stays in L1 across the group.
   const int64_t block = std::max<int64_t>(8, 4096 / std::max<int64_t>(H, 1));
+  // Decode reads K/V from memory: while the group works on a K block (in L1 after the first
+  // head), fetch the next K block and this V block, a slice per head, so memory overlaps compute.
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
-    for (int64_t g = 0; g < nq; ++g)
+    const int64_t next = std::min(block, std::max<int64_t>(0, n - j0 - block));
+    for (int64_t g = 0; g < nq; ++g) {
       vec_dot_rows(q + g * q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0);
+      const int64_t k0 = next * H * g / nq, k1 = next * H * (g + 1) / nq;
+      const int64_t v0 = rows * H * g / nq, v1 = rows * H * (g + 1) / nq;
+      prefetch(K + (j0 + block) * H + k0, k1 - k0);
+      prefetch(V + j0 * H + v0, v1 - v0);
+    }
   }
   for (int64_t g = 0; g < nq; ++g) {
     float* s = scratch + g * n;
