@@ -3,6 +3,13 @@
 // next to a STREAM-like read-bandwidth benchmark in the same binary so the
 // ratio "GEMV GB/s / read GB/s" comes from one run. Weights rotate over
 // several packed copies (>= 320 MB in all) so every call streams from DRAM.
+// Kernel sets with an fp16-scale format also run it ("int4_b32h": fp16 scales,
+// PackOptions::fp16_scales); "_zp" quants have zero points.
+//
+//   fp32 vs fp16 scales, decode shapes:
+//   build-*/bench/bench_matmul_nbits --benchmark_filter='read_bw/T=1|int8/int4_b32h?/.*M=1/T=1'
+//     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//     --benchmark_report_aggregates_only=true
 //
 //   build-*/bench/bench_matmul_nbits --benchmark_filter='read_bw|int4_b32.*M=1/'
 //     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
@@ -45,7 +52,8 @@ struct Source {
   std::vector<uint8_t> codes;
   std::vector<float> scales;
   QuantizedMatrix w;
-  Source(int bits, int block, int64_t K, int64_t N) {
+  std::vector<uint8_t> zp;
+  Source(int bits, int block, int64_t K, int64_t N, bool asym) {
     w.N = N, w.K = K, w.bits = bits, w.block_size = block;
     codes.resize(static_cast<size_t>(N * w.k_blocks() * w.blob_bytes()));
     scales.resize(static_cast<size_t>(N * w.k_blocks()));
@@ -56,6 +64,11 @@ struct Source {
     }
     for (auto& x : scales) x = 0.001f + static_cast<float>(next(s) % 1000) * 1e-5f;
     w.codes = codes.data(), w.scales = scales.data();
+    if (asym) {
+      zp.resize(static_cast<size_t>(N * w.zp_row_bytes()));
+      for (auto& z : zp) z = static_cast<uint8_t>(next(s));
+      w.zero_points = zp.data();
+    }
   }
 };
 
@@ -65,19 +78,26 @@ struct Packed {
   size_t bytes = 0;
 };
 
-// Packed copies of (kernel, bits, block, K, N), cached across benchmark runs.
-const Packed& packed(const MatMulNBitsKernel& k, int bits, int block, int64_t K, int64_t N) {
+// What one benchmark packs: quantization, zero points, scale format.
+struct Quant {
+  const char* name;
+  int bits, block;
+  bool asym;
+};
+
+// Packed copies of (kernel, quant, fp16 scales, K, N), cached across benchmark runs.
+const Packed& packed(const MatMulNBitsKernel& k, const Quant& q, bool fp16, int64_t K, int64_t N) {
   static std::deque<Packed> cache;
-  const std::string key = std::string(k.name) + "/" + std::to_string(bits) + "/" + std::to_string(block) +
-                          "/" + std::to_string(K) + "/" + std::to_string(N);
+  const std::string key =
+      std::string(k.name) + "/" + q.name + (fp16 ? "h/" : "/") + std::to_string(K) + "/" + std::to_string(N);
   for (auto& p : cache)
     if (p.key == key) return p;
-  Source src(bits, block, K, N);
+  Source src(q.bits, q.block, K, N, q.asym);
   Packed p;
   p.key = key;
   size_t total = 0;
   do {
-    p.copies.push_back(k.pack(src.w));
+    p.copies.push_back(k.pack_opts(src.w, PackOptions{fp16}));
     total += p.copies.back()->packed_bytes();
   } while (total < kRotateBytes);
   p.bytes = p.copies[0]->packed_bytes();
@@ -91,9 +111,9 @@ const Packed& packed(const MatMulNBitsKernel& k, int bits, int block, int64_t K,
   return cache.back();
 }
 
-void bm_matmul(benchmark::State& st, const MatMulNBitsKernel* k, int bits, int block, int64_t K, int64_t N,
+void bm_matmul(benchmark::State& st, const MatMulNBitsKernel* k, Quant q, bool fp16, int64_t K, int64_t N,
                int64_t M, int threads) {
-  const Packed& p = packed(*k, bits, block, K, N);
+  const Packed& p = packed(*k, q, fp16, K, N);
   std::vector<float> A(static_cast<size_t>(M * K)), Y(static_cast<size_t>(M * N));
   uint64_t s = 1;
   for (auto& a : A) a = static_cast<float>(static_cast<int>(next(s) % 2001) - 1000) * 1e-3f;
@@ -172,28 +192,29 @@ void register_all() {
                           {"o_proj", 896, 896},
                           {"mlp_down", 4864, 896},
                           {"lm_head", 896, 151936}};
-  struct Quant {
-    const char* name;
-    int bits, block;
-  };
-  const Quant quants[] = {{"int4_b32", 4, 32}, {"int4_b128", 4, 128}, {"int8_b32", 8, 32}};
+  const Quant quants[] = {{"int4_b32", 4, 32, false},
+                          {"int4_b32_zp", 4, 32, true},
+                          {"int4_b128", 4, 128, false},
+                          {"int8_b32", 8, 32, false}};
   for (const auto& k : matmul_nbits_kernels()) {
     for (const Quant& q : quants)
-      for (const Shape& s : shapes)
-        for (int64_t M : {1, 128})
-          for (int t : {1, 2}) {
-            QuantizedMatrix probe;
-            probe.N = s.N, probe.K = s.K, probe.bits = q.bits, probe.block_size = q.block;
-            if (!k.supports(probe, cpu_features())) continue;
-            const bool ref = std::string(k.name).rfind("ref", 0) == 0;
-            if (ref && (M > 1 || q.bits != 4 || q.block != 32)) continue;  // the reference is for scale only
-            const std::string name = std::string(k.name) + "/" + q.name + "/" + s.name +
-                                     "/K=" + std::to_string(s.K) + "/N=" + std::to_string(s.N) +
-                                     "/M=" + std::to_string(M) + "/T=" + std::to_string(t);
-            benchmark::RegisterBenchmark(name.c_str(), bm_matmul, &k, q.bits, q.block, s.K, s.N, M, t)
-                ->UseRealTime()
-                ->Unit(benchmark::kMicrosecond);
-          }
+      for (bool fp16 : {false, true})
+        for (const Shape& s : shapes)
+          for (int64_t M : {1, 128})
+            for (int t : {1, 2}) {
+              QuantizedMatrix probe;
+              probe.N = s.N, probe.K = s.K, probe.bits = q.bits, probe.block_size = q.block;
+              if (!k.supports(probe, cpu_features()) || (fp16 && k.pack_with == nullptr)) continue;
+              const bool ref = std::string(k.name).rfind("ref", 0) == 0;
+              if (ref && (M > 1 || q.bits != 4 || q.block != 32 || q.asym))
+                continue;  // the reference: scale only
+              const std::string name = std::string(k.name) + "/" + q.name + (fp16 ? "h/" : "/") + s.name +
+                                       "/K=" + std::to_string(s.K) + "/N=" + std::to_string(s.N) +
+                                       "/M=" + std::to_string(M) + "/T=" + std::to_string(t);
+              benchmark::RegisterBenchmark(name.c_str(), bm_matmul, &k, q, fp16, s.K, s.N, M, t)
+                  ->UseRealTime()
+                  ->Unit(benchmark::kMicrosecond);
+            }
   }
 }
 
