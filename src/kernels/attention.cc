@@ -26,10 +26,11 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
     const int64_t next = std::min(block, std::max<int64_t>(0, n - j0 - block));
-    for (int64_t g = 0; g < nq; ++g) {
-      vec_dot_rows(q + g * q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0);
-      const int64_t k0 = next * H * g / nq, k1 = next * H * (g + 1) / nq;
-      const int64_t v0 = rows * H * g / nq, v1 = rows * H * (g + 1) / nq;
+    for (int64_t g = 0; g < nq; g += 2) {
+      const int64_t pair = std::min<int64_t>(2, nq - g);
+      vec_dot_rows(q + g * q_stride, pair, q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0, n);
+      const int64_t k0 = next * H * g / nq, k1 = next * H * (g + pair) / nq;
+      const int64_t v0 = rows * H * g / nq, v1 = rows * H * (g + pair) / nq;
       prefetch(K + (j0 + block) * H + k0, k1 - k0);
       prefetch(V + j0 * H + v0, v1 - v0);
     }
@@ -47,8 +48,7 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
   }
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
-    for (int64_t g = 0; g < nq; ++g)
-      vec_accumulate_rows(scratch + g * n + j0, V + j0 * H, rows, H, out + g * out_stride);
+    vec_accumulate_rows(scratch + j0, nq, n, V + j0 * H, rows, H, out, out_stride);
   }
 }
 

@@ -60,12 +60,16 @@ void sigmoid_scalar(const float* x, float* y, int64_t n) {
   }
 }
 
-void dot_rows_scalar(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
-  for (int64_t j = 0; j < rows; ++j) y[j] = alpha * dot_scalar(x, M + j * n, n);
+void dot_rows_scalar(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
+                     float alpha, float* y, int64_t ys) {
+  for (int64_t g = 0; g < nx; ++g)
+    for (int64_t j = 0; j < rows; ++j) y[g * ys + j] = alpha * dot_scalar(x + g * xs, M + j * n, n);
 }
 
-void accumulate_rows_scalar(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
-  for (int64_t j = 0; j < rows; ++j) axpy_scalar(p[j], M + j * n, y, n);
+void accumulate_rows_scalar(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
+                            float* y, int64_t ys) {
+  for (int64_t g = 0; g < np; ++g)
+    for (int64_t j = 0; j < rows; ++j) axpy_scalar(p[g * ps + j], M + j * n, y + g * ys, n);
 }
 
 template <VecOp Op>
@@ -114,8 +118,8 @@ struct Ops {
   void (*scale)(float*, float, int64_t);
   void (*exp)(const float*, float*, int64_t);
   void (*sigmoid)(const float*, float*, int64_t);
-  void (*dot_rows)(const float*, const float*, int64_t, int64_t, float, float*);
-  void (*accumulate_rows)(const float*, const float*, int64_t, int64_t, float*);
+  void (*dot_rows)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float, float*, int64_t);
+  void (*accumulate_rows)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t);
   void (*binary)(int, int, const float*, const float*, float*, int64_t);
 };
 
@@ -167,12 +171,14 @@ void vec_exp(const float* x, float* y, int64_t n) { ops().exp(x, y, n); }
 
 void vec_sigmoid(const float* x, float* y, int64_t n) { ops().sigmoid(x, y, n); }
 
-void vec_dot_rows(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
-  ops().dot_rows(x, M, rows, n, alpha, y);
+void vec_dot_rows(const float* x, int64_t nx, int64_t x_stride, const float* M, int64_t rows, int64_t n,
+                  float alpha, float* y, int64_t y_stride) {
+  ops().dot_rows(x, nx, x_stride, M, rows, n, alpha, y, y_stride);
 }
 
-void vec_accumulate_rows(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
-  ops().accumulate_rows(p, M, rows, n, y);
+void vec_accumulate_rows(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
+                         int64_t n, float* y, int64_t y_stride) {
+  ops().accumulate_rows(p, np, p_stride, M, rows, n, y, y_stride);
 }
 
 void vec_binary(VecOp op, const float* a, const float* b, float* y, int64_t n) {

@@ -39,11 +39,15 @@ void vec_exp(const float* x, float* y, int64_t n);
 // y[i] = 1 / (1 + exp(-x[i])), accurate in relative terms for large negative x too; y may alias x.
 void vec_sigmoid(const float* x, float* y, int64_t n);
 
-// y[j] = alpha * dot(x, M + j * n) for j < rows (M is rows x n, row-major).
-void vec_dot_rows(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y);
+// For g < nx: y[g * y_stride + j] = alpha * dot(x + g * x_stride, M + j * n), j < rows (M is
+// rows x n, row-major). Several x at once share the loads of M.
+void vec_dot_rows(const float* x, int64_t nx, int64_t x_stride, const float* M, int64_t rows, int64_t n,
+                  float alpha, float* y, int64_t y_stride);
 
-// y[i] += sum_j p[j] * M[j * n + i] for i < n, j < rows (weighted sum of M's rows).
-void vec_accumulate_rows(const float* p, const float* M, int64_t rows, int64_t n, float* y);
+// For g < np: y[g * y_stride + i] += sum_j p[g * p_stride + j] * M[j * n + i], i < n, j < rows
+// (weighted sums of M's rows). Several p at once share the loads of M.
+void vec_accumulate_rows(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
+                         int64_t n, float* y, int64_t y_stride);
 
 enum class VecOp { kAdd, kSub, kMul, kDiv };
 

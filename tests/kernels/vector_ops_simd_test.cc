@@ -147,34 +147,43 @@ TEST(VectorOpsSimd, MaxExpSumScaleSoftmax) {
 
 TEST(VectorOpsSimd, DotRowsAndAccumulateRows) {
   std::mt19937 rng(5);
-  for (int64_t rows : {0, 1, 7, 8, 9, 17, 64, 65})
-    for (int64_t n : {1, 7, 8, 40, 63, 64, 65, 100, 128, 129}) {
-      const auto x = rand_vec(n, rng, -2.0f, 2.0f), M = rand_vec(rows * n, rng, -2.0f, 2.0f);
-      std::vector<float> y(static_cast<size_t>(rows + 1), 9.0f);
-      vec_dot_rows(x.data(), M.data(), rows, n, 0.25f, y.data());
-      EXPECT_EQ(y[rows], 9.0f);
-      for (int64_t j = 0; j < rows; ++j) {
-        double want = 0, mag = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          want += double(x[i]) * M[j * n + i];
-          mag += std::fabs(double(x[i]) * M[j * n + i]);
+  for (int64_t nx : {1, 2, 3})
+    for (int64_t rows : {0, 1, 3, 4, 7, 8, 9, 17, 64, 65})
+      for (int64_t n : {1, 7, 8, 31, 32, 40, 63, 64, 65, 100, 128, 129}) {
+        const int64_t xs = n + 2, ys = rows + 3;  // strides wider than a row
+        const auto x = rand_vec(nx * xs, rng, -2.0f, 2.0f), M = rand_vec(rows * n, rng, -2.0f, 2.0f);
+        std::vector<float> y(static_cast<size_t>(nx * ys), 9.0f);
+        vec_dot_rows(x.data(), nx, xs, M.data(), rows, n, 0.25f, y.data(), ys);
+        for (int64_t g = 0; g < nx; ++g) {
+          for (int64_t j = rows; j < ys; ++j) ASSERT_EQ(y[g * ys + j], 9.0f);
+          for (int64_t j = 0; j < rows; ++j) {
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              want += double(x[g * xs + i]) * M[j * n + i];
+              mag += std::fabs(double(x[g * xs + i]) * M[j * n + i]);
+            }
+            ASSERT_NEAR(y[g * ys + j], 0.25 * want, 0.25 * 2 * (n + 2) * kU * mag + 1e-30)
+                << nx << " " << rows << "x" << n << " " << g << " " << j;
+          }
         }
-        ASSERT_NEAR(y[j], 0.25 * want, 0.25 * 2 * (n + 2) * kU * mag + 1e-30) << rows << "x" << n << " " << j;
-      }
 
-      const auto p = rand_vec(rows, rng, 0.0f, 1.0f), y0 = rand_vec(n + 1, rng, -1.0f, 1.0f);
-      auto acc = y0;
-      vec_accumulate_rows(p.data(), M.data(), rows, n, acc.data());
-      EXPECT_EQ(acc[n], y0[n]);
-      for (int64_t i = 0; i < n; ++i) {
-        double want = y0[i], mag = std::fabs(y0[i]);
-        for (int64_t j = 0; j < rows; ++j) {
-          want += double(p[j]) * M[j * n + i];
-          mag += std::fabs(double(p[j]) * M[j * n + i]);
+        const int64_t ps = rows + 1, os = n + 1;
+        const auto p = rand_vec(nx * ps, rng, 0.0f, 1.0f), y0 = rand_vec(nx * os, rng, -1.0f, 1.0f);
+        auto acc = y0;
+        vec_accumulate_rows(p.data(), nx, ps, M.data(), rows, n, acc.data(), os);
+        for (int64_t g = 0; g < nx; ++g) {
+          EXPECT_EQ(acc[g * os + n], y0[g * os + n]);
+          for (int64_t i = 0; i < n; ++i) {
+            double want = y0[g * os + i], mag = std::fabs(want);
+            for (int64_t j = 0; j < rows; ++j) {
+              want += double(p[g * ps + j]) * M[j * n + i];
+              mag += std::fabs(double(p[g * ps + j]) * M[j * n + i]);
+            }
+            ASSERT_NEAR(acc[g * os + i], want, 2 * (rows + 2) * kU * mag + 1e-30)
+                << nx << " " << rows << "x" << n << " " << g << " " << i;
+          }
         }
-        ASSERT_NEAR(acc[i], want, 2 * (rows + 2) * kU * mag + 1e-30) << rows << "x" << n << " " << i;
       }
-    }
 }
 
 float ref_op(VecOp op, float a, float b) {
@@ -239,7 +248,7 @@ std::vector<double> ref_attention(const float* q, const float* K, const float* V
 TEST(VectorOpsSimd, AttendGroupMatchesReference) {
   std::mt19937 rng(7);
   for (int64_t H : {8, 40, 64, 72, 128})
-    for (int64_t nq : {1, 2, 7})
+    for (int64_t nq : {1, 2, 3, 7})
       for (int64_t n : {1, 5, 8, 63, 200}) {
         AttentionParams p;
         p.head_size = H;

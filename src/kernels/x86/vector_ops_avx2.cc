@@ -191,7 +191,10 @@ void sigmoid_avx2(const float* x, float* y, int64_t n) {
   }
 }
 
-void dot_rows_avx2(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
+namespace {
+
+// One x: 8 rows at a time (8 accumulators), then single rows.
+void dot_rows_1(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
   const int64_t full = n / 8 * 8;
   const __m256i m = tail_mask(n - full);
   const __m256 va = _mm256_set1_ps(alpha);
@@ -225,9 +228,47 @@ void dot_rows_avx2(const float* x, const float* M, int64_t rows, int64_t n, floa
   }
 }
 
-void accumulate_rows_avx2(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
+// Two x sharing each row load: 4 rows x 2 vectors = 8 accumulators.
+void dot_rows_2(const float* x0, const float* x1, const float* M, int64_t rows, int64_t n, float alpha,
+                float* y0, float* y1) {
+  const int64_t full = n / 8 * 8;
+  const __m256i m = tail_mask(n - full);
+  const __m256 va = _mm256_set1_ps(alpha);
+  int64_t j = 0;
+  for (; j + 4 <= rows; j += 4) {
+    const float* r = M + j * n;
+    __m256 acc[8];
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < full; i += 8) {
+      const __m256 u = _mm256_loadu_ps(x0 + i), v = _mm256_loadu_ps(x1 + i);
+      for (int k = 0; k < 4; ++k) {
+        const __m256 row = _mm256_loadu_ps(r + k * n + i);
+        acc[k] = _mm256_fmadd_ps(u, row, acc[k]);
+        acc[4 + k] = _mm256_fmadd_ps(v, row, acc[4 + k]);
+      }
+    }
+    if (full < n) {
+      const __m256 u = _mm256_maskload_ps(x0 + full, m), v = _mm256_maskload_ps(x1 + full, m);
+      for (int k = 0; k < 4; ++k) {
+        const __m256 row = _mm256_maskload_ps(r + k * n + full, m);
+        acc[k] = _mm256_fmadd_ps(u, row, acc[k]);
+        acc[4 + k] = _mm256_fmadd_ps(v, row, acc[4 + k]);
+      }
+    }
+    const __m256 s = _mm256_mul_ps(va, hsum8(acc));  // lanes 0-3: x0 . rows, 4-7: x1 . rows
+    _mm_storeu_ps(y0 + j, _mm256_castps256_ps128(s));
+    _mm_storeu_ps(y1 + j, _mm256_extractf128_ps(s, 1));
+  }
+  if (j < rows) {
+    dot_rows_1(x0, M + j * n, rows - j, n, alpha, y0 + j);
+    dot_rows_1(x1, M + j * n, rows - j, n, alpha, y1 + j);
+  }
+}
+
+// One p: 64 columns at a time (8 accumulators), then 8 with even/odd rows in separate chains.
+void accumulate_rows_1(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
   int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {  // 8 independent accumulators per row
+  for (; i + 64 <= n; i += 64) {
     __m256 acc[8];
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(y + i + 8 * k);
     for (int64_t j = 0; j < rows; ++j) {
@@ -237,7 +278,7 @@ void accumulate_rows_avx2(const float* p, const float* M, int64_t rows, int64_t 
     }
     for (int k = 0; k < 8; ++k) _mm256_storeu_ps(y + i + 8 * k, acc[k]);
   }
-  for (; i < n; i += 8) {  // even and odd rows in separate chains
+  for (; i < n; i += 8) {
     const __m256i m = tail_mask(n - i);
     __m256 a0 = _mm256_maskload_ps(y + i, m), a1 = _mm256_setzero_ps();
     int64_t j = 0;
@@ -248,6 +289,70 @@ void accumulate_rows_avx2(const float* p, const float* M, int64_t rows, int64_t 
     if (j < rows) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_maskload_ps(M + j * n + i, m), a0);
     _mm256_maskstore_ps(y + i, m, _mm256_add_ps(a0, a1));
   }
+}
+
+// Two p sharing each row load: 32 columns x 2 outputs = 8 accumulators, then 8 columns.
+void accumulate_rows_2(const float* p0, const float* p1, const float* M, int64_t rows, int64_t n, float* y0,
+                       float* y1) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 acc[8];
+    for (int k = 0; k < 4; ++k) {
+      acc[k] = _mm256_loadu_ps(y0 + i + 8 * k);
+      acc[4 + k] = _mm256_loadu_ps(y1 + i + 8 * k);
+    }
+    for (int64_t j = 0; j < rows; ++j) {
+      const __m256 a = _mm256_broadcast_ss(p0 + j), b = _mm256_broadcast_ss(p1 + j);
+      const float* r = M + j * n + i;
+      for (int k = 0; k < 4; ++k) {
+        const __m256 row = _mm256_loadu_ps(r + 8 * k);
+        acc[k] = _mm256_fmadd_ps(a, row, acc[k]);
+        acc[4 + k] = _mm256_fmadd_ps(b, row, acc[4 + k]);
+      }
+    }
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(y0 + i + 8 * k, acc[k]);
+      _mm256_storeu_ps(y1 + i + 8 * k, acc[4 + k]);
+    }
+  }
+  for (; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    __m256 a0 = _mm256_maskload_ps(y0 + i, m), b0 = _mm256_maskload_ps(y1 + i, m);
+    __m256 a1 = _mm256_setzero_ps(), b1 = a1;
+    int64_t j = 0;
+    for (; j + 2 <= rows; j += 2) {
+      const __m256 r0 = _mm256_maskload_ps(M + j * n + i, m), r1 = _mm256_maskload_ps(M + (j + 1) * n + i, m);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), r0, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), r0, b0);
+      a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j + 1), r1, a1);
+      b1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j + 1), r1, b1);
+    }
+    if (j < rows) {
+      const __m256 r0 = _mm256_maskload_ps(M + j * n + i, m);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), r0, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), r0, b0);
+    }
+    _mm256_maskstore_ps(y0 + i, m, _mm256_add_ps(a0, a1));
+    _mm256_maskstore_ps(y1 + i, m, _mm256_add_ps(b0, b1));
+  }
+}
+
+}  // namespace
+
+void dot_rows_avx2(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
+                   float alpha, float* y, int64_t ys) {
+  int64_t g = 0;
+  for (; g + 2 <= nx; g += 2)
+    dot_rows_2(x + g * xs, x + (g + 1) * xs, M, rows, n, alpha, y + g * ys, y + (g + 1) * ys);
+  if (g < nx) dot_rows_1(x + g * xs, M, rows, n, alpha, y + g * ys);
+}
+
+void accumulate_rows_avx2(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
+                          float* y, int64_t ys) {
+  int64_t g = 0;
+  for (; g + 2 <= np; g += 2)
+    accumulate_rows_2(p + g * ps, p + (g + 1) * ps, M, rows, n, y + g * ys, y + (g + 1) * ys);
+  if (g < np) accumulate_rows_1(p + g * ps, M, rows, n, y + g * ys);
 }
 
 void binary_avx2(int op, int mode, const float* a, const float* b, float* y, int64_t n) {

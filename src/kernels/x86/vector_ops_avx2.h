@@ -15,8 +15,10 @@ float exp_shift_sum_avx2(float* x, int64_t n, float shift);
 void scale_avx2(float* x, float s, int64_t n);
 void exp_avx2(const float* x, float* y, int64_t n);
 void sigmoid_avx2(const float* x, float* y, int64_t n);
-void dot_rows_avx2(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y);
-void accumulate_rows_avx2(const float* p, const float* M, int64_t rows, int64_t n, float* y);
+void dot_rows_avx2(const float* x, int64_t nx, int64_t x_stride, const float* M, int64_t rows, int64_t n,
+                   float alpha, float* y, int64_t y_stride);
+void accumulate_rows_avx2(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
+                          int64_t n, float* y, int64_t y_stride);
 // op: 0 add, 1 sub, 2 mul, 3 div (kernels::VecOp order). mode: 0 both vectors, 1 b scalar, 2 a scalar.
 void binary_avx2(int op, int mode, const float* a, const float* b, float* y, int64_t n);
 
