@@ -131,18 +131,23 @@ int64_t argmax_avx2(const float* x, int64_t n) {
 }
 
 float max_avx2(const float* x, int64_t n) {
-  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+  // max_ps(x, m) keeps m when x is NaN, so NaNs are skipped and no lane ever holds one.
+  const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  __m256 m0 = ninf, m1 = m0;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
     m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
   }
-  alignas(32) float t[8];
-  _mm256_store_ps(t, _mm256_max_ps(m0, m1));
-  float mx = -INFINITY;
-  for (float v : t) mx = std::fmax(mx, v);
-  for (; i < n; ++i) mx = std::fmax(mx, x[i]);
-  return mx;
+  for (; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    m0 = _mm256_max_ps(_mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m)), m0);
+  }
+  __m256 v = _mm256_max_ps(m0, m1);
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
 }
 
 float exp_shift_sum_avx2(float* x, int64_t n, float shift) {
