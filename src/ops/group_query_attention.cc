@@ -131,8 +131,9 @@ class GroupQueryAttentionOp final : public Op {
     for (int64_t b = 0; b < B_; ++b) longest = std::max<int64_t>(longest, total_b_[b]);
     const bool tiny = B_ * Nq * S * longest * H < 32 * 1024;
     const int64_t threads = tiny ? 1 : ctx.pool.num_threads();
-    const int64_t chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
-    const int64_t per_chunk = (G + chunks - 1) / chunks;
+    const int64_t want_chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
+    const int64_t per_chunk = (G + want_chunks - 1) / want_chunks;
+    const int64_t chunks = (G + per_chunk - 1) / per_chunk;  // none empty
     const int64_t tasks = groups * chunks;
     const int64_t parts = std::min<int64_t>(tasks, threads);
     if (scores_.size() < static_cast<size_t>(parts * per_chunk * L)) scores_.resize(parts * per_chunk * L);
@@ -149,7 +150,6 @@ class GroupQueryAttentionOp final : public Op {
         const int64_t s = t % S, c = (t / S) % chunks, kvh = (t / (S * chunks)) % Nkv,
                       b = t / (S * chunks * Nkv);
         const int64_t h0 = kvh * G + c * per_chunk, nh = std::min(per_chunk, G - c * per_chunk);
-        if (nh <= 0) continue;
         const float* K = pk + (b * Nkv + kvh) * L * H;
         const float* V = pv + (b * Nkv + kvh) * L * H;
         const int64_t end = at_.causal ? past_[b] + s + 1 : total_b_[b];

@@ -100,7 +100,7 @@ void check(const Shape& g) {
 }
 
 TEST(GqaShapes, GroupSizes) {
-  for (int threads : {1, 3}) {
+  for (int threads : {1, 3, 8}) {     // 3 and 8 threads split decode groups into head chunks
     check({2, 2, 64, -1, threads});   // group of 1
     check({4, 2, 40, -1, threads});   // group of 2, odd head size
     check({14, 2, 64, -1, threads});  // Qwen2.5-0.5B grouping: 7
