@@ -12,6 +12,20 @@
 namespace nbits::kernels {
 namespace {
 
+// Product rounded, then added (no fused multiply-add: clang would contract on FMA ISAs; GCC on
+// baseline x86-64 has no FMA to contract into).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+float sequential_sum_squares(const float* x, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float p = x[i] * x[i];
+    s += p;
+  }
+  return s;
+}
+
 float dot_scalar(const float* a, const float* b, int64_t n) {
   float s = 0.0f;
   for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
@@ -72,6 +86,10 @@ void accumulate_rows_scalar(const float* p, int64_t np, int64_t ps, const float*
     for (int64_t j = 0; j < rows; ++j) axpy_scalar(p[g * ps + j], M + j * n, y + g * ys, n);
 }
 
+void sum_squares_rows_scalar(const float* x, int64_t rows, int64_t n, float* out) {
+  for (int64_t r = 0; r < rows; ++r) out[r] = sequential_sum_squares(x + r * n, n);
+}
+
 template <VecOp Op>
 inline float apply(float a, float b) {
   if constexpr (Op == VecOp::kAdd) return a + b;
@@ -121,6 +139,7 @@ struct Ops {
   void (*dot_rows)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float, float*, int64_t);
   void (*accumulate_rows)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t);
   void (*binary)(int, int, const float*, const float*, float*, int64_t);
+  void (*sum_squares_rows)(const float*, int64_t, int64_t, float*);
 };
 
 const Ops& ops() {
@@ -128,15 +147,35 @@ const Ops& ops() {
 #if defined(NBITS_ARCH_X86)
     const CpuFeatures& f = cpu_features();
     if (f.avx2 && f.fma)
-      return Ops{"avx2",      dot_avx2,     axpy_avx2,          scale_mul_avx2,
-                 argmax_avx2, max_avx2,     exp_shift_sum_avx2, scale_avx2,
-                 exp_avx2,    sigmoid_avx2, dot_rows_avx2,      accumulate_rows_avx2,
-                 binary_avx2};
+      return Ops{"avx2",
+                 dot_avx2,
+                 axpy_avx2,
+                 scale_mul_avx2,
+                 argmax_avx2,
+                 max_avx2,
+                 exp_shift_sum_avx2,
+                 scale_avx2,
+                 exp_avx2,
+                 sigmoid_avx2,
+                 dot_rows_avx2,
+                 accumulate_rows_avx2,
+                 binary_avx2,
+                 sum_squares_rows_avx2};
 #endif
-    return Ops{"scalar",      dot_scalar,     axpy_scalar,          scale_mul_scalar,
-               argmax_scalar, max_scalar,     exp_shift_sum_scalar, scale_scalar,
-               exp_scalar,    sigmoid_scalar, dot_rows_scalar,      accumulate_rows_scalar,
-               binary_scalar};
+    return Ops{"scalar",
+               dot_scalar,
+               axpy_scalar,
+               scale_mul_scalar,
+               argmax_scalar,
+               max_scalar,
+               exp_shift_sum_scalar,
+               scale_scalar,
+               exp_scalar,
+               sigmoid_scalar,
+               dot_rows_scalar,
+               accumulate_rows_scalar,
+               binary_scalar,
+               sum_squares_rows_scalar};
   }();
   return o;
 }
@@ -191,6 +230,10 @@ void vec_binary_scalar(VecOp op, const float* a, float b, bool b_first, float* y
   } else {
     ops().binary(static_cast<int>(op), 1, a, &b, y, n);
   }
+}
+
+void vec_sum_squares_rows(const float* x, int64_t rows, int64_t n, float* out) {
+  ops().sum_squares_rows(x, rows, n, out);
 }
 
 const char* vector_ops_isa() { return ops().isa; }

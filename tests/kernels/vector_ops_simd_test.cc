@@ -186,6 +186,25 @@ TEST(VectorOpsSimd, DotRowsAndAccumulateRows) {
       }
 }
 
+TEST(VectorOpsSimd, SumSquaresRowsBitwiseSequential) {
+  std::mt19937 rng(9);
+  for (int64_t rows : {0, 1, 7, 8, 9, 16, 21})
+    for (int64_t n : {1, 7, 8, 9, 64, 65, 896}) {
+      const auto x = rand_vec(rows * n, rng, -3.0f, 3.0f);
+      std::vector<float> out(static_cast<size_t>(rows + 1), 4.0f);
+      vec_sum_squares_rows(x.data(), rows, n, out.data());
+      EXPECT_EQ(out[rows], 4.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        float s = 0.0f;
+        for (int64_t i = 0; i < n; ++i) {
+          volatile float p = x[r * n + i] * x[r * n + i];  // rounded product, no fused multiply-add
+          s += p;
+        }
+        ASSERT_EQ(out[r], s) << rows << "x" << n << " row " << r;
+      }
+    }
+}
+
 float ref_op(VecOp op, float a, float b) {
   switch (op) {
     case VecOp::kAdd:

@@ -32,6 +32,34 @@ inline __m256 hsum8(const __m256* a) {
   return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
+// In place: c[k] lane j <- c[j] lane k (8x8 transpose).
+inline void transpose8(__m256* c) {
+  const __m256 t0 = _mm256_unpacklo_ps(c[0], c[1]), t1 = _mm256_unpackhi_ps(c[0], c[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(c[2], c[3]), t3 = _mm256_unpackhi_ps(c[2], c[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(c[4], c[5]), t5 = _mm256_unpackhi_ps(c[4], c[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(c[6], c[7]), t7 = _mm256_unpackhi_ps(c[6], c[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// The empty asm hides v's origin, so the compiler cannot fuse the product into the next add
+// (this file is built with -mfma): results stay bitwise equal to separate multiply and add.
+template <typename T>
+inline T no_contract(T v) {
+  __asm__("" : "+x"(v));
+  return v;
+}
+
 template <int Op>
 inline __m256 apply(__m256 a, __m256 b) {
   if constexpr (Op == 0) return _mm256_add_ps(a, b);
@@ -358,6 +386,33 @@ void accumulate_rows_avx2(const float* p, int64_t np, int64_t ps, const float* M
   for (; g + 2 <= np; g += 2)
     accumulate_rows_2(p + g * ps, p + (g + 1) * ps, M, rows, n, y + g * ys, y + (g + 1) * ys);
   if (g < np) accumulate_rows_1(p + g * ps, M, rows, n, y + g * ys);
+}
+
+void sum_squares_rows_avx2(const float* x, int64_t rows, int64_t n, float* out) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) {  // lane k accumulates row r + k, columns in order
+    const float* b = x + r * n;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      __m256 c[8];
+      for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(b + k * n + i);
+      transpose8(c);
+      for (int k = 0; k < 8; ++k) acc = _mm256_add_ps(acc, no_contract(_mm256_mul_ps(c[k], c[k])));
+    }
+    alignas(32) float t[8];
+    _mm256_store_ps(t, acc);
+    for (int k = 0; k < 8; ++k) {
+      float s = t[k];
+      for (int64_t j = i; j < n; ++j) s += no_contract(b[k * n + j] * b[k * n + j]);
+      out[r + k] = s;
+    }
+  }
+  for (; r < rows; ++r) {
+    float s = 0.0f;
+    for (int64_t j = 0; j < n; ++j) s += no_contract(x[r * n + j] * x[r * n + j]);
+    out[r] = s;
+  }
 }
 
 void binary_avx2(int op, int mode, const float* a, const float* b, float* y, int64_t n) {
