@@ -54,7 +54,8 @@ class PackedMatMul {
   // Uses `pool` to split N (panel-aligned). Allocates nothing after the first
   // call with a given M (scratch is kept per instance or per thread).
   virtual void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const = 0;
-  // The micro-kernel that a call with this M takes, e.g. "qgemv_q4x16_avx512vnni".
+  // The micro-kernel that a call with this M takes, e.g. "qgemv_q4x16_avx512vnni"
+  // ("q4x16h...": the x16 format with fp16 scales).
   virtual const char* kernel_name(int64_t M) const = 0;
   // Bytes of packed weights (what a decode step streams).
   virtual size_t packed_bytes() const = 0;
