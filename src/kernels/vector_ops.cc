@@ -74,6 +74,15 @@ void sigmoid_scalar(const float* x, float* y, int64_t n) {
   }
 }
 
+void silu_mul_scalar(const float* x, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float s;
+    sigmoid_scalar(x + i, &s, 1);
+    const float a = x[i] * s;
+    y[i] = up ? a * up[i] : a;
+  }
+}
+
 void dot_rows_scalar(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
                      float alpha, float* y, int64_t ys) {
   for (int64_t g = 0; g < nx; ++g)
@@ -140,6 +149,7 @@ struct Ops {
   void (*accumulate_rows)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t);
   void (*binary)(int, int, const float*, const float*, float*, int64_t);
   void (*sum_squares_rows)(const float*, int64_t, int64_t, float*);
+  void (*silu_mul)(const float*, const float*, float*, int64_t);
 };
 
 const Ops& ops() {
@@ -160,7 +170,8 @@ const Ops& ops() {
                  dot_rows_avx2,
                  accumulate_rows_avx2,
                  binary_avx2,
-                 sum_squares_rows_avx2};
+                 sum_squares_rows_avx2,
+                 silu_mul_avx2};
 #endif
     return Ops{"scalar",
                dot_scalar,
@@ -175,7 +186,8 @@ const Ops& ops() {
                dot_rows_scalar,
                accumulate_rows_scalar,
                binary_scalar,
-               sum_squares_rows_scalar};
+               sum_squares_rows_scalar,
+               silu_mul_scalar};
   }();
   return o;
 }
@@ -209,6 +221,8 @@ void vec_scale(float* x, float s, int64_t n) { ops().scale(x, s, n); }
 void vec_exp(const float* x, float* y, int64_t n) { ops().exp(x, y, n); }
 
 void vec_sigmoid(const float* x, float* y, int64_t n) { ops().sigmoid(x, y, n); }
+
+void vec_silu_mul(const float* x, const float* up, float* y, int64_t n) { ops().silu_mul(x, up, y, n); }
 
 void vec_dot_rows(const float* x, int64_t nx, int64_t x_stride, const float* M, int64_t rows, int64_t n,
                   float alpha, float* y, int64_t y_stride) {

@@ -39,6 +39,10 @@ void vec_exp(const float* x, float* y, int64_t n);
 // y[i] = 1 / (1 + exp(-x[i])), accurate in relative terms for large negative x too; y may alias x.
 void vec_sigmoid(const float* x, float* y, int64_t n);
 
+// SiLU / SwiGLU in one pass: y[i] = (x[i] * sigmoid(x[i])) * up[i] (up == nullptr: no up factor);
+// bitwise equal to vec_sigmoid followed by the vec_binary multiplies. y may alias x or up.
+void vec_silu_mul(const float* x, const float* up, float* y, int64_t n);
+
 // For g < nx: y[g * y_stride + j] = alpha * dot(x + g * x_stride, M + j * n), j < rows (M is
 // rows x n, row-major). Several x at once share the loads of M.
 void vec_dot_rows(const float* x, int64_t nx, int64_t x_stride, const float* M, int64_t rows, int64_t n,

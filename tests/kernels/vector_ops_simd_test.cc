@@ -111,6 +111,25 @@ TEST(VectorOpsSimd, TailsAndInPlace) {
   }
 }
 
+TEST(VectorOpsSimd, SiluMulBitwiseLikeSeparateOps) {
+  std::mt19937 rng(10);
+  for (int64_t n : kSizes) {
+    const auto x = rand_vec(n + 1, rng, -12.0f, 12.0f), up = rand_vec(n + 1, rng, -2.0f, 2.0f);
+    std::vector<float> sig(static_cast<size_t>(n + 1)), want(sig.size()), swiglu(sig.size()),
+        silu(sig.size(), 6.0f);
+    vec_sigmoid(x.data(), sig.data(), n);
+    vec_binary(VecOp::kMul, x.data(), sig.data(), want.data(), n);
+    vec_silu_mul(x.data(), nullptr, silu.data(), n);
+    EXPECT_EQ(silu[n], 6.0f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(silu[i], want[i]) << n << " " << i;
+    vec_binary(VecOp::kMul, want.data(), up.data(), want.data(), n);
+    vec_silu_mul(x.data(), up.data(), swiglu.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(swiglu[i], want[i]) << n << " " << i;
+    for (int64_t i = 0; i < n; ++i)  // and close to the exact value
+      ASSERT_NEAR(silu[i], x[i] / (1.0 + std::exp(-double(x[i]))), 1e-6 * (1 + std::fabs(x[i]))) << x[i];
+  }
+}
+
 TEST(VectorOpsSimd, MaxExpSumScaleSoftmax) {
   std::mt19937 rng(4);
   EXPECT_EQ(vec_max(nullptr, 0), -INFINITY);

@@ -224,6 +224,21 @@ void sigmoid_avx2(const float* x, float* y, int64_t n) {
   }
 }
 
+void silu_mul_avx2(const float* x, const float* up, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 a = _mm256_mul_ps(v, sigmoid8(v));
+    _mm256_storeu_ps(y + i, up ? _mm256_mul_ps(a, _mm256_loadu_ps(up + i)) : a);
+  }
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 v = _mm256_maskload_ps(x + i, m);
+    const __m256 a = _mm256_mul_ps(v, sigmoid8(v));
+    _mm256_maskstore_ps(y + i, m, up ? _mm256_mul_ps(a, _mm256_maskload_ps(up + i, m)) : a);
+  }
+}
+
 namespace {
 
 // One x: 8 rows at a time (8 accumulators), then single rows.

@@ -15,6 +15,7 @@ float exp_shift_sum_avx2(float* x, int64_t n, float shift);
 void scale_avx2(float* x, float s, int64_t n);
 void exp_avx2(const float* x, float* y, int64_t n);
 void sigmoid_avx2(const float* x, float* y, int64_t n);
+void silu_mul_avx2(const float* x, const float* up, float* y, int64_t n);
 void dot_rows_avx2(const float* x, int64_t nx, int64_t x_stride, const float* M, int64_t rows, int64_t n,
                    float alpha, float* y, int64_t y_stride);
 void accumulate_rows_avx2(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
