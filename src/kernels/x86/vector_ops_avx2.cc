@@ -26,10 +26,15 @@ inline float hsum(__m256 s) {
 }
 
 // Lane r of the result = horizontal sum of a[r].
+// (unpack/shuffle + add: single-uop shuffles, cheaper than hadd on Zen.)
 inline __m256 hsum8(const __m256* a) {
-  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+  __m256 p[4];
+  for (int k = 0; k < 4; ++k)
+    p[k] =
+        _mm256_add_ps(_mm256_unpacklo_ps(a[2 * k], a[2 * k + 1]), _mm256_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+  const __m256 s0 = _mm256_add_ps(_mm256_shuffle_ps(p[0], p[1], 0x44), _mm256_shuffle_ps(p[0], p[1], 0xEE));
+  const __m256 s1 = _mm256_add_ps(_mm256_shuffle_ps(p[2], p[3], 0x44), _mm256_shuffle_ps(p[2], p[3], 0xEE));
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20), _mm256_permute2f128_ps(s0, s1, 0x31));
 }
 
 // In place: c[k] lane j <- c[j] lane k (8x8 transpose).
