@@ -97,7 +97,9 @@ const Packed& packed(const MatMulNBitsKernel& k, const Quant& q, bool fp16, int6
   p.key = key;
   size_t total = 0;
   do {
-    p.copies.push_back(k.pack_opts(src.w, PackOptions{fp16}));
+    PackOptions options;
+    options.fp16_scales = fp16;
+    p.copies.push_back(k.pack_opts(src.w, options));
     total += p.copies.back()->packed_bytes();
   } while (total < kRotateBytes);
   p.bytes = p.copies[0]->packed_bytes();

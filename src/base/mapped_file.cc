@@ -66,6 +66,12 @@ void MappedFile::release(const void* p, size_t n) const {
   ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
+void MappedFile::random_access(const void* p, size_t n) const {
+  uintptr_t lo = 0, hi = 0;
+  if (!contains(p, n) || !page_range(p, n, false, lo, hi)) return;
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_RANDOM);
+}
+
 void MappedFile::prefetch(const void* p, size_t n) const {
   uintptr_t lo = 0, hi = 0;
   if (!contains(p, n) || !page_range(p, n, false, lo, hi)) return;

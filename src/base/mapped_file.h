@@ -32,6 +32,9 @@ class MappedFile {
   // Asks the kernel to read [p, p + n) ahead (MADV_WILLNEED), so first touches
   // do not wait on the disk. Ignored outside the mapping.
   void prefetch(const void* p, size_t n) const;
+  // Rows of [p, p + n) are read at random (an embedding table): a fault maps just
+  // its page instead of the 64 KiB around it (MADV_RANDOM). Ignored outside.
+  void random_access(const void* p, size_t n) const;
 
  private:
   void reset();

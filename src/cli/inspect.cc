@@ -63,7 +63,8 @@ struct NBitsRow {
   std::string kernel;
 };
 
-json inspect_model(const std::string& path, const std::optional<int>& accuracy_override, bool try_session) {
+json inspect_model(const std::string& path, const std::optional<int>& accuracy_override, bool try_session,
+                   bool fp16_scales) {
   const onnx::Model model = onnx::load_model(path);
   const onnx::Graph& g = model.graph;
   json r;
@@ -118,6 +119,7 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
     try {
       graph::SessionOptions so;
       so.accuracy_level = accuracy_override;
+      so.fp16_scales = fp16_scales;
       auto session = graph::Session::load(path, so);
       std::map<std::string, graph::MatMulNBitsInfo> infos;
       for (const auto& i : session->matmul_nbits_info()) infos[i.node] = i;
@@ -230,11 +232,14 @@ int inspect_main(const std::vector<std::string>& args) {
   f.positional("FILE_OR_DIR", "model.onnx, or a model folder (genai_config.json names the file)");
   f.choice("--format", {"text", "json"}, "output format", "text");
   f.i64("--accuracy-level", "L", "show kernels as with `nbits run --accuracy-level L`", std::nullopt, 0, 4);
+  f.choice("--scales", {"fp32", "fp16"},
+           "show kernels as with `nbits run --scales` (fp16: names carry an 'h')", "fp32");
   f.flag("--no-session", "do not load the model into the runtime (attributes only)");
   if (auto rc = f.parse(args)) return *rc;
   std::optional<int> level;
   if (f.has("--accuracy-level")) level = static_cast<int>(f.get_i64("--accuracy-level"));
-  const json r = inspect_model(model_file(f.get_positional(0)), level, !f.get_flag("--no-session"));
+  const json r = inspect_model(model_file(f.get_positional(0)), level, !f.get_flag("--no-session"),
+                               f.get_str("--scales") == "fp16");
   if (f.get_str("--format") == "json")
     std::printf("%s\n", r.dump().c_str());
   else

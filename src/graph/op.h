@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,9 @@ struct OpBuild {
   std::vector<const Tensor*> constants;  // non-null where input i is a constant
   std::vector<DType> out_types;          // one per node output (filled by the factory)
   const SessionOptions& options;
+  // Drops the whole file pages inside [p, p + n) when they belong to the mapped
+  // model (a hint: a later read faults them back in); no-op elsewhere.
+  std::function<void(const void* p, size_t n)> release_pages = {};
 
   bool has_input(size_t i) const { return i < in_types.size() && in_types[i].has_value(); }
   DType type(size_t i) const;                                // throws naming the node if input i is absent

@@ -204,7 +204,8 @@ class SessionImpl final : public Session {
   }
 
   void build();
-  const MappedFile* mapping_of(const Tensor& t) const;
+  const MappedFile* mapping_of(const void* p, size_t n) const;
+  const MappedFile* mapping_of(const Tensor& t) const { return mapping_of(t.data, t.bytes()); }
   void consumed_at_load(int value, bool read_at_run);
   void advise_mapped_constants();
   void fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
@@ -225,11 +226,10 @@ class SessionImpl final : public Session {
   size_t weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
 };
 
-const MappedFile* SessionImpl::mapping_of(const Tensor& t) const {
-  const size_t n = t.bytes();
-  if (model_.file && model_.file->contains(t.data, n)) return model_.file.get();
+const MappedFile* SessionImpl::mapping_of(const void* p, size_t n) const {
+  if (model_.file && model_.file->contains(p, n)) return model_.file.get();
   for (const auto& [location, f] : model_.external_files)
-    if (f && f->contains(t.data, n)) return f.get();
+    if (f && f->contains(p, n)) return f.get();
   return nullptr;
 }
 
@@ -251,7 +251,8 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run) {
 }
 
 // Large initializers read at run time straight from the mapping (an fp32
-// embedding table) are read ahead now, so the first prompt does not wait on the disk.
+// embedding table) are read ahead now, so the first prompt does not wait on the
+// disk, and marked random-access, so a row maps its own page, not 64 KiB around it.
 void SessionImpl::advise_mapped_constants() {
   std::vector<bool> seen(values_.size(), false);
   for (const PlanNode& p : plan_)
@@ -263,7 +264,10 @@ void SessionImpl::advise_mapped_constants() {
       const MappedFile* f = mapping_of(t);
       if (f == nullptr) continue;
       mapped_weight_bytes_ += t.bytes();
-      if (t.bytes() >= (size_t{1} << 20)) f->prefetch(t.data, t.bytes());
+      if (t.bytes() >= (size_t{1} << 20)) {
+        f->prefetch(t.data, t.bytes());
+        f->random_access(t.data, t.bytes());
+      }
     }
 }
 
@@ -299,6 +303,9 @@ void SessionImpl::build() {
     NBITS_CHECK(make != nullptr, "unsupported op '", node.op_type, "' (domain '",
                 node.domain.empty() ? "ai.onnx" : node.domain, "') at node '", node.name, "'");
     OpBuild b{node, {}, {}, {}, options_};
+    b.release_pages = [this](const void* p, size_t n) {
+      if (const MappedFile* f = mapping_of(p, n)) f->release(p, n);
+    };
     std::vector<int> in(node.inputs.size(), -1);
     bool all_const = true;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -424,7 +431,9 @@ void SessionImpl::plan_buffers() {
     PlanNode& p = plan_[pi];
     for (int o : p.out)
       if (o >= 0 && values_[o].root == o) {
-        if (free_list.empty()) {
+        // Graph outputs live to the end and are often bound to caller memory (the KV
+        // cache): they get a buffer of their own, so they never pin a large reusable one.
+        if (free_list.empty() || values_[o].graph_output) {
           buffers_.push_back(std::make_unique<Buffer>());
           values_[o].buffer = static_cast<int>(buffers_.size()) - 1;
         } else {

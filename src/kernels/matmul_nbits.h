@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -69,6 +70,11 @@ struct PackOptions {
   // qgemv_q4x16h_avx2); a matrix whose scales do not fit fp16 (|s| > 65504 or
   // subnormal) keeps fp32 scales.
   bool fp16_scales = false;
+  // When set, packing calls it with n as it finishes source rows: rows [0, n) of
+  // codes, scales and zero points are not read again, so the caller may drop their
+  // file pages (peak memory at load = packed + a slice, not packed + original).
+  // Kernel sets without `pack_with` never call it.
+  std::function<void(int64_t n)> rows_consumed;
 };
 
 // One entry of the kernel table. Tests iterate the table; dispatch picks the

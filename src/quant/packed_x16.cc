@@ -31,7 +31,8 @@ bool scales_fit_fp16(const kernels::QuantizedMatrix& w) {
   return true;
 }
 
-PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales) {
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
+                   const std::function<void(int64_t)>& rows_consumed) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
   p.bits = w.bits;
@@ -78,6 +79,7 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales) {
           }
       }
     }
+    if (rows_consumed && ((n + 1) % 256 == 0 || n + 1 == w.N)) rows_consumed(n + 1);
   }
   return p;
 }

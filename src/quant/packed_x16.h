@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 
 #include "kernels/matmul_nbits.h"
@@ -80,6 +81,8 @@ bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
 
 // Packs `w` (x16_packable) into a new PackedX16, with fp16 scales when asked
 // and scales_fit_fp16(w) (else float scales: check the result's scales_fp16).
-PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false);
+// rows_consumed (optional): called with n as rows [0, n) of the source are done.
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
+                   const std::function<void(int64_t)>& rows_consumed = {});
 
 }  // namespace nbits::quant

@@ -33,6 +33,12 @@ namespace {
 
 constexpr double kU = 1.0 / 16777216.0;  // 2^-24
 
+PackOptions scales_opts(bool fp16) {
+  PackOptions o;
+  o.fp16_scales = fp16;
+  return o;
+}
+
 struct RandomWeight {
   std::vector<uint8_t> codes, zp;
   std::vector<float> scales;
@@ -172,7 +178,7 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
                        " bits=" + std::to_string(sh.bits) + " block=" + std::to_string(sh.block) +
                        " K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
                        " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : ""));
-          auto packed = k.pack_opts(w, PackOptions{fp16});
+          auto packed = k.pack_opts(w, scales_opts(fp16));
           std::vector<float> y1(want_i8.size(), NAN), y2(want_i8.size(), NAN);
           packed->run(A.data(), M, y1.data(), bp, pool1);
           packed->run(A.data(), M, y2.data(), bp, pool2);
@@ -292,7 +298,7 @@ TEST(MatMulNBitsKernels, Fp16ScalesKernelNamesAndPackedBytes) {
       for (const auto& k : matmul_nbits_kernels()) {
         if (!k.supports(rw.w, cpu_features())) continue;
         SCOPED_TRACE(std::string(k.name) + " bits=" + std::to_string(bits) + (asym ? " asym" : " sym"));
-        auto p32 = k.pack_opts(rw.w, PackOptions{false}), p16 = k.pack_opts(rw.w, PackOptions{true});
+        auto p32 = k.pack_opts(rw.w, scales_opts(false)), p16 = k.pack_opts(rw.w, scales_opts(true));
         if (!has_fp16_format(k)) {
           EXPECT_STREQ(p16->kernel_name(1), k.pack(rw.w)->kernel_name(1));
           EXPECT_EQ(p16->packed_bytes(), p32->packed_bytes());
@@ -330,7 +336,7 @@ TEST(MatMulNBitsKernels, Fp16ScalesFallBackToFp32OutOfRange) {
       for (const auto& k : matmul_nbits_kernels()) {
         if (!has_fp16_format(k) || !k.supports(rw.w, cpu_features())) continue;
         SCOPED_TRACE(std::string(k.name) + " scale=" + std::to_string(bad));
-        auto p16 = k.pack_opts(rw.w, PackOptions{true}), p32 = k.pack(rw.w);
+        auto p16 = k.pack_opts(rw.w, scales_opts(true)), p32 = k.pack(rw.w);
         EXPECT_EQ(says_fp16(*p16, 1), fits) << p16->kernel_name(1);
         if (fits) continue;
         EXPECT_EQ(p16->packed_bytes(), p32->packed_bytes());
@@ -361,9 +367,35 @@ TEST(MatMulNBitsKernels, DispatchPassesPackOptions) {
         break;
       }
     ASSERT_NE(first, nullptr);
-    auto picked = make_matmul_nbits(rw.w, c, PackOptions{true});
-    EXPECT_STREQ(picked->kernel_name(1), first->pack_opts(rw.w, PackOptions{true})->kernel_name(1));
-    EXPECT_EQ(picked->packed_bytes(), first->pack_opts(rw.w, PackOptions{true})->packed_bytes());
+    auto picked = make_matmul_nbits(rw.w, c, scales_opts(true));
+    EXPECT_STREQ(picked->kernel_name(1), first->pack_opts(rw.w, scales_opts(true))->kernel_name(1));
+    EXPECT_EQ(picked->packed_bytes(), first->pack_opts(rw.w, scales_opts(true))->packed_bytes());
+  }
+}
+
+// rows_consumed reports source rows in order, ends at N, and the result is the same.
+TEST(MatMulNBitsKernels, PackReportsConsumedRowsInOrder) {
+  std::mt19937 rng(9);
+  RandomWeight rw(4, 32, 96, 1000, true, rng);
+  for (Compute c : {Compute::kInt8, Compute::kFp32}) {
+    std::vector<int64_t> calls;
+    PackOptions o;
+    o.rows_consumed = [&](int64_t n) { calls.push_back(n); };
+    auto with = make_matmul_nbits(rw.w, c, o);
+    auto without = make_matmul_nbits(rw.w, c, PackOptions{});
+    EXPECT_STREQ(with->kernel_name(1), without->kernel_name(1));
+    const bool x16 = std::string(with->kernel_name(1)).find("x16") != std::string::npos;
+    if (x16) {  // the x16 packer reports; others may not
+      ASSERT_FALSE(calls.empty());
+      EXPECT_EQ(calls.back(), 1000);
+      for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i], calls[i - 1]);
+    }
+    std::vector<float> A(96 * 3), y1(1000 * 3), y2(1000 * 3);
+    for (auto& a : A) a = std::uniform_real_distribution<float>(-1, 1)(rng);
+    ThreadPool pool(1);
+    with->run(A.data(), 3, y1.data(), nullptr, pool);
+    without->run(A.data(), 3, y2.data(), nullptr, pool);
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)));
   }
 }
 

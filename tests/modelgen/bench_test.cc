@@ -41,11 +41,33 @@ TEST(Bench, JsonFields) {
   EXPECT_EQ(j["prompt_tokens"], 9);
   ASSERT_EQ(j["runs"].size(), 1u);
   const auto& r = j["runs"][0];
-  for (const char* k :
-       {"threads", "load_ms", "prefill_ms_median", "prefill_tok_s", "decode_ms_median", "decode_ms_p10",
-        "decode_ms_p90", "decode_tok_s", "weight_bytes_per_token", "onnx_weight_bytes_per_token",
-        "kv_bytes_per_token", "bytes_per_token", "achieved_gbs", "bandwidth_gbs", "floor_ms",
-        "fraction_of_floor", "matmul_kernels_at_load", "profile_decode"})
+  for (const char* k : {"threads",
+                        "load_ms",
+                        "prefill_ms_median",
+                        "prefill_tok_s",
+                        "decode_ms_median",
+                        "decode_ms_p10",
+                        "decode_ms_p90",
+                        "decode_tok_s",
+                        "weight_bytes_per_token",
+                        "onnx_weight_bytes_per_token",
+                        "kv_bytes_per_token",
+                        "bytes_per_token",
+                        "achieved_gbs",
+                        "bandwidth_gbs",
+                        "floor_ms",
+                        "fraction_of_floor",
+                        "matmul_kernels_at_load",
+                        "profile_decode",
+                        "peak_rss_bytes",
+                        "peak_rss_load_bytes",
+                        "rss_before_load_bytes",
+                        "owned_weight_bytes",
+                        "mapped_weight_bytes",
+                        "released_bytes",
+                        "kv_cache_bytes",
+                        "arena_bytes",
+                        "peak_rss_over_weights_kv_arena"})
     EXPECT_TRUE(r.contains(k)) << k;
   EXPECT_EQ(r["decode_ms_all"].size(), 10u);  // 5 tokens x 2 reps
   EXPECT_LE(r["decode_ms_p10"].get<double>(), r["decode_ms_median"].get<double>());
@@ -60,7 +82,16 @@ TEST(Bench, JsonFields) {
   for (const auto& op : r["profile_decode"]["op_types"])
     if (op["op_type"] == "MatMulNBits") mm_calls = op["calls"].get<int64_t>();
   EXPECT_EQ(mm_calls, 5 * (2 * 5 + 1));
-  EXPECT_THROW(run_bench(BenchOptions{o.model_dir, {1}, 0, 4, 1, 1.0, 1, false}), Error);
+  BenchOptions no_prompt = o;
+  no_prompt.prompt = 0;
+  EXPECT_THROW(run_bench(no_prompt), Error);
+  // Memory: the peak covers the packed weights, and stays near weights + KV + arena.
+  if (r["peak_rss_bytes"].get<int64_t>() > 0) {
+    EXPECT_GE(r["peak_rss_bytes"].get<int64_t>(), r["owned_weight_bytes"].get<int64_t>());
+    EXPECT_GT(r["released_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(r["kv_cache_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(r["arena_bytes"].get<int64_t>(), 0);
+  }
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
