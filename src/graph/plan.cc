@@ -110,4 +110,73 @@ int fuse_matmul_nbits_bias(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
   return fused;
 }
 
+namespace {
+
+bool is_onnx_op(const onnx::Node& n, const char* type) {
+  return n.op_type == type && (n.domain.empty() || n.domain == "ai.onnx");
+}
+
+}  // namespace
+
+int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  std::map<std::string, int> uses;
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs) ++uses[in];
+  for (const auto& o : g.outputs) uses[o.name] += 2;  // graph outputs are never fused away
+  std::map<std::string, size_t> producer, consumer;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const std::string& o : nodes[i].outputs) producer[o] = i;
+    for (const std::string& in : nodes[i].inputs) consumer[in] = i;
+  }
+  auto made_by = [&](const std::string& v) -> const onnx::Node* {
+    auto it = producer.find(v);
+    return it == producer.end() ? nullptr : &nodes[it->second];
+  };
+  // g and u: outputs of MatMulNBits nodes reading the same A with the same N.
+  auto twin_projections = [&](const std::string& gv, const std::string& uv) {
+    const onnx::Node* pg = made_by(gv);
+    const onnx::Node* pu = made_by(uv);
+    if (pg == nullptr || pu == nullptr || pg == pu) return false;
+    if (pg->op_type != "MatMulNBits" || pu->op_type != "MatMulNBits") return false;
+    if (pg->inputs.empty() || pu->inputs.empty() || pg->inputs[0] != pu->inputs[0]) return false;
+    const onnx::Attribute* ng = pg->attr("N");
+    const onnx::Attribute* nu = pu->attr("N");
+    return ng != nullptr && nu != nullptr && ng->i == nu->i && pg->outputs[0] == gv && pu->outputs[0] == uv;
+  };
+
+  int fused = 0;
+  std::vector<bool> removed(nodes.size(), false);
+  for (size_t si = 0; si < nodes.size(); ++si) {
+    const onnx::Node& sig = nodes[si];
+    if (!is_onnx_op(sig, "Sigmoid") || sig.inputs.size() != 1 || sig.outputs.size() != 1) continue;
+    const std::string& gv = sig.inputs[0];
+    const std::string& sv = sig.outputs[0];
+    if (uses[sv] != 1) continue;
+    const size_t ai = consumer[sv];
+    const onnx::Node& act = nodes[ai];  // a = g * s
+    if (!is_onnx_op(act, "Mul") || act.inputs.size() != 2 || act.outputs.size() != 1) continue;
+    if (!((act.inputs[0] == gv && act.inputs[1] == sv) || (act.inputs[0] == sv && act.inputs[1] == gv)))
+      continue;
+    const std::string& av = act.outputs[0];
+    if (uses[av] != 1) continue;
+    const size_t mi = consumer[av];
+    onnx::Node& mul = nodes[mi];  // m = a * u
+    if (!is_onnx_op(mul, "Mul") || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
+    const std::string uv = mul.inputs[0] == av ? mul.inputs[1] : mul.inputs[0];
+    if (uv == av || !twin_projections(gv, uv)) continue;
+    mul.op_type = kSiluMulOp;
+    mul.domain = kInternalDomain;
+    mul.inputs = {gv, uv};
+    mul.attributes.clear();
+    removed[si] = removed[ai] = true;
+    ++fused;
+  }
+  std::vector<onnx::Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+  return fused;
+}
+
 }  // namespace nbits::graph

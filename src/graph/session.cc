@@ -275,6 +275,7 @@ void SessionImpl::build() {
   const onnx::Graph& g = model_.graph;
   std::vector<onnx::Node> nodes = sorted_nodes(g);
   fuse_matmul_nbits_bias(nodes, g);
+  fuse_silu_mul(nodes, g);
 
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);
   for (const onnx::Node& node : nodes)

@@ -154,6 +154,28 @@ class SigmoidOp final : public Op {
   }
 };
 
+// The fused SwiGLU: y = (g * sigmoid(g)) * u, bitwise what Sigmoid + Mul + Mul give.
+class SiluMulOp final : public Op {
+ public:
+  explicit SiluMulOp(std::string where) : where_(std::move(where)) {}
+  void infer(const graph::OpArgs& a) override {
+    NBITS_CHECK(a.in[0]->shape == a.in[1]->shape, where_, ": gate ", a.in[0]->shape.str(), " and up ",
+                a.in[1]->shape.str(), " differ");
+    a.out[0]->shape = a.in[0]->shape;
+  }
+  void run(const graph::OpArgs& a, graph::RunContext& ctx) override {
+    const float* g = a.in[0]->as<const float>();
+    const float* u = a.in[1]->as<const float>();
+    float* y = a.out[0]->as<float>();
+    ctx.pool.parallel_range(a.in[0]->numel(), 8192,
+                            [&](int64_t s, int64_t e) { kernels::vec_silu_mul(g + s, u + s, y + s, e - s); });
+  }
+  std::string kernel_name() const override { return "silu_mul"; }
+
+ private:
+  std::string where_;
+};
+
 class CastOp final : public Op {
  public:
   CastOp(DType from, DType to) : from_(from), to_(to) {}
@@ -232,6 +254,14 @@ std::unique_ptr<Op> make_sigmoid(OpBuild& b) {
   b.require_type(0, {DType::kF32}, "X");
   b.set_outputs(DType::kF32);
   return std::make_unique<SigmoidOp>();
+}
+
+std::unique_ptr<Op> make_silu_mul(OpBuild& b) {
+  b.check(b.node.inputs.size() == 2 && b.has_input(0) && b.has_input(1), "expects 2 inputs (gate, up)");
+  b.require_type(0, {DType::kF32}, "gate");
+  b.require_type(1, {DType::kF32}, "up");
+  b.set_outputs(DType::kF32);
+  return std::make_unique<SiluMulOp>(b.where());
 }
 
 std::unique_ptr<Op> make_cast(OpBuild& b) {

@@ -28,6 +28,7 @@ std::unique_ptr<Op> make_sub(OpBuild& b);
 std::unique_ptr<Op> make_mul(OpBuild& b);
 std::unique_ptr<Op> make_div(OpBuild& b);
 std::unique_ptr<Op> make_sigmoid(OpBuild& b);
+std::unique_ptr<Op> make_silu_mul(OpBuild& b);  // the fused SwiGLU (graph/plan.h fuse_silu_mul)
 std::unique_ptr<Op> make_cast(OpBuild& b);
 // shape_ops.cc
 std::unique_ptr<Op> make_identity(OpBuild& b);

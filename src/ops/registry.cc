@@ -10,7 +10,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
     std::string_view domain, op_type;
     OpFactory make;
   };
-  static constexpr std::string_view kOnnx = "", kMs = "com.microsoft";
+  static constexpr std::string_view kOnnx = "", kMs = "com.microsoft", kInternal = "nbits.internal";
   static const Entry kTable[] = {
       {kMs, "MatMulNBits", ops::make_matmul_nbits},
       {kMs, "GroupQueryAttention", ops::make_group_query_attention},
@@ -26,6 +26,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "Mul", ops::make_mul},
       {kOnnx, "Div", ops::make_div},
       {kOnnx, "Sigmoid", ops::make_sigmoid},
+      {kInternal, "SiluMul", ops::make_silu_mul},
       {kOnnx, "Cast", ops::make_cast},
       {kOnnx, "Identity", ops::make_identity},
       {kOnnx, "Reshape", ops::make_reshape},

@@ -259,3 +259,61 @@ TEST(MatMulNBits, AddOfConstantBiasIsFused) {
 
 }  // namespace
 }  // namespace nbits::testing
+
+namespace nbits::testing {
+namespace {
+
+// gate/up MatMulNBits on the same input, then Sigmoid/Mul/Mul; `keep_sigmoid`
+// also exports the Sigmoid output, which must block the fusion.
+std::unique_ptr<graph::Session> swiglu_model(bool keep_sigmoid, bool swap_operands) {
+  const int64_t K = 32, N = 40;
+  auto w = writer();
+  w.add_input("a", DataType::kFloat, {dim_value(3), dim_value(K)});
+  for (const char* p : {"g", "u"}) {
+    std::vector<uint8_t> B(N * 16);
+    for (size_t i = 0; i < B.size(); ++i) B[i] = static_cast<uint8_t>(i * (p[0] == 'g' ? 37 : 91) + 5);
+    std::vector<float> S(N);
+    for (int64_t n = 0; n < N; ++n) S[n] = 0.05f * static_cast<float>(n % 7 + 1) * (p[0] == 'g' ? 1 : -1);
+    w.add_initializer(std::string("B") + p, DataType::kUint8, {N, 1, 16}, B);
+    w.add_initializer(std::string("S") + p, DataType::kFloat, {N}, bytes_of(S));
+    w.add_node("MatMulNBits", "com.microsoft", std::string("mm_") + p,
+               {"a", std::string("B") + p, std::string("S") + p}, {p},
+               {int_attr("K", K), int_attr("N", N), int_attr("bits", 4), int_attr("block_size", 32)});
+  }
+  w.add_node("Sigmoid", "", "sig", {"g"}, {"s"});
+  w.add_node("Mul", "", "act",
+             swap_operands ? std::vector<std::string>{"s", "g"} : std::vector<std::string>{"g", "s"}, {"x"});
+  w.add_node("Mul", "", "mlp_mul",
+             swap_operands ? std::vector<std::string>{"u", "x"} : std::vector<std::string>{"x", "u"},
+             {"out"});
+  w.add_output("out", DataType::kFloat, {dim_value(3), dim_value(N)});
+  if (keep_sigmoid) w.add_output("s", DataType::kFloat, {dim_value(3), dim_value(N)});
+  return load_written(w);
+}
+
+TEST(SiluMulFusion, SameBitsAsTheUnfusedGraph) {
+  const auto a = random_floats(3 * 32, 11);
+  for (bool swap : {false, true}) {
+    SCOPED_TRACE(swap ? "swapped operands" : "graph order");
+    auto fused = swiglu_model(false, swap), plain = swiglu_model(true, swap);
+    std::vector<std::string> fused_types, plain_types;
+    for (const auto& p : fused->profile()) fused_types.push_back(p.op_type);
+    for (const auto& p : plain->profile()) plain_types.push_back(p.op_type);
+    EXPECT_EQ(fused_types, (std::vector<std::string>{"MatMulNBits", "MatMulNBits", "SiluMul"}));
+    EXPECT_EQ(plain_types.size(), 5u);  // the exported Sigmoid output blocks the fusion
+    for (auto* s : {fused.get(), plain.get()}) {
+      s->bind_input("a", {graph::DType::kF32, {3, 32}, const_cast<float*>(a.data())});
+      s->run();
+    }
+    const auto y1 = out_floats(*fused, "out"), y2 = out_floats(*plain, "out");
+    ASSERT_EQ(y1.size(), y2.size());
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)));
+    // Not a degenerate all-zero comparison.
+    bool nonzero = false;
+    for (float v : y1) nonzero = nonzero || v != 0.0f;
+    EXPECT_TRUE(nonzero);
+  }
+}
+
+}  // namespace
+}  // namespace nbits::testing
