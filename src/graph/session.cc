@@ -223,6 +223,13 @@ class SessionImpl final : public Session {
   std::deque<std::vector<uint8_t>> storage_;  // folded constants, realigned initializers
   std::map<std::string, int> loads_left_;     // initializer -> node inputs not yet built
   std::vector<bool> read_at_run_;             // by value id: some op reads it at run time
+  struct Range {
+    const MappedFile* file;
+    const uint8_t* p;
+    size_t n;
+  };
+  std::vector<Range> released_ranges_;  // initializers let go (merged at the end of load)
+  void release_merged_ranges();
   size_t weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
 };
 
@@ -247,7 +254,29 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run) {
   if (const MappedFile* f = mapping_of(t)) {
     f->release(t.data, t.bytes());
     released_bytes_ += t.bytes();
+    released_ranges_.push_back({f, static_cast<const uint8_t*>(t.data), t.bytes()});
   }
+}
+
+// Each release drops only the pages wholly inside one initializer; adjacent
+// released initializers (B then scales) share boundary pages, dropped here.
+void SessionImpl::release_merged_ranges() {
+  std::sort(released_ranges_.begin(), released_ranges_.end(),
+            [](const Range& a, const Range& b) { return a.file != b.file ? a.file < b.file : a.p < b.p; });
+  for (size_t i = 0; i < released_ranges_.size();) {
+    const Range& first = released_ranges_[i];
+    const uint8_t* end = first.p + first.n;
+    size_t j = i + 1;
+    while (j < released_ranges_.size() && released_ranges_[j].file == first.file &&
+           released_ranges_[j].p <= end) {
+      end = std::max(end, released_ranges_[j].p + released_ranges_[j].n);
+      ++j;
+    }
+    if (j > i + 1) first.file->release(first.p, static_cast<size_t>(end - first.p));
+    i = j;
+  }
+  released_ranges_.clear();
+  released_ranges_.shrink_to_fit();
 }
 
 // Large initializers read at run time straight from the mapping (an fp32
@@ -376,6 +405,7 @@ void SessionImpl::build() {
         weight_bytes_ += values_[i].t.bytes();
       }
   }
+  release_merged_ranges();
   advise_mapped_constants();
   plan_buffers();
 }
