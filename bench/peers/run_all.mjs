@@ -123,6 +123,7 @@ for (const key of models) for (const t of threads) {
       prefill_tok_s: percentile(runs.map((r) => r.prefill_tok_s), 0.5),
       peak_rss_mib: runs[0].process_peak_rss_mib };
     if (rt === 'nbits') row.floor_ms = runs[0].floor_ms, row.bytes_per_token = runs[0].bytes_per_token;
+    if (rt === 'nbits16') row.floor16_ms = runs[0].floor_ms;
   }
   rows.push(row);
 }
@@ -133,8 +134,8 @@ console.log(`prompt ${P}, decode ${N}, ${reps} round(s); decode ms/token medians
   '(> 1: nbits faster); floor = bytes/token / measured read bandwidth');
 console.log('| model | T | nbits ms | ORT ms | llama.cpp ms | ORT/nbits | llama/nbits | floor ms | nbits % floor |' +
   ' prefill tok/s nbits / ORT / llama.cpp | peak RSS MiB nbits / ORT / llama.cpp |' +
-  (with16 ? ' nbits fp16-scales ms | ORT/it | llama/it |' : ''));
-console.log('|---|---|---|---|---|---|---|---|---|---|---|' + (with16 ? '---|---|---|' : ''));
+  (with16 ? ' nbits fp16-scales ms | ORT/it | llama/it | its % floor |' : ''));
+console.log('|---|---|---|---|---|---|---|---|---|---|---|' + (with16 ? '---|---|---|---|' : ''));
 for (const r of rows)
   console.log(`| ${r.model}${r.gguf ? ` (${r.gguf})` : ''} | ${r.threads} | ${f2(r.nbits?.decode_ms)} | ` +
     `${f2(r.ort?.decode_ms)} | ${f2(r.llama?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.ort?.decode_ms)} | ` +
@@ -143,7 +144,8 @@ for (const r of rows)
     `${f0(r.nbits?.prefill_tok_s)} / ${f0(r.ort?.prefill_tok_s)} / ${f0(r.llama?.prefill_tok_s)} | ` +
     `${f0(r.nbits?.peak_rss_mib)} / ${f0(r.ort?.peak_rss_mib)} / ${f0(r.llama?.peak_rss_mib)} |` +
     (with16 ? ` ${f2(r.nbits16?.decode_ms)} | ${ratio(r.nbits16?.decode_ms, r.ort?.decode_ms)} | ` +
-      `${ratio(r.nbits16?.decode_ms, r.llama?.decode_ms)} |` : ''));
+      `${ratio(r.nbits16?.decode_ms, r.llama?.decode_ms)} | ` +
+      `${r.floor16_ms && r.nbits16 ? f0(100 * r.floor16_ms / r.nbits16.decode_ms) : '-'} |` : ''));
 const summaryFile = path.join(resDir, 'summary.json');
 fs.writeFileSync(summaryFile, JSON.stringify({ date: new Date().toISOString(), prompt: P, decode: N, reps, rows },
   null, 1));
