@@ -1,7 +1,9 @@
 // RISC-V room tests: every registered MatMulNBits kernel against the scalar reference on
 // awkward shapes (odd K, K not a multiple of the block, N not a multiple of 16, M 1..33,
 // zero points or not), the RVV activation quantizer against quant::quantize_row_blocks
-// (bit-exact), and the vmadot emulation/encoding against the documented examples.
+// (bit-exact), and the vmadot emulation/encoding against the documented examples. Kernel sets
+// with a packed fp16-scales format (PackOptions) run in both formats; with fp16 scales the
+// reference is computed from the fp16-rounded scales.
 // Runs on any host (x86 iterates its own kernels); on riscv64 under QEMU it covers the RVV
 // and IME kernels (NBITS_ISA=rvv hides IME).
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fp16.h"
 #include "kernels/ime/ime_probe.h"
 #include "kernels/ime/vmadot.h"
 #include "kernels/matmul_nbits.h"
@@ -48,6 +51,27 @@ Weight random_weight(int64_t N, int64_t K, int bits, int bs, bool with_zp, std::
   r.w.scales = r.scales.data();
   r.w.zero_points = with_zp ? r.zp.data() : nullptr;
   return r;
+}
+
+// `src` with every scale rounded to fp16 (what a kernel packing fp16 scales computes with).
+Weight fp16_rounded(const Weight& src) {
+  Weight r = src;
+  for (auto& s : r.scales) s = fp16_to_float(float_to_fp16(s));
+  r.w.codes = r.codes.data();
+  r.w.scales = r.scales.data();
+  r.w.zero_points = r.zp.empty() ? nullptr : r.zp.data();
+  return r;
+}
+
+PackOptions scales_opts(bool fp16) {
+  PackOptions o;
+  o.fp16_scales = fp16;
+  return o;
+}
+
+// Kernel names of the fp16-scales format carry "16h" (q4x16h, q8n16h, ...).
+bool says_fp16(const PackedMatMul& p, int64_t M) {
+  return std::string(p.kernel_name(M)).find("16h_") != std::string::npos;
 }
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng) {
@@ -89,35 +113,46 @@ TEST(RvvKernelTable, EveryKernelMatchesReference) {
   std::mt19937 rng(1234);
   ThreadPool pool(2);
   const CpuFeatures& cpu = cpu_features();
-  int checked = 0;
+  int checked = 0, checked_fp16 = 0;
   for (const Shape& s : shapes) {
-    Weight wt = random_weight(s.N, s.K, s.bits, s.bs, s.zp, rng);
+    const Weight wt = random_weight(s.N, s.K, s.bits, s.bs, s.zp, rng);
+    const Weight rounded = fp16_rounded(wt);
     const std::vector<float> A = random_floats(static_cast<size_t>(s.M * s.K), rng);
     const std::vector<float> bias = random_floats(static_cast<size_t>(s.N), rng);
-    std::vector<float> ref_i8(static_cast<size_t>(s.M * s.N)), ref_f32(ref_i8.size());
-    matmul_nbits_ref_int8(wt.w, A.data(), s.M, ref_i8.data(), bias.data());
-    matmul_nbits_ref_fp32(wt.w, A.data(), s.M, ref_f32.data(), bias.data());
-    const std::vector<double> tight = error_bounds(wt.w, A.data(), s.M, 2e-6);
-    const std::vector<double> loose = error_bounds(wt.w, A.data(), s.M, 2e-5);
-    for (const MatMulNBitsKernel& k : matmul_nbits_kernels()) {
-      if (!k.supports(wt.w, cpu)) continue;
-      const bool int8 = k.compute == Compute::kInt8;
-      auto packed = k.pack(wt.w);
-      std::vector<float> y(ref_i8.size(), std::nanf(""));
-      packed->run(A.data(), s.M, y.data(), bias.data(), pool);
-      const std::vector<float>& ref = int8 ? ref_i8 : ref_f32;
-      const std::vector<double>& tol = int8 ? tight : loose;
-      int bad = 0;
-      for (size_t i = 0; i < y.size() && bad < 5; ++i)
-        if (!(std::fabs(y[i] - ref[i]) <= tol[i])) {
-          ++bad;
-          ADD_FAILURE() << k.name << " (" << packed->kernel_name(s.M) << ") M=" << s.M << " N=" << s.N
-                        << " K=" << s.K << " bits=" << s.bits << " bs=" << s.bs << " zp=" << s.zp
-                        << " at m=" << i / s.N << " n=" << i % s.N << ": got " << y[i] << " want " << ref[i];
-        }
-      ++checked;
+    for (bool fp16 : {false, true}) {
+      const QuantizedMatrix& ref_w = fp16 ? rounded.w : wt.w;  // what the kernel must compute with
+      std::vector<float> ref_i8(static_cast<size_t>(s.M * s.N)), ref_f32(ref_i8.size());
+      matmul_nbits_ref_int8(ref_w, A.data(), s.M, ref_i8.data(), bias.data());
+      matmul_nbits_ref_fp32(ref_w, A.data(), s.M, ref_f32.data(), bias.data());
+      const std::vector<double> tight = error_bounds(ref_w, A.data(), s.M, 2e-6);
+      const std::vector<double> loose = error_bounds(ref_w, A.data(), s.M, 2e-5);
+      for (const MatMulNBitsKernel& k : matmul_nbits_kernels()) {
+        if (!k.supports(wt.w, cpu)) continue;
+        if (fp16 && k.pack_with == nullptr) continue;  // one format: covered by the fp32 pass
+        const bool int8 = k.compute == Compute::kInt8;
+        auto packed = k.pack_opts(wt.w, scales_opts(fp16));
+        EXPECT_EQ(says_fp16(*packed, s.M), fp16) << k.name << ": " << packed->kernel_name(s.M);
+        std::vector<float> y(ref_i8.size(), std::nanf(""));
+        packed->run(A.data(), s.M, y.data(), bias.data(), pool);
+        const std::vector<float>& ref = int8 ? ref_i8 : ref_f32;
+        const std::vector<double>& tol = int8 ? tight : loose;
+        int bad = 0;
+        for (size_t i = 0; i < y.size() && bad < 5; ++i)
+          if (!(std::fabs(y[i] - ref[i]) <= tol[i])) {
+            ++bad;
+            ADD_FAILURE() << k.name << " (" << packed->kernel_name(s.M) << ") M=" << s.M << " N=" << s.N
+                          << " K=" << s.K << " bits=" << s.bits << " bs=" << s.bs << " zp=" << s.zp
+                          << " at m=" << i / s.N << " n=" << i % s.N << ": got " << y[i] << " want "
+                          << ref[i];
+          }
+        ++checked;
+        if (fp16) ++checked_fp16;
+      }
     }
   }
+#if defined(NBITS_ARCH_RISCV)
+  EXPECT_GE(checked_fp16, static_cast<int>(shapes.size()) * 2);  // n16 int8 + fp32 (+ IME)
+#endif
   EXPECT_GT(checked, static_cast<int>(shapes.size()));  // at least the reference pair ran
 }
 
@@ -134,6 +169,82 @@ TEST(RvvKernelTable, RiscvKernelsAreRegisteredAndChosen) {
   EXPECT_EQ(fp32, "gemm_q4n16_4x16_fp32_rvv");
   const char* isa = std::getenv("NBITS_ISA");
   if (isa != nullptr && std::string(isa) == "rvv") EXPECT_FALSE(ime::ime_usable());
+}
+
+// Every RISC-V set packs fp16 scales: "16h" names, 32 bytes less per (panel, block) record
+// (the zero points stay 16 bytes), dispatch honours the option, and a matrix whose scales do
+// not fit fp16 keeps the fp32 format, bitwise.
+TEST(RvvKernelTable, RiscvSetsPackFp16Scales) {
+  std::mt19937 rng(17);
+  ThreadPool pool(1);
+  int seen = 0;
+  for (int bits : {4, 8})
+    for (bool zp : {false, true}) {
+      Weight wt = random_weight(37, 64, bits, 32, zp, rng);  // 3 panels x 2 blocks
+      for (const MatMulNBitsKernel& k : matmul_nbits_kernels()) {
+        const std::string name = k.name;
+        if (name.find("rvv") == std::string::npos && name.find("ime") == std::string::npos) continue;
+        if (!k.supports(wt.w, cpu_features())) continue;
+        SCOPED_TRACE(name + " bits=" + std::to_string(bits) + " zp=" + std::to_string(zp));
+        ASSERT_NE(k.pack_with, nullptr);
+        auto p32 = k.pack_opts(wt.w, scales_opts(false)), p16 = k.pack_opts(wt.w, scales_opts(true));
+        const size_t codes = 16 * 32 * bits / 8, zpb = zp ? 16 : 0, records = 3 * 2;
+        EXPECT_EQ(p32->packed_bytes(), records * (64 + zpb + codes));
+        EXPECT_EQ(p16->packed_bytes(), records * (32 + zpb + codes));
+        for (int64_t M : {1, 2}) {
+          EXPECT_FALSE(says_fp16(*p32, M)) << p32->kernel_name(M);
+          EXPECT_TRUE(says_fp16(*p16, M)) << p16->kernel_name(M);
+        }
+        wt.scales[5] = 7e4f;  // beyond fp16: keeps fp32 scales
+        auto big16 = k.pack_opts(wt.w, scales_opts(true)), big32 = k.pack(wt.w);
+        wt.scales[5] = 0.01f;
+        EXPECT_FALSE(says_fp16(*big16, 1)) << big16->kernel_name(1);
+        EXPECT_EQ(big16->packed_bytes(), big32->packed_bytes());
+        for (int64_t M : {1, 5}) {
+          const std::vector<float> A = random_floats(static_cast<size_t>(M * 64), rng);
+          std::vector<float> y16(static_cast<size_t>(M * 37), NAN), y32(y16.size(), NAN);
+          big16->run(A.data(), M, y16.data(), nullptr, pool);
+          big32->run(A.data(), M, y32.data(), nullptr, pool);
+          EXPECT_EQ(0, std::memcmp(y16.data(), y32.data(), y16.size() * sizeof(float))) << "M=" << M;
+        }
+        ++seen;
+      }
+    }
+  EXPECT_EQ(seen, 4 * (ime::ime_usable() ? 3 : 2));
+  for (Compute c : {Compute::kInt8, Compute::kFp32}) {
+    Weight wt = random_weight(32, 64, 4, 32, true, rng);
+    EXPECT_TRUE(says_fp16(*make_matmul_nbits(wt.w, c, scales_opts(true)), 1));
+  }
+}
+
+// pack_with reports finished source rows in increasing order, ending at N, and the packed
+// result does not depend on the callback.
+TEST(RvvKernelTable, RiscvSetsReportConsumedRows) {
+  std::mt19937 rng(23);
+  ThreadPool pool(1);
+  const Weight wt = random_weight(1000, 96, 4, 32, true, rng);
+  const std::vector<float> A = random_floats(96 * 3, rng);
+  int seen = 0;
+  for (const MatMulNBitsKernel& k : matmul_nbits_kernels()) {
+    if (k.pack_with == nullptr || !k.supports(wt.w, cpu_features())) continue;
+    for (bool fp16 : {false, true}) {
+      SCOPED_TRACE(std::string(k.name) + (fp16 ? " fp16" : " fp32"));
+      std::vector<int64_t> calls;
+      PackOptions o = scales_opts(fp16);
+      o.rows_consumed = [&](int64_t n) { calls.push_back(n); };
+      auto with = k.pack_opts(wt.w, o), without = k.pack_opts(wt.w, scales_opts(fp16));
+      ASSERT_FALSE(calls.empty());
+      EXPECT_EQ(calls.back(), 1000);
+      for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i], calls[i - 1]);
+      EXPECT_GE(calls.size(), 3u);  // reported as it goes, not only at the end
+      std::vector<float> y1(1000 * 3), y2(y1.size());
+      with->run(A.data(), 3, y1.data(), nullptr, pool);
+      without->run(A.data(), 3, y2.data(), nullptr, pool);
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)));
+      ++seen;
+    }
+  }
+  EXPECT_GE(seen, 4);  // n16 int8 + fp32, both formats (+ IME)
 }
 
 TEST(ImeProbe, MaskMatchesBuildMode) {

@@ -3,14 +3,17 @@
 // x 16 k as nibbles; vand/vsrl give the two B^T tiles. int8: one load = one tile.
 // Block epilogue (exact): dot = acc - zp*sum(a); acc_f += float(dot) * (sa*sb) in fp32, on the
 // 4x4 accumulator layout (lane 4i+j = row i, column j of the group).
-// M=1 (decode) has its own epilogue (tile_x16_m1).
+// M=1 (decode) has its own epilogue (tile_x16_m1). H (template): the panel's scales are fp16,
+// widened exactly by vfwcvt.f.f.v (Zvfh); zero points are uint8, widened in the epilogue.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/ime/ime_probe.h"
 #include "kernels/ime/pack_x16.h"
 #include "kernels/ime/vmadot.h"
+#include "kernels/rvv/panel_scales.h"
 #include "kernels/rvv/quantize_a_rvv.h"
 
 #if defined(NBITS_HAVE_IME_KERNELS)
@@ -29,14 +32,21 @@ struct ActTiles {
   const uint8_t* rec(int64_t g, int64_t b, int64_t kb) const { return data.data() + (g * kb + b) * stride; }
 };
 
+template <typename T>
+void grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// Rows past M in the last group keep stale values: they only reach accumulator rows (and sa/sum
+// lanes) that are never stored, so nothing is cleared per call and nothing allocated once grown.
 void quantize_tiles(const PackX16& p, const float* A, int64_t M, ActTiles& t) {
   const int bs = p.bs;
   const int64_t groups = (M + 3) / 4;
   t.stride = static_cast<size_t>(bs) * 4 + 128;
-  t.data.assign(static_cast<size_t>(groups * p.kb) * t.stride, 0);
-  t.row.resize(static_cast<size_t>(p.kb * bs));
-  t.sa.resize(static_cast<size_t>(p.kb));
-  t.sum.resize(static_cast<size_t>(p.kb));
+  grow(t.data, static_cast<size_t>(groups * p.kb) * t.stride);
+  grow(t.row, static_cast<size_t>(p.kb * bs));
+  grow(t.sa, static_cast<size_t>(p.kb));
+  grow(t.sum, static_cast<size_t>(p.kb));
   for (int64_t m = 0; m < M; ++m) {
     rvv::quantize_row_blocks_rvv(A + m * p.K, p.K, bs, t.row.data(), t.sa.data(), t.sum.data());
     const int64_t g = m / 4, i = m % 4;
@@ -54,11 +64,15 @@ void quantize_tiles(const PackX16& p, const float* A, int64_t M, ActTiles& t) {
 }
 
 // One row group (rows m0..m0+rows, M >= 2) x one panel.
+template <bool H>
 void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int64_t m0, int64_t rows,
               float* Y, const float* bias) {
   const int bs = p.bs;
   constexpr size_t EL = 16;
+  // Accumulator lane 4i+j of group g is column 4g+j: gather indices of the 16 column-ordered lanes.
   const vuint32m2_t lane = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(16), 3, 16);
+  const vuint32m2_t idx0 = lane, idx1 = __riscv_vadd_vx_u32m2(lane, 4, EL),
+                    idx2 = __riscv_vadd_vx_u32m2(lane, 8, EL), idx3 = __riscv_vadd_vx_u32m2(lane, 12, EL);
   vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, 16), f1 = f0, f2 = f0, f3 = f0;
   for (int64_t b = 0; b < p.kb; ++b) {
     const uint8_t* prec = p.block(panel, b);
@@ -80,22 +94,22 @@ void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int
     const uint8_t* arec = t.rec(g, b, p.kb) + bs * 4;
     const vfloat32m2_t sa = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(arec), EL);
     const vint32m2_t sum = __riscv_vle32_v_i32m2(reinterpret_cast<const int32_t*>(arec + 64), EL);
-    const vfloat32m2_t sb16 = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(prec), 16);
-    auto finish = [&](vfloat32m2_t f, vint32m2_t c, unsigned grp) {
-      if (p.has_zp) {
-        const int32_t* zl = reinterpret_cast<const int32_t*>(prec + p.zp_offset) + grp * 16;
-        c = __riscv_vnmsac_vv_i32m2(c, __riscv_vle32_v_i32m2(zl, EL), sum, EL);
-      } else {
+    const vfloat32m2_t sb16 = rvv::load_scales16<H>(prec);
+    const vint32m2_t zp16 =
+        p.has_zp ? rvv::load_zp16(prec + p.zp_offset) : __riscv_vmv_v_x_i32m2(p.zero_default(), EL);
+    auto finish = [&](vfloat32m2_t f, vint32m2_t c, vuint32m2_t idx) {
+      if (p.has_zp)
+        c = __riscv_vnmsac_vv_i32m2(c, __riscv_vrgather_vv_i32m2(zp16, idx, EL), sum, EL);
+      else
         c = __riscv_vnmsac_vx_i32m2(c, p.zero_default(), sum, EL);
-      }
-      const vfloat32m2_t sb = __riscv_vrgather_vv_f32m2(sb16, __riscv_vadd_vx_u32m2(lane, 4 * grp, EL), EL);
+      const vfloat32m2_t sb = __riscv_vrgather_vv_f32m2(sb16, idx, EL);
       return __riscv_vfmacc_vv_f32m2(f, __riscv_vfcvt_f_x_v_f32m2(c, EL), __riscv_vfmul_vv_f32m2(sa, sb, EL),
                                      EL);
     };
-    f0 = finish(f0, c0, 0);
-    f1 = finish(f1, c1, 1);
-    f2 = finish(f2, c2, 2);
-    f3 = finish(f3, c3, 3);
+    f0 = finish(f0, c0, idx0);
+    f1 = finish(f1, c1, idx1);
+    f2 = finish(f2, c2, idx2);
+    f3 = finish(f3, c3, idx3);
   }
   float out[4][16];
   __riscv_vse32_v_f32m2(out[0], f0, EL);
@@ -113,14 +127,9 @@ void tile_x16(const PackX16& p, const ActTiles& t, int64_t g, int64_t panel, int
 // M=1 (decode): the same vmadot steps (rows 1-3 of the A tiles are zero), then row 0 of the four
 // 4x4 accumulators is slid into one 16-lane vector (= the 16 columns in order) so the block
 // epilogue is 4 vector ops for the whole panel and the result is stored directly.
+template <bool H>
 void tile_x16_m1(const PackX16& p, const ActTiles& t, int64_t panel, int64_t m, float* Y, const float* bias) {
   const int bs = p.bs;
-  const vuint32m2_t lane = __riscv_vid_v_u32m2(16);
-  // zp_lanes index of (group g, row 0, column j) for lane 4g+j: 16g + j, in bytes.
-  const vuint32m2_t zp_index = __riscv_vsll_vx_u32m2(
-      __riscv_vadd_vv_u32m2(__riscv_vsll_vx_u32m2(__riscv_vsrl_vx_u32m2(lane, 2, 16), 4, 16),
-                            __riscv_vand_vx_u32m2(lane, 3, 16), 16),
-      2, 16);
   vfloat32m2_t f = __riscv_vfmv_v_f_f32m2(0.0f, 16);
   for (int64_t b = 0; b < p.kb; ++b) {
     const uint8_t* prec = p.block(panel, b);
@@ -148,12 +157,10 @@ void tile_x16_m1(const PackX16& p, const ActTiles& t, int64_t panel, int64_t m, 
     std::memcpy(&sa, __builtin_assume_aligned(arec, 4), 4);  // records are 4-byte aligned
     std::memcpy(&sum, __builtin_assume_aligned(arec + 64, 4), 4);
     if (p.has_zp)
-      c = __riscv_vnmsac_vx_i32m2(
-          c, sum,
-          __riscv_vluxei32_v_i32m2(reinterpret_cast<const int32_t*>(prec + p.zp_offset), zp_index, 16), 16);
+      c = __riscv_vnmsac_vx_i32m2(c, sum, rvv::load_zp16(prec + p.zp_offset), 16);
     else
       c = __riscv_vsub_vx_i32m2(c, p.zero_default() * sum, 16);
-    const vfloat32m2_t sb = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(prec), 16);
+    const vfloat32m2_t sb = rvv::load_scales16<H>(prec);
     f = __riscv_vfmacc_vv_f32m2(f, __riscv_vfcvt_f_x_v_f32m2(c, 16), __riscv_vfmul_vf_f32m2(sb, sa, 16), 16);
   }
   const int64_t n0 = panel * 16;
@@ -162,11 +169,13 @@ void tile_x16_m1(const PackX16& p, const ActTiles& t, int64_t panel, int64_t m, 
   __riscv_vse32_v_f32m2(Y + m * p.N + n0, f, vn);
 }
 
+template <bool H>
 class QgemmX16Ime final : public PackedMatMul {
  public:
-  explicit QgemmX16Ime(const QuantizedMatrix& w) : p_(pack_x16(w)) {}
+  explicit QgemmX16Ime(PackX16 p) : p_(std::move(p)) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    // Per calling thread, shared by every matrix it runs: no allocation once grown to the largest M.
     thread_local ActTiles tiles;
     quantize_tiles(p_, A, M, tiles);
     const ActTiles& t = tiles;
@@ -177,13 +186,17 @@ class QgemmX16Ime final : public PackedMatMul {
         for (int64_t g = 0; g < groups; ++g) {
           const int64_t rows = std::min<int64_t>(4, M - 4 * g);
           if (M == 1)
-            tile_x16_m1(p_, t, panel, 0, Y, bias);
+            tile_x16_m1<H>(p_, t, panel, 0, Y, bias);
           else
-            tile_x16(p_, t, g, panel, 4 * g, rows, Y, bias);
+            tile_x16<H>(p_, t, g, panel, 4 * g, rows, Y, bias);
         }
     });
   }
   const char* kernel_name(int64_t M) const override {
+    if constexpr (H) {
+      if (p_.bits == 4) return M == 1 ? "qgemv_q4x16h_ime" : "qgemm_q4x16h_4x16_ime";
+      return M == 1 ? "qgemv_q8x16h_ime" : "qgemm_q8x16h_4x16_ime";
+    }
     if (p_.bits == 4) return M == 1 ? "qgemv_q4x16_ime" : "qgemm_q4x16_4x16_ime";
     return M == 1 ? "qgemv_q8x16_ime" : "qgemm_q8x16_4x16_ime";
   }
@@ -195,8 +208,14 @@ class QgemmX16Ime final : public PackedMatMul {
 
 }  // namespace
 
+std::unique_ptr<PackedMatMul> make_qgemm_x16_ime_opts(const QuantizedMatrix& w, const PackOptions& options) {
+  PackX16 p = pack_x16(w, options);
+  if (p.scales_fp16) return std::make_unique<QgemmX16Ime<true>>(std::move(p));
+  return std::make_unique<QgemmX16Ime<false>>(std::move(p));
+}
+
 std::unique_ptr<PackedMatMul> make_qgemm_x16_ime(const QuantizedMatrix& w) {
-  return std::make_unique<QgemmX16Ime>(w);
+  return make_qgemm_x16_ime_opts(w, PackOptions{});
 }
 
 }  // namespace nbits::kernels::ime
@@ -204,5 +223,8 @@ std::unique_ptr<PackedMatMul> make_qgemm_x16_ime(const QuantizedMatrix& w) {
 #else
 namespace nbits::kernels::ime {
 std::unique_ptr<PackedMatMul> make_qgemm_x16_ime(const QuantizedMatrix&) { return nullptr; }
+std::unique_ptr<PackedMatMul> make_qgemm_x16_ime_opts(const QuantizedMatrix&, const PackOptions&) {
+  return nullptr;
+}
 }  // namespace nbits::kernels::ime
 #endif

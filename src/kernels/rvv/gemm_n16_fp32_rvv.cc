@@ -1,8 +1,11 @@
 // RVV 1.0 CompFp32 MatMulNBits on N16 panels: each k's 16 weights are dequantized once,
 // w = (float(code) - zp) * scale (the reference's order), then FMA'd into up to 4 rows.
+// With fp16 scales (H) the scale is widened from the packed fp16 (exact), the rest is the same.
 #include <algorithm>
+#include <utility>
 
 #include "kernels/rvv/pack_n16.h"
+#include "kernels/rvv/panel_scales.h"
 
 #if defined(__riscv_v_intrinsic)
 #include <riscv_vector.h>
@@ -10,7 +13,7 @@
 namespace nbits::kernels::rvv {
 namespace {
 
-template <int R>
+template <int R, bool H>
 void gemm_tile(const PackN16& p, const float* A, int64_t m0, int64_t panel, float* Y, const float* bias) {
   const size_t vl = 16;
   const float* a[4];
@@ -25,7 +28,7 @@ void gemm_tile(const PackN16& p, const float* A, int64_t m0, int64_t panel, floa
   for (int64_t b = 0; b < p.kb; ++b) {
     const uint8_t* rec = p.block(panel, b);
     const uint8_t* codes = rec + p.codes_offset;
-    const vfloat32m2_t sb = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(rec), vl);
+    const vfloat32m2_t sb = load_scales16<H>(rec);
     vfloat32m2_t zp = __riscv_vfmv_v_f_f32m2(static_cast<float>(p.zero_default()), vl);
     if (p.has_zp)
       zp = __riscv_vfcvt_f_xu_v_f32m2(
@@ -57,24 +60,25 @@ void gemm_tile(const PackN16& p, const float* A, int64_t m0, int64_t panel, floa
   if constexpr (R > 3) store(f3, 3);
 }
 
+template <bool H>
 class GemmN16Fp32Rvv final : public PackedMatMul {
  public:
-  explicit GemmN16Fp32Rvv(const QuantizedMatrix& w) : p_(pack_n16(w)) {}
+  explicit GemmN16Fp32Rvv(PackN16 p) : p_(std::move(p)) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     pool.parallel_range(p_.panels, 1, [&](int64_t pb, int64_t pe) {
       for (int64_t panel = pb; panel < pe; ++panel) {
         int64_t m = 0;
-        for (; m + 4 <= M; m += 4) gemm_tile<4>(p_, A, m, panel, Y, bias);
+        for (; m + 4 <= M; m += 4) gemm_tile<4, H>(p_, A, m, panel, Y, bias);
         switch (M - m) {
           case 3:
-            gemm_tile<3>(p_, A, m, panel, Y, bias);
+            gemm_tile<3, H>(p_, A, m, panel, Y, bias);
             break;
           case 2:
-            gemm_tile<2>(p_, A, m, panel, Y, bias);
+            gemm_tile<2, H>(p_, A, m, panel, Y, bias);
             break;
           case 1:
-            gemm_tile<1>(p_, A, m, panel, Y, bias);
+            gemm_tile<1, H>(p_, A, m, panel, Y, bias);
             break;
           default:
             break;
@@ -83,6 +87,10 @@ class GemmN16Fp32Rvv final : public PackedMatMul {
     });
   }
   const char* kernel_name(int64_t M) const override {
+    if constexpr (H) {
+      if (p_.bits == 4) return M == 1 ? "gemv_q4n16h_fp32_rvv" : "gemm_q4n16h_4x16_fp32_rvv";
+      return M == 1 ? "gemv_q8n16h_fp32_rvv" : "gemm_q8n16h_4x16_fp32_rvv";
+    }
     if (p_.bits == 4) return M == 1 ? "gemv_q4n16_fp32_rvv" : "gemm_q4n16_4x16_fp32_rvv";
     return M == 1 ? "gemv_q8n16_fp32_rvv" : "gemm_q8n16_4x16_fp32_rvv";
   }
@@ -94,8 +102,15 @@ class GemmN16Fp32Rvv final : public PackedMatMul {
 
 }  // namespace
 
+std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv_opts(const QuantizedMatrix& w,
+                                                          const PackOptions& options) {
+  PackN16 p = pack_n16(w, options);
+  if (p.scales_fp16) return std::make_unique<GemmN16Fp32Rvv<true>>(std::move(p));
+  return std::make_unique<GemmN16Fp32Rvv<false>>(std::move(p));
+}
+
 std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv(const QuantizedMatrix& w) {
-  return std::make_unique<GemmN16Fp32Rvv>(w);
+  return make_gemm_n16_fp32_rvv_opts(w, PackOptions{});
 }
 
 }  // namespace nbits::kernels::rvv
@@ -103,5 +118,8 @@ std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv(const QuantizedMatrix& w) {
 #else
 namespace nbits::kernels::rvv {
 std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv(const QuantizedMatrix&) { return nullptr; }
+std::unique_ptr<PackedMatMul> make_gemm_n16_fp32_rvv_opts(const QuantizedMatrix&, const PackOptions&) {
+  return nullptr;
+}
 }  // namespace nbits::kernels::rvv
 #endif

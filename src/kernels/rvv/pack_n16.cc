@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "kernels/rvv/panel_scales.h"
+#include "quant/packed_x16.h"
+
 namespace nbits::kernels::rvv {
 
 bool rvv_n16_supports(const QuantizedMatrix& w, const CpuFeatures& cpu) {
@@ -15,7 +18,7 @@ bool rvv_n16_supports(const QuantizedMatrix& w, const CpuFeatures& cpu) {
 #endif
 }
 
-PackN16 pack_n16(const QuantizedMatrix& w) {
+PackN16 pack_n16(const QuantizedMatrix& w, const PackOptions& options) {
   PackN16 p;
   p.N = w.N;
   p.K = w.K;
@@ -24,19 +27,19 @@ PackN16 pack_n16(const QuantizedMatrix& w) {
   p.bs = w.block_size;
   p.panels = (w.N + 15) / 16;
   p.has_zp = w.zero_points != nullptr;
-  p.zp_offset = 64;
+  p.scales_fp16 = options.fp16_scales && quant::scales_fit_fp16(w);
+  p.zp_offset = scale_bytes(p.scales_fp16);
   p.codes_offset = p.zp_offset + (p.has_zp ? 16 : 0);
   p.block_stride = p.codes_offset + static_cast<size_t>(p.bs) * w.bits * 2;  // 16 columns
   p.data.assign(static_cast<size_t>(p.panels * p.kb) * p.block_stride, 0);
-  for (int64_t panel = 0; panel < p.panels; ++panel)
+  for (int64_t panel = 0; panel < p.panels; ++panel) {
     for (int64_t b = 0; b < p.kb; ++b) {
       uint8_t* rec = p.data.data() + static_cast<size_t>(panel * p.kb + b) * p.block_stride;
-      float* scales = reinterpret_cast<float*>(rec);
       uint8_t* codes = rec + p.codes_offset;
       for (int c = 0; c < 16; ++c) {
         const int64_t n = panel * 16 + c;
         if (n >= w.N) break;
-        scales[c] = w.scale(n, b);
+        store_scale(rec, c, w.scale(n, b), p.scales_fp16);
         if (p.has_zp) rec[p.zp_offset + c] = static_cast<uint8_t>(w.zero_point(n, b));
         for (int j = 0; j < p.bs; ++j) {
           const int64_t k = b * p.bs + j;
@@ -49,6 +52,8 @@ PackN16 pack_n16(const QuantizedMatrix& w) {
         }
       }
     }
+    report_rows(options, panel, w.N);
+  }
   return p;
 }
 

@@ -2,12 +2,15 @@
 // group; M=1 GEMV and a 4-row GEMM tile share one body (R rows reuse each unpacked weight).
 // Block dot: int4 codes as unsigned nibbles times signed int8 activations, vwmaccsu into int16
 // (16 k per flush: 16*127*15 fits), widened to int32; zero point via exact block sums:
-// dot = sum(a*code) - zp*sum(a). Then acc += float(dot) * (sa*sb) in fp32.
+// dot = sum(a*code) - zp*sum(a). Then acc += float(dot) * (sa*sb) in fp32. With fp16 scales
+// (H) sb is widened from the packed fp16 by vfwcvt (exact), the rest is the same.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/rvv/pack_n16.h"
+#include "kernels/rvv/panel_scales.h"
 #include "kernels/rvv/quantize_a_rvv.h"
 
 #if defined(__riscv_v_intrinsic)
@@ -24,8 +27,13 @@ struct ActQ {
   int64_t row = 0;  // kb*bs
 };
 
-// Y[m0..m0+R) x panel columns. R = 1..4 rows of A (rows past R are never read).
-template <int R>
+template <typename T>
+void grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// Y[m0..m0+R) x panel columns. R = 1..4 rows of A (rows past R are never read); H: fp16 scales.
+template <int R, bool H>
 void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, float* Y, const float* bias) {
   const size_t vl = 16;
   const int bs = p.bs;
@@ -70,11 +78,9 @@ void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, flo
       }
     }
     // Epilogue: exact zero-point correction, then fp32 scale and accumulate.
-    const vfloat32m2_t sb = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(rec), vl);
-    vint32m2_t zp = __riscv_vmv_v_x_i32m2(p.zero_default(), vl);
-    if (p.has_zp)
-      zp = __riscv_vreinterpret_v_u32m2_i32m2(
-          __riscv_vzext_vf4_u32m2(__riscv_vle8_v_u8mf2(rec + p.zp_offset, vl), vl));
+    const vfloat32m2_t sb = load_scales16<H>(rec);
+    const vint32m2_t zp =
+        p.has_zp ? load_zp16(rec + p.zp_offset) : __riscv_vmv_v_x_i32m2(p.zero_default(), vl);
     auto finish = [&](vfloat32m2_t f, vint32m2_t d, int r) {
       const int64_t ab = (m0 + r) * p.kb + b;
       d = __riscv_vnmsac_vx_i32m2(d, aq.sum[ab], zp, vl);
@@ -98,16 +104,18 @@ void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, flo
   if constexpr (R > 3) store(f3, 3);
 }
 
+template <bool H>
 class QgemmN16Rvv final : public PackedMatMul {
  public:
-  explicit QgemmN16Rvv(const QuantizedMatrix& w) : p_(pack_n16(w)) {}
+  explicit QgemmN16Rvv(PackN16 p) : p_(std::move(p)) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    // Per calling thread, shared by every matrix it runs: no allocation once grown to the largest M.
     thread_local ActQ aq;
     aq.row = p_.kb * p_.bs;
-    aq.qa.resize(static_cast<size_t>(M * aq.row));
-    aq.sa.resize(static_cast<size_t>(M * p_.kb));
-    aq.sum.resize(static_cast<size_t>(M * p_.kb));
+    grow(aq.qa, static_cast<size_t>(M * aq.row));
+    grow(aq.sa, static_cast<size_t>(M * p_.kb));
+    grow(aq.sum, static_cast<size_t>(M * p_.kb));
     for (int64_t m = 0; m < M; ++m)
       quantize_row_blocks_rvv(A + m * p_.K, p_.K, p_.bs, aq.qa.data() + m * aq.row, aq.sa.data() + m * p_.kb,
                               aq.sum.data() + m * p_.kb);
@@ -115,16 +123,16 @@ class QgemmN16Rvv final : public PackedMatMul {
     pool.parallel_range(p_.panels, 1, [&](int64_t pb, int64_t pe) {
       for (int64_t panel = pb; panel < pe; ++panel) {
         int64_t m = 0;
-        for (; m + 4 <= M; m += 4) qgemm_tile<4>(p_, a, m, panel, Y, bias);
+        for (; m + 4 <= M; m += 4) qgemm_tile<4, H>(p_, a, m, panel, Y, bias);
         switch (M - m) {
           case 3:
-            qgemm_tile<3>(p_, a, m, panel, Y, bias);
+            qgemm_tile<3, H>(p_, a, m, panel, Y, bias);
             break;
           case 2:
-            qgemm_tile<2>(p_, a, m, panel, Y, bias);
+            qgemm_tile<2, H>(p_, a, m, panel, Y, bias);
             break;
           case 1:
-            qgemm_tile<1>(p_, a, m, panel, Y, bias);
+            qgemm_tile<1, H>(p_, a, m, panel, Y, bias);
             break;
           default:
             break;
@@ -133,6 +141,10 @@ class QgemmN16Rvv final : public PackedMatMul {
     });
   }
   const char* kernel_name(int64_t M) const override {
+    if constexpr (H) {
+      if (p_.bits == 4) return M == 1 ? "qgemv_q4n16h_rvv" : "qgemm_q4n16h_4x16_rvv";
+      return M == 1 ? "qgemv_q8n16h_rvv" : "qgemm_q8n16h_4x16_rvv";
+    }
     if (p_.bits == 4) return M == 1 ? "qgemv_q4n16_rvv" : "qgemm_q4n16_4x16_rvv";
     return M == 1 ? "qgemv_q8n16_rvv" : "qgemm_q8n16_4x16_rvv";
   }
@@ -144,8 +156,14 @@ class QgemmN16Rvv final : public PackedMatMul {
 
 }  // namespace
 
+std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv_opts(const QuantizedMatrix& w, const PackOptions& options) {
+  PackN16 p = pack_n16(w, options);
+  if (p.scales_fp16) return std::make_unique<QgemmN16Rvv<true>>(std::move(p));
+  return std::make_unique<QgemmN16Rvv<false>>(std::move(p));
+}
+
 std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix& w) {
-  return std::make_unique<QgemmN16Rvv>(w);
+  return make_qgemm_n16_rvv_opts(w, PackOptions{});
 }
 
 }  // namespace nbits::kernels::rvv
@@ -153,5 +171,8 @@ std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix& w) {
 #else
 namespace nbits::kernels::rvv {
 std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix&) { return nullptr; }
+std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv_opts(const QuantizedMatrix&, const PackOptions&) {
+  return nullptr;
+}
 }  // namespace nbits::kernels::rvv
 #endif
