@@ -47,6 +47,8 @@ struct OpBuild {
   // Drops the whole file pages inside [p, p + n) when they belong to the mapped
   // model (a hint: a later read faults them back in); no-op elsewhere.
   std::function<void(const void* p, size_t n)> release_pages = {};
+  // The session's pool, for work at load (packing); null in contexts without one.
+  ThreadPool* pool = nullptr;
 
   bool has_input(size_t i) const { return i < in_types.size() && in_types[i].has_value(); }
   DType type(size_t i) const;                                // throws naming the node if input i is absent

@@ -333,6 +333,7 @@ void SessionImpl::build() {
     NBITS_CHECK(make != nullptr, "unsupported op '", node.op_type, "' (domain '",
                 node.domain.empty() ? "ai.onnx" : node.domain, "') at node '", node.name, "'");
     OpBuild b{node, {}, {}, {}, options_};
+    b.pool = &pool_;
     b.release_pages = [this](const void* p, size_t n) {
       if (const MappedFile* f = mapping_of(p, n)) f->release(p, n);
     };

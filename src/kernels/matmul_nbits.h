@@ -75,6 +75,8 @@ struct PackOptions {
   // file pages (peak memory at load = packed + a slice, not packed + original).
   // Kernel sets without `pack_with` never call it.
   std::function<void(int64_t n)> rows_consumed;
+  // Packing splits the rows over this pool when set (load time on many-core boards).
+  ThreadPool* pool = nullptr;
 };
 
 // One entry of the kernel table. Tests iterate the table; dispatch picks the

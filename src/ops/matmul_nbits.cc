@@ -140,6 +140,7 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
   const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
   kernels::PackOptions pack_options;
   pack_options.fp16_scales = b.options.fp16_scales;
+  pack_options.pool = b.pool;
   // Let the source rows' file pages go as they are packed (B, fp32 scales, zero points).
   pack_options.rows_consumed = [&](int64_t rows) {
     b.release_pages(w.codes, static_cast<size_t>(rows * kb * blob));

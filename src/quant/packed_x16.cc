@@ -1,5 +1,6 @@
 #include "quant/packed_x16.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -31,27 +32,13 @@ bool scales_fit_fp16(const kernels::QuantizedMatrix& w) {
   return true;
 }
 
-PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
-                   const std::function<void(int64_t)>& rows_consumed) {
-  NBITS_ASSERT(x16_packable(w));
-  PackedX16 p;
-  p.bits = w.bits;
-  p.block = w.block_size;
-  p.N = w.N;
-  p.K = w.K;
-  p.k_blocks = w.k_blocks();
-  p.panels = (w.N + 15) / 16;
-  p.has_zp = w.zero_points != nullptr;
-  p.scales_fp16 = fp16_scales && scales_fit_fp16(w);
-  p.zp_offset = p.scales_fp16 ? 32 : 64;
-  p.header_bytes = p.zp_offset + (p.has_zp ? kZpBytes : 0);
-  const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
-  p.block_stride = p.header_bytes + code_bytes;
-  p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
-  p.data = AlignedBytes(p.panel_stride * static_cast<size_t>(p.panels));
+namespace {
 
+// Packs source rows [n0, n1) of w into p; n0 is a multiple of 16, so calls on
+// different row ranges write disjoint panels.
+void pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int64_t n1) {
   const int64_t blob = w.blob_bytes(), kb = p.k_blocks, BL = w.block_size;
-  for (int64_t n = 0; n < w.N; ++n) {
+  for (int64_t n = n0; n < n1; ++n) {
     const int64_t pi = n / 16, c = n % 16;
     for (int64_t b = 0; b < kb; ++b) {
       uint8_t* blk = p.data.data() + pi * p.panel_stride + b * p.block_stride;
@@ -79,7 +66,47 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
           }
       }
     }
-    if (rows_consumed && ((n + 1) % 256 == 0 || n + 1 == w.N)) rows_consumed(n + 1);
+  }
+}
+
+}  // namespace
+
+PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
+                   const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool) {
+  NBITS_ASSERT(x16_packable(w));
+  PackedX16 p;
+  p.bits = w.bits;
+  p.block = w.block_size;
+  p.N = w.N;
+  p.K = w.K;
+  p.k_blocks = w.k_blocks();
+  p.panels = (w.N + 15) / 16;
+  p.has_zp = w.zero_points != nullptr;
+  p.scales_fp16 = fp16_scales && scales_fit_fp16(w);
+  p.zp_offset = p.scales_fp16 ? 32 : 64;
+  p.header_bytes = p.zp_offset + (p.has_zp ? kZpBytes : 0);
+  const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
+  p.block_stride = p.header_bytes + code_bytes;
+  p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
+  p.data = AlignedBytes(p.panel_stride * static_cast<size_t>(p.panels));
+
+  // Waves of one 256-row chunk (16 whole panels) per thread; after each wave the
+  // rows before it are done for good.
+  constexpr int64_t kRows = 256;
+  const int64_t chunks = (w.N + kRows - 1) / kRows;
+  const int64_t threads = pool != nullptr ? pool->num_threads() : 1;
+  for (int64_t c0 = 0; c0 < chunks; c0 += threads) {
+    const int64_t c1 = std::min(chunks, c0 + threads);
+    auto task = [&](int64_t i) {
+      const int64_t n0 = (c0 + i) * kRows;
+      pack_rows(w, p, n0, std::min(w.N, n0 + kRows));
+    };
+    if (pool != nullptr) {
+      pool->parallel_for(c1 - c0, task);
+    } else {
+      for (int64_t i = 0; i < c1 - c0; ++i) task(i);
+    }
+    if (rows_consumed) rows_consumed(std::min(w.N, c1 * kRows));
   }
   return p;
 }

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 
+#include "base/thread_pool.h"
 #include "kernels/matmul_nbits.h"
 
 namespace nbits::quant {
@@ -82,7 +83,8 @@ bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
 // Packs `w` (x16_packable) into a new PackedX16, with fp16 scales when asked
 // and scales_fit_fp16(w) (else float scales: check the result's scales_fp16).
 // rows_consumed (optional): called with n as rows [0, n) of the source are done.
+// pool (optional): rows are packed in parallel, 256 at a time per task.
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
-                   const std::function<void(int64_t)>& rows_consumed = {});
+                   const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr);
 
 }  // namespace nbits::quant

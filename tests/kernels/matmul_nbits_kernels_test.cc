@@ -390,12 +390,21 @@ TEST(MatMulNBitsKernels, PackReportsConsumedRowsInOrder) {
       EXPECT_EQ(calls.back(), 1000);
       for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i], calls[i - 1]);
     }
-    std::vector<float> A(96 * 3), y1(1000 * 3), y2(1000 * 3);
+    ThreadPool pool2(2);
+    PackOptions pooled;
+    pooled.pool = &pool2;
+    pooled.fp16_scales = true;
+    auto parallel = make_matmul_nbits(rw.w, c, pooled),
+         serial = make_matmul_nbits(rw.w, c, scales_opts(true));
+    std::vector<float> A(96 * 3), y1(1000 * 3), y2(1000 * 3), y3(1000 * 3), y4(1000 * 3);
     for (auto& a : A) a = std::uniform_real_distribution<float>(-1, 1)(rng);
     ThreadPool pool(1);
     with->run(A.data(), 3, y1.data(), nullptr, pool);
     without->run(A.data(), 3, y2.data(), nullptr, pool);
     EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)));
+    parallel->run(A.data(), 3, y3.data(), nullptr, pool);  // packed on 2 threads: same bits
+    serial->run(A.data(), 3, y4.data(), nullptr, pool);
+    EXPECT_EQ(0, std::memcmp(y3.data(), y4.data(), y3.size() * sizeof(float)));
   }
 }
 
