@@ -22,15 +22,22 @@ struct Row {
 };
 
 std::vector<Row> roofline_rows() {
-  auto q = [](int bits, int block) {
+  auto q = [](int bits, int block, int scale_bytes = 4) {
     QuantSpec s;
     s.bits = bits;
     s.block = block;
+    s.scale_bytes = scale_bytes;
     return s;
   };
-  return {{"qwen2.5-0.5b", q(4, 32)},  {"qwen2.5-0.5b", q(4, 128)}, {"qwen2.5-0.5b", q(8, 32)},
-          {"smollm2-360m", q(4, 32)},  {"smollm2-360m", q(8, 32)},  {"tinyllama-1.1b", q(4, 32)},
-          {"tinyllama-1.1b", q(8, 32)}};
+  std::vector<Row> rows;
+  for (const char* arch : {"qwen2.5-0.5b", "smollm2-360m", "tinyllama-1.1b"}) {
+    rows.push_back({arch, q(4, 32)});
+    rows.push_back({arch, q(4, 32, 2)});
+    if (std::string(arch) == "qwen2.5-0.5b") rows.push_back({arch, q(4, 128)});
+    rows.push_back({arch, q(8, 32)});
+    rows.push_back({arch, q(8, 32, 2)});
+  }
+  return rows;
 }
 
 const char* kHelp =
@@ -38,7 +45,8 @@ const char* kHelp =
     "  Measures memory read bandwidth (STREAM-like sum over an array far larger than the caches,\n"
     "  median of --reps passes) for each thread count, and prints per model shape the bytes a\n"
     "  decode step reads (MatMulNBits codes + fp32 scales, norms, fp32 KV at --context tokens)\n"
-    "  and the floor ms/token = bytes / bandwidth. 1 GB = 1e9 bytes.\n";
+    "  and the floor ms/token = bytes / bandwidth. 1 GB = 1e9 bytes. Rows marked f16s: the same\n"
+    "  with `--scales fp16` (half-precision scales).\n";
 
 int roofline_main(const std::vector<std::string>& args) {
   for (const auto& a : args)
@@ -98,11 +106,11 @@ int roofline_main(const std::vector<std::string>& args) {
                 b.median_gbs, b.best_gbs, b.worst_gbs);
   std::printf("\nbytes read per decode step at %lld tokens of context, floor = bytes / bandwidth:\n",
               static_cast<long long>(context));
-  std::printf("  %-15s %-10s %10s %8s %10s", "model", "quant", "weights MB", "KV MB", "total MB");
+  std::printf("  %-15s %-14s %10s %8s %10s", "model", "quant", "weights MB", "KV MB", "total MB");
   for (const auto& b : bw) std::printf("  floor %dT ms", b.threads);
   std::printf("\n");
   for (const auto& j : out["models"]) {
-    std::printf("  %-15s %-10s %10.1f %8.2f %10.1f", j["model"].get<std::string>().c_str(),
+    std::printf("  %-15s %-14s %10.1f %8.2f %10.1f", j["model"].get<std::string>().c_str(),
                 j["quant"].get<std::string>().c_str(), j["weight_bytes"].get<double>() / 1e6,
                 j["kv_bytes"].get<double>() / 1e6, j["total_bytes"].get<double>() / 1e6);
     for (const auto& b : bw) std::printf("  %11.2f", j["floor_ms"][std::to_string(b.threads)].get<double>());

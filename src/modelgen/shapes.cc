@@ -19,6 +19,7 @@ void ModelShape::validate() const {
 std::string QuantSpec::describe() const {
   std::string s = "int" + std::to_string(bits) + " b" + std::to_string(block);
   if (asym) s += " asym";
+  if (scale_bytes == 2) s += " f16s";
   return s;
 }
 

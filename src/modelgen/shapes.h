@@ -38,7 +38,8 @@ struct QuantSpec {
   int block = 32;
   bool asym = false;
   int accuracy_level = 4;
-  std::string describe() const;  // "int4 b32" / "int8 b128 asym"
+  int scale_bytes = 4;           // 4: fp32 scales as in ONNX; 2: nbits --scales fp16
+  std::string describe() const;  // "int4 b32" / "int8 b128 asym" / "int4 b32 f16s"
 };
 
 // "qwen2.5-0.5b", "smollm2-360m", "tinyllama-1.1b"; throws nbits::Error for others.

@@ -10,7 +10,8 @@ int64_t matmul_nbits_bytes(int64_t K, int64_t N, const QuantSpec& q) {
               " must be a power of two >= 16");
   const int64_t k_blocks = (K + q.block - 1) / q.block;
   const int64_t codes = N * k_blocks * (q.block * q.bits / 8);
-  const int64_t scales = N * k_blocks * 4;
+  NBITS_CHECK(q.scale_bytes == 4 || q.scale_bytes == 2, "scale bytes must be 4 or 2, got ", q.scale_bytes);
+  const int64_t scales = N * k_blocks * q.scale_bytes;
   const int64_t zps = q.asym ? N * ((k_blocks * q.bits + 7) / 8) : 0;
   return codes + scales + zps;
 }

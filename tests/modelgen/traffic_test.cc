@@ -29,6 +29,12 @@ TEST(Traffic, MatMulNBitsBytesByHand) {
   QuantSpec q128;
   q128.block = 128;  // K=960 pads to 8 blocks (SmolLM2 at block 128)
   EXPECT_EQ(matmul_nbits_bytes(960, 10, q128), 10 * 8 * 64 + 10 * 8 * 4);
+  QuantSpec h;  // --scales fp16: 2-byte scales (Q4_0's 18 bytes per 32 weights)
+  h.scale_bytes = 2;
+  EXPECT_EQ(matmul_nbits_bytes(64, 128, h), 128 * 2 * (16 + 2));
+  EXPECT_EQ(h.describe(), "int4 b32 f16s");
+  h.scale_bytes = 3;
+  EXPECT_THROW(matmul_nbits_bytes(64, 128, h), Error);
 }
 
 TEST(Traffic, TokenTrafficSmallShapeByHand) {
