@@ -33,19 +33,23 @@ void gemm_tile(const PackN16& p, const float* A, int64_t m0, int64_t panel, floa
     if (p.has_zp)
       zp = __riscv_vfcvt_f_xu_v_f32m2(
           __riscv_vzext_vf4_u32m2(__riscv_vle8_v_u8mf2(rec + p.zp_offset, vl), vl), vl);
-    auto dq = [&](vuint8mf2_t c) {
-      const vfloat32m2_t x = __riscv_vfcvt_f_xu_v_f32m2(__riscv_vzext_vf4_u32m2(c, vl), vl);
+    auto dq = [&](vuint32m2_t c) {  // codes widened to 32 bits: every op at e32, no vtype switches
+      const vfloat32m2_t x = __riscv_vfcvt_f_xu_v_f32m2(c, vl);
       return __riscv_vfmul_vv_f32m2(__riscv_vfsub_vv_f32m2(x, zp, vl), sb, vl);
     };
+    auto widen = [&](const uint8_t* c) { return __riscv_vzext_vf4_u32m2(__riscv_vle8_v_u8mf2(c, vl), vl); };
     const int64_t kbeg = b * p.bs, kend = std::min<int64_t>(p.K, kbeg + p.bs);
     if (p.bits == 4) {
       for (int64_t k = kbeg; k < kend; k += 2, codes += 16) {
-        const vuint8mf2_t v = __riscv_vle8_v_u8mf2(codes, vl);
-        fma(dq(__riscv_vand_vx_u8mf2(v, 15, vl)), k);
-        if (k + 1 < kend) fma(dq(__riscv_vsrl_vx_u8mf2(v, 4, vl)), k + 1);
+        const vuint32m2_t v = __riscv_vzext_vf4_u32m2(__riscv_vle8_v_u8mf2(codes, vl), vl);
+        fma(dq(__riscv_vand_vx_u32m2(v, 15, vl)), k);
+        if (k + 1 < kend) fma(dq(__riscv_vsrl_vx_u32m2(v, 4, vl)), k + 1);
       }
     } else {
-      for (int64_t k = kbeg; k < kend; ++k, codes += 16) fma(dq(__riscv_vle8_v_u8mf2(codes, vl)), k);
+      int64_t k = kbeg;
+      for (; k + 3 < kend; k += 4, codes += 64)  // 4 k per trip: a quarter of the loop overhead
+        for (int i = 0; i < 4; ++i) fma(dq(widen(codes + 16 * i)), k + i);
+      for (; k < kend; ++k, codes += 16) fma(dq(widen(codes)), k);
     }
   }
   const int64_t n0 = panel * 16;
