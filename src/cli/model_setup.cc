@@ -151,7 +151,7 @@ void print_profile(const graph::Session& session, FILE* out) {
     size_t packed = 0, fp16 = 0;
     for (const auto& m : mm) {
       packed += m.packed_bytes;
-      fp16 += m.kernel.find("x16h") != std::string::npos;  // kernel names mark fp16 scales with "h"
+      fp16 += m.kernel.find("16h_") != std::string::npos;  // kernel names mark fp16 scales with "h"
     }
     std::fprintf(
         out,

@@ -283,10 +283,10 @@ namespace {
 
 bool is_x16(const MatMulNBitsKernel& k) { return std::string(k.name).rfind("x16_", 0) == 0; }
 bool says_fp16(const PackedMatMul& p, int64_t M) {
-  return std::string(p.kernel_name(M)).find("x16h") != std::string::npos;
+  return std::string(p.kernel_name(M)).find("16h_") != std::string::npos;  // x16h_ (x86, IME), n16h_ (RVV)
 }
 
-// With fp16 scales the kernel names carry "x16h" and the x16 block shrinks by
+// With fp16 scales the kernel names carry "16h_" (x16h_, n16h_) and the x16 block shrinks by
 // 32 bytes; zero points take 16 bytes (not 64) in both formats. Sets without
 // an fp16 format ignore the option.
 TEST(MatMulNBitsKernels, Fp16ScalesKernelNamesAndPackedBytes) {

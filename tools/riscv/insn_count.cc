@@ -1,7 +1,7 @@
 // Counts the guest instructions of one MatMulNBits call (M=1 decode, Qwen2.5-0.5B layer shapes)
 // per kernel set under QEMU, between the insncount plugin's region markers. Built and run by
 // tools/riscv/insn_count.sh against the IME-emulated cross build (which corrects for the
-// emulation sequence).  usage: insn_count KERNEL_SET BITS
+// emulation sequence).  usage: insn_count KERNEL_SET BITS [fp16]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +16,7 @@ using namespace nbits::kernels;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: insn_count KERNEL_SET BITS\n");
+    std::fprintf(stderr, "usage: insn_count KERNEL_SET BITS [fp16]\n");
     return 2;
   }
   const std::string want = argv[1];
@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kernel set %s not available\n", want.c_str());
       return 1;
     }
-    auto packed = k->pack(w);
+    PackOptions opts;
+    opts.fp16_scales = argc > 3 && std::string(argv[3]) == "fp16";
+    auto packed = k->pack_opts(w, opts);
     asm volatile("slti x0, x0, 0x7a1");  // region begin
     packed->run(a.data(), 1, y.data(), nullptr, pool);
     asm volatile("slti x0, x0, 0x7a2");  // region end

@@ -15,19 +15,21 @@ clang++-22 --target=riscv64-linux-gnu -std=c++20 -O2 -march=rv64gcv_zba_zbb_zbs_
   $B/libnbits_kernels.a $B/libnbits_base.a -lpthread -o $B/insn_count
 CPU="rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,Zfh=true"
 EMU=760
-printf '%-10s %-5s %14s %12s %12s %10s %8s\n' kernels bits insns vec_arith vec_mem vmadot "MAC/insn"
+printf '%-10s %-5s %-6s %14s %12s %12s %10s %8s\n' kernels bits scales insns vec_arith vec_mem vmadot "MAC/insn"
+for scales in fp32 fp16; do
 for bits in 4 8; do
   macs=$(( (1152*896 + 896*896 + 9728*896 + 896*4864) ))
   for k in x16_ime_int8 n16_rvv_int8 ref_int8; do
     out=$(qemu-riscv64 -L /usr/riscv64-linux-gnu -cpu "$CPU" -plugin $B/libinsncount.so,out=$B/counts.txt \
-          $B/insn_count "$k" "$bits")
+          $B/insn_count "$k" "$bits" "$scales")
     get() { awk -v k="$1" '$1==k {print $2}' $B/counts.txt; }
     insns=$(get region_insns); va=$(get region_vec_arith); vm=$(get region_vec_mem); vd=0
     if [ "$k" = x16_ime_int8 ]; then
       vd=$(echo "$out" | awk '$1=="vmadot_if_ime" {print $2}')
       insns=$(( insns - vd * (EMU - 1) )); vm=$(( vm - vd * 4 ))
     fi
-    printf '%-10s %-5s %14s %12s %12s %10s %8.1f\n' "${k%_int8}" "int$bits" "$insns" "$va" "$vm" "$vd" \
-      "$(echo "$macs / $insns" | bc -l)"
+    printf '%-10s %-5s %-6s %14s %12s %12s %10s %8.1f\n' "${k%_int8}" "int$bits" "$scales" "$insns" "$va" "$vm" \
+      "$vd" "$(echo "$macs / $insns" | bc -l)"
   done
+done
 done

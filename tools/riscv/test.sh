@@ -6,7 +6,8 @@
 #   3. both again with rvv_ta_all_1s/rvv_ma_all_1s (catches code that relies on tail lanes)
 #   4. real-vmadot build: the SIGILL-guarded probe must report no IME under QEMU and dispatch
 #      must fall back to RVV; the IME kernel object must contain smt.vmadotsu words.
-#   5. stories260K int4/int8/int4_asym: 16 greedy tokens under QEMU == the x86 build's (build/nbits);
+#   5. stories260K int4/int8/int4_asym: 16 greedy tokens under QEMU == the x86 build's (build/nbits),
+#      also with --scales fp16 at accuracy levels 4 and 0;
 #      NBITS_RV_E2E=0 skips it (it cross-builds the whole program).
 # Self-contained: installs its Debian packages when missing (as root). Usage:
 #   bash tools/riscv/test.sh            (from anywhere; builds in build-rv/ and build-rv-hw/)
@@ -90,6 +91,15 @@ if [ "${NBITS_RV_E2E:-1}" = 1 ]; then
         [ "$want" = "$got" ] || { echo "$v (NBITS_ISA=$isa): riscv64 $got != x86 $want"; exit 1; }
       done
       echo "-- $v: 16 greedy tokens equal (IME emulated, RVV only): $want"
+      for acc in 4 0; do  # fp16 scales: CompInt8 (IME / RVV int8) and CompFp32 (RVV fp32)
+        want=$("$X86" run -m "$model/$v" --ids 1 -n 16 --scales fp16 --accuracy-level $acc --format json | ids)
+        for isa in "" rvv; do
+          got=$(NBITS_ISA=$isa qemu "$CPU" build-rv/nbits run -m "$model/$v" --ids 1 -n 16 --scales fp16 \
+                --accuracy-level $acc --format json | ids)
+          [ "$want" = "$got" ] || { echo "$v fp16 acc$acc (NBITS_ISA=$isa): riscv64 $got != x86 $want"; exit 1; }
+        done
+        echo "-- $v --scales fp16 --accuracy-level $acc: equal (IME emulated, RVV only): $want"
+      done
     done
   fi
 fi
