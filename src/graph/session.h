@@ -18,7 +18,7 @@ struct SessionOptions {
   int threads = 1;                    // 0 = all hardware threads
   std::optional<int> accuracy_level;  // override every MatMulNBits' accuracy_level
   bool profile = false;               // collect per-node timings
-  bool fp16_scales = false;           // pack MatMulNBits scales as fp16 where kernels can (kernels::PackOptions)
+  bool fp16_scales = false;  // pack MatMulNBits scales as fp16 where kernels can (kernels::PackOptions)
 };
 
 // One line of the profile: per node (or per op type when aggregated).
