@@ -7,6 +7,18 @@
 #include "base/error.h"
 
 namespace nbits::graph {
+namespace {
+
+// Drops the nodes marked in `removed` (a rewrite fused them into a neighbour).
+void erase_removed(std::vector<onnx::Node>& nodes, const std::vector<bool>& removed) {
+  std::vector<onnx::Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
+
+}  // namespace
 
 std::vector<onnx::Node> sorted_nodes(const onnx::Graph& g) {
   std::vector<onnx::Node> nodes = g.nodes;
@@ -102,11 +114,7 @@ int fuse_matmul_nbits_bias(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
     removed[ai] = true;
     ++fused;
   }
-  std::vector<onnx::Node> kept;
-  kept.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(nodes[i]));
-  nodes = std::move(kept);
+  erase_removed(nodes, removed);
   return fused;
 }
 
@@ -171,11 +179,7 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     removed[si] = removed[ai] = true;
     ++fused;
   }
-  std::vector<onnx::Node> kept;
-  kept.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(nodes[i]));
-  nodes = std::move(kept);
+  erase_removed(nodes, removed);
   return fused;
 }
 

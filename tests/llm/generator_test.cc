@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "alloc_counter.h"
+#include "support/alloc_counter.h"
 #include "base/error.h"
 #include "fake_session.h"
 

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "alloc_counter.h"
+#include "support/alloc_counter.h"
 
 namespace nbits::llm {
 namespace {

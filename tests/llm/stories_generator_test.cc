@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "alloc_counter.h"
+#include "support/alloc_counter.h"
 #include "base/mapped_file.h"
 #include "llm/generator.h"
 #include "support/shared_data.h"

@@ -1,52 +1,19 @@
 // Activation scratch of the kernel sets with a PackOptions format (RISC-V IME/RVV, x86 x16) is
 // per calling thread, not per matrix: after warm-up with the largest M, running any mix of
-// matrices allocates nothing (global operator new is replaced in this test binary and counts
-// calls while armed), and two threads running different matrices at once do not disturb
-// each other.
+// matrices allocates nothing (tests/support/alloc_counter.cc replaces global operator new in
+// this test binary and counts calls), and two threads running different matrices at once do
+// not disturb each other.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/matmul_nbits.h"
-
-namespace {
-std::atomic<bool> g_armed{false};
-std::atomic<int64_t> g_news{0};
-
-void* counted_alloc(std::size_t n, std::size_t align) {
-  if (g_armed.load(std::memory_order_relaxed)) g_news.fetch_add(1, std::memory_order_relaxed);
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#include "support/alloc_counter.h"
 
 namespace nbits::kernels {
 namespace {
@@ -109,12 +76,11 @@ TEST(KernelScratch, NoAllocationAfterWarmUp) {
   std::vector<float> A(7 * 200, 0.25f), Y(7 * 48);
   for (int64_t M : {7, 1})  // warm-up: the largest M, then decode
     for (const Case& c : cases) c.packed->run(A.data(), M, Y.data(), nullptr, pool);
-  g_news = 0;
-  g_armed = true;
+  const int64_t before = testing::allocation_count();
   for (int64_t M : {1, 5, 1, 7, 2, 1})
     for (const Case& c : cases) c.packed->run(A.data(), M, Y.data(), nullptr, pool);
-  g_armed = false;
-  EXPECT_EQ(g_news.load(), 0) << "allocations after warm-up over " << cases.size() << " matrices";
+  EXPECT_EQ(testing::allocation_count() - before, 0)
+      << "allocations after warm-up over " << cases.size() << " matrices";
 }
 
 TEST(KernelScratch, ThreadsRunningDifferentMatricesAgree) {

@@ -1,6 +1,6 @@
 // Replaces the global operator new/delete to count allocations; used by the
 // "steady-state decode allocates nothing" tests.
-#include "alloc_counter.h"
+#include "support/alloc_counter.h"
 
 #include <atomic>
 #include <cstdlib>
