@@ -88,7 +88,8 @@ CpuFeatures detect_cpu_features() {
 }
 
 // NBITS_ISA lowers the detected level for testing and comparison:
-//   ref (no SIMD kernels), avx2, avx512, avx512vnni, rvv, ime.
+//   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avx512 or avx512vnni
+//   (the AVX-512 kernels, VNNI included; no AVX-VNNI), rvv, ime.
 static CpuFeatures apply_env_override(CpuFeatures f) {
   const char* env = std::getenv("NBITS_ISA");
   if (env == nullptr || *env == 0) return f;
@@ -96,8 +97,8 @@ static CpuFeatures apply_env_override(CpuFeatures f) {
   if (v == "ref" || v == "scalar") return CpuFeatures{};
   if (v == "avx2") {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx_vnni = false;
-  } else if (v == "avx512") {
-    f.avx512vnni = f.avx_vnni = false;
+  } else if (v == "avx512" || v == "avx512vnni") {
+    f.avx_vnni = false;
   } else if (v == "rvv") {
     f.ime = false;
   }

@@ -410,3 +410,74 @@ TEST(MatMulNBitsKernels, PackReportsConsumedRowsInOrder) {
 
 }  // namespace
 }  // namespace nbits::kernels
+
+namespace nbits::kernels {
+namespace {
+
+const MatMulNBitsKernel* find_kernel_set(const char* name) {
+  for (const auto& k : matmul_nbits_kernels())
+    if (std::string(k.name) == name) return &k;
+  return nullptr;
+}
+
+// The AVX-512 VNNI set on a dense M grid: every remainder of its 4-row GEMM
+// tile up to M = 40, N = 100 (7 panels: a ragged group for the 2-panel GEMM
+// tile and the 4-panel GEMV), bits 4/8, blocks 16..256, zero points, fp16
+// scales, 1 and 2 threads; and block 512 with all-positive activations, where
+// the activation block sums leave int16 (the vpmulld zero-point path). Bit for
+// bit equal to the reference. Skipped, with the reason, on other CPUs.
+TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
+  const MatMulNBitsKernel* k = find_kernel_set("x16_avx512vnni_int8");
+  if (k == nullptr) GTEST_SKIP() << "x16_avx512vnni_int8 is not built for this architecture";
+  std::mt19937 rng(4242);
+  RandomWeight probe(4, 32, 64, 16, false, rng);
+  if (!k->supports(probe.w, cpu_features()))
+    GTEST_SKIP() << "x16_avx512vnni_int8 needs avx512f/bw/vl/dq + avx512vnni; this CPU (after NBITS_ISA): "
+                 << cpu_features().describe();
+  struct Case {
+    int bits, block;
+    int64_t K;
+    bool asym, positive;
+  };
+  std::vector<Case> cases;
+  for (int bits : {4, 8})
+    for (int block : {16, 32, 64, 128, 256})
+      for (bool asym : {false, true}) cases.push_back({bits, block, block + block / 2 + 1, asym, false});
+  for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, true, true});
+  const int64_t N = 100;
+  ThreadPool pool1(1), pool2(2);
+  int checked = 0;
+  for (const Case& c : cases) {
+    RandomWeight rw(c.bits, c.block, c.K, N, c.asym, rng);
+    const Fp16Rounded rounded(rw.w);
+    std::vector<float> bias(static_cast<size_t>(N));
+    for (auto& b : bias) b = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+    for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) {
+      std::vector<float> A = random_a(M, c.K, rng);
+      if (c.positive)
+        for (auto& a : A) a = 0.5f + 0.5f * std::fabs(a);
+      for (bool fp16 : {false, true}) {
+        const float* bp = (M & 1) != 0 ? bias.data() : nullptr;
+        SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + " scales bits=" + std::to_string(c.bits) +
+                     " block=" + std::to_string(c.block) + " K=" + std::to_string(c.K) +
+                     " M=" + std::to_string(M) + (c.asym ? " asym" : " sym"));
+        std::vector<float> want(static_cast<size_t>(M * N)), y1(want.size(), NAN), y2(want.size(), NAN);
+        matmul_nbits_ref_int8(fp16 ? rounded.w : rw.w, A.data(), M, want.data(), bp);
+        auto packed = k->pack_opts(rw.w, scales_opts(fp16));
+        ASSERT_EQ(says_fp16(*packed, M), fp16) << packed->kernel_name(M);
+        packed->run(A.data(), M, y1.data(), bp, pool1);
+        packed->run(A.data(), M, y2.data(), bp, pool2);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(y1[i], want[i]) << "at m=" << i / N << " n=" << i % N << " via "
+                                    << packed->kernel_name(M);
+          ASSERT_EQ(y2[i], want[i]) << "2 threads, at m=" << i / N << " n=" << i % N;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+}  // namespace
+}  // namespace nbits::kernels

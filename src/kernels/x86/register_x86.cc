@@ -2,12 +2,18 @@
 
 #include "kernels/x16_matmul.h"
 #include "kernels/x86/x16_avx2.h"
+#include "kernels/x86/x16_avx512vnni.h"
 
 namespace nbits::kernels {
 namespace {
 
 bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx2 && cpu.fma && cpu.f16c && quant::x16_packable(w);
+}
+
+
+bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
+  return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
 }
 
 // Kernel names: "h" after the format marks fp16 scales (q4x16h).
@@ -20,6 +26,17 @@ X16Int8Kernels avx2_int8(int bits) {
   return {kF16 ? "qgemv_q8x16h_avx2" : "qgemv_q8x16_avx2",
           kF16 ? "qgemm_q8x16h_4x8_avx2" : "qgemm_q8x16_4x8_avx2", quantize_row_blocks_avx2,
           qgemv_q8x16_avx2<kAsym, kF16>, qgemm_q8x16_4x8_avx2<kAsym, kF16>};
+}
+
+template <bool kAsym, bool kF16>
+X16Int8Kernels avx512vnni_int8(int bits) {
+  if (bits == 4)
+    return {kF16 ? "qgemv_q4x16h_avx512vnni" : "qgemv_q4x16_avx512vnni",
+            kF16 ? "qgemm_q4x16h_4x32_avx512vnni" : "qgemm_q4x16_4x32_avx512vnni", quantize_row_blocks_avx2,
+            qgemv_q4x16_avx512vnni<kAsym, kF16>, qgemm_q4x16_avx512vnni<kAsym, kF16>};
+  return {kF16 ? "qgemv_q8x16h_avx512vnni" : "qgemv_q8x16_avx512vnni",
+          kF16 ? "qgemm_q8x16h_4x32_avx512vnni" : "qgemm_q8x16_4x32_avx512vnni", quantize_row_blocks_avx2,
+          qgemv_q8x16_avx512vnni<kAsym, kF16>, qgemm_q8x16_avx512vnni<kAsym, kF16>};
 }
 
 template <bool kAsym, bool kF16>
@@ -39,6 +56,12 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, cons
   return make_x16_int8(w, o, avx2_int8<false, false>(w.bits), avx2_int8<false, true>(w.bits));
 }
 
+std::unique_ptr<PackedMatMul> pack_avx512vnni_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr)
+    return make_x16_int8(w, o, avx512vnni_int8<true, false>(w.bits), avx512vnni_int8<true, true>(w.bits));
+  return make_x16_int8(w, o, avx512vnni_int8<false, false>(w.bits), avx512vnni_int8<false, true>(w.bits));
+}
+
 std::unique_ptr<PackedMatMul> pack_avx2_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr)
     return make_x16_fp32(w, o, avx2_fp32<true, false>(w.bits), avx2_fp32<true, true>(w.bits));
@@ -46,12 +69,17 @@ std::unique_ptr<PackedMatMul> pack_avx2_fp32_with(const QuantizedMatrix& w, cons
 }
 
 std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return pack_avx2_int8_with(w, {}); }
+std::unique_ptr<PackedMatMul> pack_avx512vnni_int8(const QuantizedMatrix& w) {
+  return pack_avx512vnni_int8_with(w, {});
+}
 std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return pack_avx2_fp32_with(w, {}); }
 
 }  // namespace
 
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   // Most preferred first.
+  t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
+               pack_avx512vnni_int8_with});
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with});
   t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32, pack_avx2_fp32_with});
 }
