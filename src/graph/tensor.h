@@ -19,6 +19,11 @@ size_t dtype_size(DType t);                  // bytes per element (1 for the 4-b
 size_t dtype_bytes(DType t, int64_t numel);  // storage bytes of numel elements (4-bit: rounded up)
 const char* dtype_name(DType t);
 
+// Inside a session every float value is fp32: fp16/bf16 exist only at graph
+// inputs/outputs and in initializers, converted at the boundary (docs/design.md
+// "Precision"). An op whose attribute names a float dtype produces this one.
+inline DType compute_dtype(DType t) { return (t == DType::kF16 || t == DType::kBF16) ? DType::kF32 : t; }
+
 struct Shape {
   static constexpr int kMaxRank = 8;
   int rank = 0;

@@ -1,7 +1,9 @@
-// RMS norms: SimplifiedLayerNormalization and com.microsoft
-// SkipSimplifiedLayerNormalization (fp32; fp16 weights converted at load).
+// Norms: RMS (SimplifiedLayerNormalization, com.microsoft SkipSimplifiedLayerNormalization) and
+// mean/variance (ai.onnx LayerNormalization, com.microsoft SkipLayerNormalization); fp32, fp16
+// weights converted at load.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/vector_ops.h"
 #include "ops/op_util.h"
@@ -101,6 +103,154 @@ class SkipSimplifiedLayerNormOp final : public Op {
   float eps_;
 };
 
+// LayerNormalization of one row of n floats, ORT's CPU numerics: sequential fp32 sums of x and
+// x^2, var = E[x^2] - mean^2, y = (x - mean) / sqrt(var + eps) * gamma (+ beta). y may alias x.
+inline void layer_norm_row(const float* x, const float* gamma, const float* beta, float eps, int64_t n,
+                           float* y, float* mean_out, float* inv_out) {
+  float mean = 0.0f, msq = 0.0f;
+  for (int64_t h = 0; h < n; ++h) {
+    mean += x[h];
+    msq += x[h] * x[h];
+  }
+  const float nf = static_cast<float>(n);
+  mean = mean / nf;
+  const float denom = std::sqrt(msq / nf - mean * mean + eps);
+  if (beta) {
+    for (int64_t h = 0; h < n; ++h) y[h] = (x[h] - mean) / denom * gamma[h] + beta[h];
+  } else {
+    for (int64_t h = 0; h < n; ++h) y[h] = (x[h] - mean) / denom * gamma[h];
+  }
+  if (mean_out) *mean_out = mean;
+  if (inv_out) *inv_out = 1.0f / denom;
+}
+
+// A per-element parameter input (scale, bias): fp32 is read at run (constant or not); an fp16/bf16
+// constant is widened once at load.
+struct ParamInput {
+  size_t index = 0;
+  bool present = false;
+  std::vector<float> widened;
+  const float* get(const OpArgs& a) const {
+    if (!present) return nullptr;
+    return widened.empty() ? a.in[index]->as<const float>() : widened.data();
+  }
+  int64_t size(const OpArgs& a) const {
+    return widened.empty() ? a.in[index]->numel() : static_cast<int64_t>(widened.size());
+  }
+};
+
+ParamInput param_input(OpBuild& b, size_t i, const char* what) {
+  ParamInput p;
+  p.index = i;
+  p.present = b.has_input(i);
+  if (!p.present) return p;
+  b.require_type(i, {DType::kF32, DType::kF16, DType::kBF16}, what);
+  if (b.type(i) != DType::kF32) p.widened = to_float_vector(b.constant(i, what));
+  return p;
+}
+
+// Shape of Mean / InvStdDev: X's dims before `axis`, then 1s.
+Shape stats_shape(const Shape& s, int axis) {
+  Shape r = s;
+  for (int d = axis; d < s.rank; ++d) r[d] = 1;
+  return r;
+}
+
+class LayerNormOp final : public Op {
+ public:
+  LayerNormOp(std::string where, int64_t axis, float eps, ParamInput scale, ParamInput bias)
+      : where_(std::move(where)), axis_(axis), eps_(eps), scale_(std::move(scale)), bias_(std::move(bias)) {}
+  void infer(const OpArgs& a) override {
+    const Shape& s = a.in[0]->shape;
+    const int ax = normalize_axis(axis_, s.rank, where_);
+    const int64_t n = dims_product(s, ax, s.rank);
+    NBITS_CHECK(scale_.size(a) == n && (!bias_.present || bias_.size(a) == n), where_,
+                ": Scale and B must have X.shape[axis:] = ", n, " elements (X ", s.str(), ")");
+    a.out[0]->shape = s;
+    for (size_t i = 1; i < a.n_out; ++i)
+      if (a.out[i]) a.out[i]->shape = stats_shape(s, ax);
+  }
+  void run(const OpArgs& a, RunContext& ctx) override {
+    const Shape& s = a.in[0]->shape;
+    const int ax = normalize_axis(axis_, s.rank, where_);
+    const int64_t n = dims_product(s, ax, s.rank), rows = dims_product(s, 0, ax);
+    const float* x = a.in[0]->as<const float>();
+    const float *gamma = scale_.get(a), *beta = bias_.get(a);
+    float* y = a.out[0]->as<float>();
+    float* mean = a.output(1) ? a.output(1)->as<float>() : nullptr;
+    float* inv = a.output(2) ? a.output(2)->as<float>() : nullptr;
+    if (n == 0) return;
+    ctx.pool.parallel_range(rows, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        layer_norm_row(x + r * n, gamma, beta, eps_, n, y + r * n, mean ? mean + r : nullptr,
+                       inv ? inv + r : nullptr);
+    });
+  }
+
+ private:
+  std::string where_;
+  int64_t axis_;
+  float eps_;
+  ParamInput scale_, bias_;
+};
+
+// com.microsoft SkipLayerNormalization: s = input + skip (+ bias); output = LayerNorm(s) * gamma
+// (+ beta) over the last axis; optional outputs mean, inv_std_var ([..., 1]) and s. skip is
+// input-shaped or a suffix of it (broadcast over the leading dims, as ORT's offset % skip size).
+class SkipLayerNormOp final : public Op {
+ public:
+  SkipLayerNormOp(std::string where, float eps, ParamInput gamma, ParamInput beta, ParamInput bias)
+      : where_(std::move(where)),
+        eps_(eps),
+        gamma_(std::move(gamma)),
+        beta_(std::move(beta)),
+        bias_(std::move(bias)) {}
+  void infer(const OpArgs& a) override {
+    const Shape& s = a.in[0]->shape;
+    NBITS_CHECK(s.rank >= 1, where_, ": input must have rank >= 1");
+    const int64_t n = s[s.rank - 1];
+    NBITS_CHECK(gamma_.size(a) == n && (!beta_.present || beta_.size(a) == n) &&
+                    (!bias_.present || bias_.size(a) == n),
+                where_, ": gamma, beta and bias must have the hidden size ", n, " of input ", s.str());
+    const Shape& k = a.in[1]->shape;
+    // Leading 1s of skip broadcast; the rest must be the input's trailing dims.
+    int lead = 0;
+    while (lead < k.rank - 1 && k[lead] == 1) ++lead;
+    bool suffix = k.rank >= 1 && k.rank - lead <= s.rank;
+    for (int d = lead; suffix && d < k.rank; ++d) suffix = k[d] == s[s.rank - (k.rank - d)];
+    NBITS_CHECK(suffix && k[k.rank - 1] == n, where_, ": skip ", k.str(), " does not match input ", s.str());
+    a.out[0]->shape = s;
+    for (size_t i = 1; i < a.n_out; ++i)
+      if (a.out[i]) a.out[i]->shape = i == 3 ? s : stats_shape(s, s.rank - 1);
+  }
+  void run(const OpArgs& a, RunContext& ctx) override {
+    const int64_t n = a.in[0]->shape[a.in[0]->shape.rank - 1];
+    if (n == 0) return;
+    const int64_t rows = a.in[0]->numel() / n, skip_size = a.in[1]->numel();
+    const float* x = a.in[0]->as<const float>();
+    const float* skip = a.in[1]->as<const float>();
+    const float *gamma = gamma_.get(a), *beta = beta_.get(a), *bias = bias_.get(a);
+    float* y = a.out[0]->as<float>();
+    float* mean = a.output(1) ? a.output(1)->as<float>() : nullptr;
+    float* inv = a.output(2) ? a.output(2)->as<float>() : nullptr;
+    float* sum_out = a.output(3) ? a.output(3)->as<float>() : nullptr;
+    ctx.pool.parallel_range(rows, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* yr = y + r * n;
+        kernels::vec_binary(kernels::VecOp::kAdd, x + r * n, skip + (r * n) % skip_size, yr, n);
+        if (bias) kernels::vec_binary(kernels::VecOp::kAdd, yr, bias, yr, n);
+        if (sum_out) std::memcpy(sum_out + r * n, yr, static_cast<size_t>(n) * sizeof(float));
+        layer_norm_row(yr, gamma, beta, eps_, n, yr, mean ? mean + r : nullptr, inv ? inv + r : nullptr);
+      }
+    });
+  }
+
+ private:
+  std::string where_;
+  float eps_;
+  ParamInput gamma_, beta_, bias_;
+};
+
 std::vector<float> weight(OpBuild& b, size_t i, const char* what) {
   const Tensor& t = b.constant(i, what);
   b.require_type(i, {DType::kF32, DType::kF16, DType::kBF16}, what);
@@ -137,6 +287,32 @@ std::unique_ptr<Op> make_skip_simplified_layer_norm(OpBuild& b) {
   b.set_outputs(DType::kF32);
   return std::make_unique<SkipSimplifiedLayerNormOp>(b.where(), std::move(gamma), std::move(bias),
                                                      b.node.attr_float("epsilon", 1e-5f));
+}
+
+std::unique_ptr<Op> make_layer_norm(OpBuild& b) {
+  allow_attributes(b, {"axis", "epsilon", "stash_type"});
+  b.require_type(0, {DType::kF32}, "X");
+  b.check(b.has_input(1), "missing required input 1 (Scale)");
+  const int64_t stash = b.node.attr_int("stash_type", 1);
+  b.check(stash == 1, "attribute 'stash_type' = ", stash, " is not supported (only 1, float)");
+  ParamInput scale = param_input(b, 1, "Scale"), bias = param_input(b, 2, "B");
+  b.set_outputs(DType::kF32);
+  return std::make_unique<LayerNormOp>(b.where(), b.node.attr_int("axis", -1),
+                                       b.node.attr_float("epsilon", 1e-5f), std::move(scale),
+                                       std::move(bias));
+}
+
+std::unique_ptr<Op> make_skip_layer_norm(OpBuild& b) {
+  allow_attributes(b, {"epsilon"});
+  b.require_type(0, {DType::kF32}, "input");
+  b.require_type(1, {DType::kF32}, "skip");
+  b.check(b.has_input(2), "missing required input 2 (gamma)");
+  ParamInput gamma = param_input(b, 2, "gamma"), beta = param_input(b, 3, "beta"),
+             bias = param_input(b, 4, "bias");
+  b.set_outputs(DType::kF32);
+  // ORT's schema default epsilon (kDefaultSkipLayerNormEpsilon).
+  return std::make_unique<SkipLayerNormOp>(b.where(), b.node.attr_float("epsilon", 1e-12f), std::move(gamma),
+                                           std::move(beta), std::move(bias));
 }
 
 }  // namespace nbits::ops

@@ -58,6 +58,14 @@ void broadcast_strides(const Shape& s, int rank, int64_t* strides) {
   }
 }
 
+void allow_attributes(const graph::OpBuild& b, std::initializer_list<std::string_view> known) {
+  for (const onnx::Attribute& at : b.node.attributes) {
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || at.name == k;
+    b.check(ok, "attribute '", at.name, "' is not supported");
+  }
+}
+
 bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 float load_float(const void* p, DType t, int64_t i) {

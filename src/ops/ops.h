@@ -37,9 +37,54 @@ std::unique_ptr<Op> make_squeeze(OpBuild& b);
 std::unique_ptr<Op> make_unsqueeze(OpBuild& b);
 std::unique_ptr<Op> make_transpose(OpBuild& b);
 std::unique_ptr<Op> make_shape(OpBuild& b);
-std::unique_ptr<Op> make_reduce_sum(OpBuild& b);
 std::unique_ptr<Op> make_constant(OpBuild& b);
 std::unique_ptr<Op> make_concat(OpBuild& b);
 std::unique_ptr<Op> make_slice(OpBuild& b);
+// norms.cc (mean/variance norms)
+std::unique_ptr<Op> make_layer_norm(OpBuild& b);
+std::unique_ptr<Op> make_skip_layer_norm(OpBuild& b);
+// compare.cc
+std::unique_ptr<Op> make_equal(OpBuild& b);
+std::unique_ptr<Op> make_less(OpBuild& b);
+std::unique_ptr<Op> make_greater(OpBuild& b);
+std::unique_ptr<Op> make_less_or_equal(OpBuild& b);
+std::unique_ptr<Op> make_greater_or_equal(OpBuild& b);
+std::unique_ptr<Op> make_and(OpBuild& b);
+std::unique_ptr<Op> make_or(OpBuild& b);
+std::unique_ptr<Op> make_xor(OpBuild& b);
+std::unique_ptr<Op> make_not(OpBuild& b);
+std::unique_ptr<Op> make_where(OpBuild& b);
+// unary.cc
+std::unique_ptr<Op> make_neg(OpBuild& b);
+std::unique_ptr<Op> make_sqrt(OpBuild& b);
+std::unique_ptr<Op> make_reciprocal(OpBuild& b);
+std::unique_ptr<Op> make_tanh(OpBuild& b);
+std::unique_ptr<Op> make_erf(OpBuild& b);
+std::unique_ptr<Op> make_exp(OpBuild& b);
+std::unique_ptr<Op> make_log(OpBuild& b);
+std::unique_ptr<Op> make_abs(OpBuild& b);
+std::unique_ptr<Op> make_cos(OpBuild& b);
+std::unique_ptr<Op> make_sin(OpBuild& b);
+std::unique_ptr<Op> make_relu(OpBuild& b);
+std::unique_ptr<Op> make_pow(OpBuild& b);
+std::unique_ptr<Op> make_min(OpBuild& b);
+std::unique_ptr<Op> make_max(OpBuild& b);
+std::unique_ptr<Op> make_onnx_gelu(OpBuild& b);  // ai.onnx Gelu (opset 20)
+std::unique_ptr<Op> make_ms_gelu(OpBuild& b);    // com.microsoft Gelu
+std::unique_ptr<Op> make_fast_gelu(OpBuild& b);
+std::unique_ptr<Op> make_bias_gelu(OpBuild& b);
+std::unique_ptr<Op> make_quick_gelu(OpBuild& b);
+// generate.cc
+std::unique_ptr<Op> make_constant_of_shape(OpBuild& b);
+std::unique_ptr<Op> make_range(OpBuild& b);
+std::unique_ptr<Op> make_expand(OpBuild& b);
+std::unique_ptr<Op> make_tile(OpBuild& b);
+std::unique_ptr<Op> make_split(OpBuild& b);
+// reduce.cc
+std::unique_ptr<Op> make_reduce_sum(OpBuild& b);
+std::unique_ptr<Op> make_reduce_mean(OpBuild& b);
+std::unique_ptr<Op> make_reduce_max(OpBuild& b);
+std::unique_ptr<Op> make_softmax(OpBuild& b);
+
 
 }  // namespace nbits::ops

@@ -1,5 +1,5 @@
 // Shape and layout ops: Identity, Reshape, Squeeze, Unsqueeze (views of their
-// input), Transpose, Shape, ReduceSum, Constant, Concat, Slice.
+// input), Transpose, Shape, Constant, Concat, Slice (ReduceSum: reduce.cc).
 #include <algorithm>
 #include <cstring>
 
@@ -181,72 +181,6 @@ class ShapeOp final : public Op {
   int s_ = 0, e_ = 0;
 };
 
-class ReduceSumOp final : public Op {
- public:
-  ReduceSumOp(std::string where, DType t, std::vector<int64_t> axes, bool keepdims, bool noop_empty)
-      : where_(std::move(where)),
-        type_(t),
-        axes_(std::move(axes)),
-        keepdims_(keepdims),
-        noop_empty_(noop_empty) {}
-  void infer(const OpArgs& a) override {
-    const Shape& in = a.in[0]->shape;
-    reduced(a, in.rank);
-    Shape s;
-    for (int i = 0; i < in.rank; ++i) {
-      if (!red_[i])
-        s.push_back(in[i]);
-      else if (keepdims_)
-        s.push_back(1);
-    }
-    a.out[0]->shape = s;
-  }
-  void run(const OpArgs& a, RunContext&) override {
-    if (type_ == DType::kF32) return reduce<float>(a);
-    if (type_ == DType::kI64) return reduce<int64_t>(a);
-    return reduce<int32_t>(a);
-  }
-
- private:
-  void reduced(const OpArgs& a, int rank) {
-    const Tensor* t = a.input(1);
-    const int64_t n = t ? t->numel() : static_cast<int64_t>(axes_.size());
-    std::fill(red_, red_ + Shape::kMaxRank, n == 0 && !noop_empty_);
-    for (int64_t i = 0; i < n; ++i) red_[normalize_axis(t ? read_int(*t, i) : axes_[i], rank, where_)] = true;
-  }
-  template <typename T>
-  void reduce(const OpArgs& a) {
-    const Tensor& x = *a.in[0];
-    const int rank = x.shape.rank;
-    reduced(a, rank);
-    // Output strides over the input index (0 on reduced axes).
-    int64_t ost[Shape::kMaxRank], idx[Shape::kMaxRank] = {};
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; --i) {
-      ost[i] = red_[i] ? 0 : s;
-      if (!red_[i]) s *= x.shape[i];
-    }
-    T* y = a.out[0]->as<T>();
-    std::fill(y, y + a.out[0]->numel(), T(0));
-    const T* px = x.as<const T>();
-    int64_t o = 0;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      y[o] += px[i];
-      for (int d = rank - 1; d >= 0; --d) {
-        o += ost[d];
-        if (++idx[d] < x.shape[d]) break;
-        o -= ost[d] * idx[d];
-        idx[d] = 0;
-      }
-    }
-  }
-  std::string where_;
-  DType type_;
-  std::vector<int64_t> axes_;
-  bool keepdims_, noop_empty_;
-  bool red_[Shape::kMaxRank] = {};
-};
-
 class ConstantOp final : public Op {
  public:
   explicit ConstantOp(Tensor value) : value_(value) {}
@@ -414,15 +348,6 @@ std::unique_ptr<Op> make_shape(OpBuild& b) {
   std::optional<int64_t> end;
   if (b.node.attr("end") != nullptr) end = b.node.attr_int("end", 0);
   return std::make_unique<ShapeOp>(b.node.attr_int("start", 0), end);
-}
-
-std::unique_ptr<Op> make_reduce_sum(OpBuild& b) {
-  b.require_type(0, {DType::kF32, DType::kI64, DType::kI32}, "data");
-  require_int_input(b, 1, "axes");
-  b.set_outputs(b.type(0));
-  return std::make_unique<ReduceSumOp>(b.where(), b.type(0), b.node.attr_ints("axes"),
-                                       b.node.attr_int("keepdims", 1) != 0,
-                                       b.node.attr_int("noop_with_empty_axes", 0) != 0);
 }
 
 std::unique_ptr<Op> make_constant(OpBuild& b) {

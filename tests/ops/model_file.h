@@ -1,6 +1,7 @@
 // Test helper: saves a ModelWriter model to a fresh temp file and loads a Session.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -44,6 +45,12 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed) {
     x = static_cast<float>(seed >> 8) / static_cast<float>(1 << 23) - 1.0f;
   }
   return v;
+}
+
+// A load error is one line holding every part.
+inline void expect_error(const std::string& msg, std::initializer_list<const char*> parts) {
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 }  // namespace nbits::testing

@@ -192,11 +192,6 @@ std::string load_error(F mutate) {
   return "(no error)";
 }
 
-void expect_error(const std::string& msg, std::initializer_list<const char*> parts) {
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-}
-
 TEST(Malformed, ValidModelLoads) {
   EXPECT_EQ(load_error([](auto&) {}), "(no error)");
 }
