@@ -183,4 +183,60 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
   return fused;
 }
 
+namespace {
+
+bool is_half(onnx::DataType t) { return t == onnx::DataType::kFloat16 || t == onnx::DataType::kBfloat16; }
+
+onnx::Node storage_cast(const std::string& from, const std::string& to, onnx::DataType dtype) {
+  onnx::Node n;
+  n.name = "<" + std::string(kStorageCastOp) + " -> " + to + ">";
+  n.op_type = kStorageCastOp;
+  n.domain = kInternalDomain;
+  n.inputs = {from};
+  n.outputs = {to};
+  onnx::Attribute a;
+  a.name = "to";
+  a.type = onnx::AttrType::kInt;
+  a.i = static_cast<int64_t>(dtype);
+  n.attributes.push_back(std::move(a));
+  return n;
+}
+
+void rename_inputs(std::vector<onnx::Node>& nodes, const std::string& from, const std::string& to) {
+  for (onnx::Node& n : nodes)
+    for (std::string& in : n.inputs)
+      if (in == from) in = to;
+}
+
+}  // namespace
+
+int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  static constexpr const char* kSuffix = "/nbits_f32";
+  std::vector<onnx::Node> front, back;
+  for (const onnx::ValueInfo& in : g.inputs) {
+    if (!is_half(in.elem_type) || g.initializer(in.name) != nullptr) continue;
+    const std::string wide = in.name + kSuffix;
+    rename_inputs(nodes, in.name, wide);
+    front.push_back(storage_cast(in.name, wide, onnx::DataType::kFloat));
+  }
+  for (const onnx::ValueInfo& out : g.outputs) {
+    if (!is_half(out.elem_type)) continue;
+    onnx::Node* producer = nullptr;
+    for (onnx::Node& n : nodes)
+      for (std::string& o : n.outputs)
+        if (o == out.name) producer = &n, o = out.name + kSuffix;
+    if (producer == nullptr) continue;  // an input or initializer served as output: stored as is
+    const std::string wide = out.name + kSuffix;
+    rename_inputs(nodes, out.name, wide);
+    back.push_back(storage_cast(wide, out.name, out.elem_type));
+  }
+  const int added = static_cast<int>(front.size() + back.size());
+  if (added == 0) return 0;
+  std::vector<onnx::Node> all = std::move(front);
+  for (onnx::Node& n : nodes) all.push_back(std::move(n));
+  for (onnx::Node& n : back) all.push_back(std::move(n));
+  nodes = std::move(all);
+  return added;
+}
+
 }  // namespace nbits::graph

@@ -29,4 +29,13 @@ inline constexpr const char* kInternalDomain = "nbits.internal";
 // Returns the number of fusions.
 int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
+// The session computes floats in fp32 (graph::compute_dtype). A graph input or
+// output declared fp16/bf16 keeps that storage dtype at the boundary: each such
+// input X gets a StorageCast X -> "X/nbits_f32" in front that every reader now
+// reads, and each such output Y is produced as "Y/nbits_f32" (what readers
+// inside the graph use) and stored by a StorageCast at the end. Returns the
+// number of conversions added.
+inline constexpr const char* kStorageCastOp = "StorageCast";
+int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
+
 }  // namespace nbits::graph

@@ -9,6 +9,7 @@
 #include <map>
 #include <new>
 
+#include "base/fp16.h"
 #include "base/mapped_file.h"
 #include "base/timer.h"
 #include "graph/op.h"
@@ -78,6 +79,12 @@ class SessionImpl final : public Session {
 
   std::vector<std::string> input_names() const override { return names(inputs_); }
   std::vector<std::string> output_names() const override { return names(outputs_); }
+  DType input_dtype(std::string_view name) const override {
+    return values_[find(inputs_, name, "graph input")].t.dtype;
+  }
+  DType output_dtype(std::string_view name) const override {
+    return values_[find(outputs_, name, "graph output")].t.dtype;
+  }
 
   void bind_input(std::string_view name, const Tensor& t) override {
     Value& v = values_[find(inputs_, name, "graph input")];
@@ -193,7 +200,22 @@ class SessionImpl final : public Session {
     NBITS_CHECK(init.bytes.size() == v.t.bytes(), "initializer '", init.name, "': ", init.bytes.size(),
                 " bytes for shape ", v.t.shape.str(), " of ", dtype_name(*dt));
     const void* p = init.bytes.data();
-    if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {  // unaligned raw_data: copy
+    if (compute_dtype(*dt) != *dt) {
+      // fp16/bf16 weights are widened once (the session computes in fp32); the
+      // file pages behind the original can go.
+      const int64_t n = v.t.numel();
+      auto& store = storage_.emplace_back(static_cast<size_t>(n) * sizeof(float));
+      auto* wide = reinterpret_cast<float*>(store.data());
+      const auto* half = reinterpret_cast<const uint16_t*>(init.bytes.data());
+      for (int64_t i = 0; i < n; ++i)
+        wide[i] = *dt == DType::kF16 ? fp16_to_float(half[i]) : bf16_to_float(half[i]);
+      if (const MappedFile* f = mapping_of(init.bytes.data(), init.bytes.size())) {
+        f->release(init.bytes.data(), init.bytes.size());
+        released_bytes_ += init.bytes.size();
+      }
+      v.t.dtype = DType::kF32;
+      p = store.data();
+    } else if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {  // unaligned raw_data: copy
       auto& store = storage_.emplace_back(init.bytes.begin(), init.bytes.end());
       p = store.data();
     }
@@ -305,6 +327,7 @@ void SessionImpl::build() {
   std::vector<onnx::Node> nodes = sorted_nodes(g);
   fuse_matmul_nbits_bias(nodes, g);
   fuse_silu_mul(nodes, g);
+  lower_float_boundaries(nodes, g);
 
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);
   for (const onnx::Node& node : nodes)

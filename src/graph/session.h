@@ -48,6 +48,10 @@ class Session {
 
   virtual std::vector<std::string> input_names() const = 0;
   virtual std::vector<std::string> output_names() const = 0;
+  // Storage dtype of a graph input / output as declared (fp16 KV caches and
+  // logits stay fp16 at the boundary). Throws for an unknown name.
+  virtual DType input_dtype(std::string_view name) const = 0;
+  virtual DType output_dtype(std::string_view name) const = 0;
 
   // Binds caller-owned memory to a graph input for the next run()s. The
   // tensor's shape must match the graph input's declared rank/dtype.

@@ -264,15 +264,25 @@ std::unique_ptr<Op> make_silu_mul(OpBuild& b) {
   return std::make_unique<SiluMulOp>(b.where());
 }
 
-std::unique_ptr<Op> make_cast(OpBuild& b) {
+namespace {
+
+// `exact`: the storage dtype as written (the session's boundary conversions);
+// otherwise a float target is the compute dtype (fp16/bf16 -> fp32).
+std::unique_ptr<Op> make_cast_to(OpBuild& b, bool exact) {
   const onnx::Attribute* to = b.node.attr("to");
   b.check(to != nullptr, "missing required attribute 'to'");
   const auto dt = graph::to_dtype(static_cast<onnx::DataType>(to->i));
   b.check(dt.has_value() && castable(*dt), "attribute 'to' = ", to->i, " (",
           onnx::data_type_name(static_cast<onnx::DataType>(to->i)), ") is not a supported dtype");
   b.check(castable(b.type(0)), "input dtype ", graph::dtype_name(b.type(0)), " is not supported");
-  b.set_outputs(*dt);
-  return std::make_unique<CastOp>(b.type(0), *dt);
+  const DType out = exact ? *dt : graph::compute_dtype(*dt);
+  b.set_outputs(out);
+  return std::make_unique<CastOp>(b.type(0), out);
 }
+
+}  // namespace
+
+std::unique_ptr<Op> make_cast(OpBuild& b) { return make_cast_to(b, false); }
+std::unique_ptr<Op> make_storage_cast(OpBuild& b) { return make_cast_to(b, true); }
 
 }  // namespace nbits::ops

@@ -16,6 +16,9 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
 std::unique_ptr<Op> make_matmul(OpBuild& b);
 // group_query_attention.cc
 std::unique_ptr<Op> make_group_query_attention(OpBuild& b);
+// rotary_embedding.cc, multi_head_attention.cc (MHA layouts of builder exports)
+std::unique_ptr<Op> make_rotary_embedding(OpBuild& b);
+std::unique_ptr<Op> make_multi_head_attention(OpBuild& b);
 // norms.cc
 std::unique_ptr<Op> make_simplified_layer_norm(OpBuild& b);
 std::unique_ptr<Op> make_skip_simplified_layer_norm(OpBuild& b);
@@ -30,6 +33,8 @@ std::unique_ptr<Op> make_div(OpBuild& b);
 std::unique_ptr<Op> make_sigmoid(OpBuild& b);
 std::unique_ptr<Op> make_silu_mul(OpBuild& b);  // the fused SwiGLU (graph/plan.h fuse_silu_mul)
 std::unique_ptr<Op> make_cast(OpBuild& b);
+// Cast to the storage dtype as given (graph/plan.h lower_float_boundaries: fp16 graph I/O).
+std::unique_ptr<Op> make_storage_cast(OpBuild& b);
 // shape_ops.cc
 std::unique_ptr<Op> make_identity(OpBuild& b);
 std::unique_ptr<Op> make_reshape(OpBuild& b);
@@ -85,6 +90,5 @@ std::unique_ptr<Op> make_reduce_sum(OpBuild& b);
 std::unique_ptr<Op> make_reduce_mean(OpBuild& b);
 std::unique_ptr<Op> make_reduce_max(OpBuild& b);
 std::unique_ptr<Op> make_softmax(OpBuild& b);
-
 
 }  // namespace nbits::ops

@@ -27,6 +27,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "Div", ops::make_div},
       {kOnnx, "Sigmoid", ops::make_sigmoid},
       {kInternal, "SiluMul", ops::make_silu_mul},
+      {kInternal, "StorageCast", ops::make_storage_cast},
       {kOnnx, "Cast", ops::make_cast},
       {kOnnx, "Identity", ops::make_identity},
       {kOnnx, "Reshape", ops::make_reshape},
@@ -38,6 +39,9 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "Constant", ops::make_constant},
       {kOnnx, "Concat", ops::make_concat},
       {kOnnx, "Slice", ops::make_slice},
+      // attention layouts of builder exports (MHA + RotaryEmbedding)
+      {kMs, "RotaryEmbedding", ops::make_rotary_embedding},
+      {kMs, "MultiHeadAttention", ops::make_multi_head_attention},
       // generic ai.onnx ops (builder graphs)
       {kOnnx, "LayerNormalization", ops::make_layer_norm},
       {kMs, "SkipLayerNormalization", ops::make_skip_layer_norm},

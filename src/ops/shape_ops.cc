@@ -183,7 +183,14 @@ class ShapeOp final : public Op {
 
 class ConstantOp final : public Op {
  public:
-  explicit ConstantOp(Tensor value) : value_(value) {}
+  // fp16/bf16 values are widened to fp32 (graph::compute_dtype): the op owns that copy.
+  explicit ConstantOp(Tensor value) : value_(value) {
+    if (graph::compute_dtype(value.dtype) != value.dtype) {
+      widened_ = to_float_vector(value);
+      value_.dtype = DType::kF32;
+      value_.data = widened_.data();
+    }
+  }
   void infer(const OpArgs& a) override { a.out[0]->shape = value_.shape; }
   void run(const OpArgs& a, RunContext&) override {
     if (value_.bytes()) std::memcpy(a.out[0]->data, value_.data, value_.bytes());
@@ -191,6 +198,7 @@ class ConstantOp final : public Op {
 
  private:
   Tensor value_;
+  std::vector<float> widened_;
 };
 
 class ConcatOp final : public Op {
@@ -362,7 +370,7 @@ std::unique_ptr<Op> make_constant(OpBuild& b) {
   b.check(t.bytes.size() == value.bytes(), "value holds ", t.bytes.size(), " bytes for shape ",
           value.shape.str());
   value.data = const_cast<uint8_t*>(t.bytes.data());
-  b.set_outputs(*dt);
+  b.set_outputs(graph::compute_dtype(*dt));
   return std::make_unique<ConstantOp>(value);
 }
 
