@@ -13,6 +13,7 @@
 #include "kernels/attention.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "ops/rotary.h"
 
 namespace nbits::ops {
 namespace {
@@ -26,25 +27,6 @@ struct GqaAttrs {
   int64_t window = -1;
   bool rotary = false, interleaved = false, smooth = false, causal = true;
 };
-
-// Rotates x (head_size h) at cos/sin rows c, s (rotary_dim/2 entries) into y.
-inline void rotate(const float* x, const float* c, const float* s, int64_t half, bool interleaved, int64_t h,
-                   float* y) {
-  if (interleaved) {
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = x[2 * i], b = x[2 * i + 1];
-      y[2 * i] = a * c[i] - b * s[i];
-      y[2 * i + 1] = b * c[i] + a * s[i];
-    }
-  } else {
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = x[i], b = x[i + half];
-      y[i] = a * c[i] - b * s[i];
-      y[i + half] = b * c[i] + a * s[i];
-    }
-  }
-  for (int64_t i = 2 * half; i < h; ++i) y[i] = x[i];
-}
 
 // Query and score scratch shared by every GQA node run from the calling thread
 // (nodes run one after another; pool workers use the caller's buffers): one
