@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/error.h"
+#include "base/fp16.h"
 #include "base/timer.h"
 
 namespace nbits::llm {
@@ -12,7 +14,7 @@ using graph::DType;
 using graph::Shape;
 using graph::Tensor;
 
-void Generator::FreeDeleter::operator()(float* p) const { std::free(p); }
+void Generator::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 namespace {
 
@@ -43,7 +45,7 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
   require(outputs, config_.logits_name, "output", config_, "model.decoder.outputs.logits");
 
   const int64_t L = config_.num_hidden_layers, Nkv = config_.num_key_value_heads, H = config_.head_size;
-  const Shape kv_shape{1, Nkv, capacity_, H};
+  share_ = config_.search.past_present_share_buffer;
   const size_t kv_elems = static_cast<size_t>(Nkv * capacity_ * H);
   for (int64_t l = 0; l < L; ++l) {
     const std::string past_k = format_layer_name(config_.past_key_pattern, l);
@@ -54,17 +56,37 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
     require(inputs, past_v, "input", config_, "model.decoder.inputs.past_value_names");
     require(outputs, pres_k, "output", config_, "model.decoder.outputs.present_key_names");
     require(outputs, pres_v, "output", config_, "model.decoder.outputs.present_value_names");
-    for (const auto* names : {&past_k, &past_v}) {
-      // calloc: pages stay untouched (and cost no memory) until the cache reaches them.
-      auto* p = static_cast<float*>(std::calloc(kv_elems, sizeof(float)));
-      if (p == nullptr) throw std::bad_alloc();
-      kv_.emplace_back(p);
-      kv_cache_bytes_ += kv_elems * sizeof(float);
-      const Tensor t{DType::kF32, kv_shape, p};
-      session_->bind_input(*names, t);
-      session_->bind_output(names == &past_k ? pres_k : pres_v, t);
+    for (int which = 0; which < 2; ++which) {
+      KvSlot slot;
+      slot.past = which == 0 ? past_k : past_v;
+      slot.present = which == 0 ? pres_k : pres_v;
+      const DType dt = session_->input_dtype(slot.past);
+      NBITS_CHECK(dt == DType::kF32 || dt == DType::kF16 || dt == DType::kBF16, config_.model_path(), ": '",
+                  slot.past, "' has dtype ", dtype_name(dt),
+                  "; the KV cache must be float, float16 or bfloat16");
+      NBITS_CHECK(session_->output_dtype(slot.present) == dt, config_.model_path(), ": '", slot.present,
+                  "' and '", slot.past, "' have different dtypes");
+      kv_dtype_ = dt;
+      for (int i = 0; i < (share_ ? 1 : 2); ++i) {
+        // calloc: pages stay untouched (and cost no memory) until the cache reaches them.
+        void* p = std::calloc(kv_elems, graph::dtype_size(dt));
+        if (p == nullptr) throw std::bad_alloc();
+        kv_mem_.emplace_back(p);
+        kv_cache_bytes_ += kv_elems * graph::dtype_size(dt);
+        slot.buf[i] = p;
+      }
+      if (share_) {
+        const Tensor t{dt, Shape{1, Nkv, capacity_, H}, slot.buf[0]};
+        session_->bind_input(slot.past, t);
+        session_->bind_output(slot.present, t);
+      }
+      kv_.push_back(std::move(slot));
     }
   }
+  logits_dtype_ = session_->output_dtype(config_.logits_name);
+  NBITS_CHECK(logits_dtype_ == DType::kF32 || logits_dtype_ == DType::kF16 || logits_dtype_ == DType::kBF16,
+              config_.model_path(), ": output '", config_.logits_name,
+              "' must be float, float16 or bfloat16 (got ", dtype_name(logits_dtype_), ")");
   NBITS_CHECK(!contains(inputs, format_layer_name(config_.past_key_pattern, L)), config_.model_path(),
               " has more layers than ", config_.path, " says (model.decoder.num_hidden_layers = ", L, ")");
   try {
@@ -94,16 +116,46 @@ void Generator::run_step(int64_t S) {
   session_->bind_input(config_.attention_mask_name, Tensor{DType::kI64, Shape{1, T}, mask_buf_.data()});
   if (!config_.position_ids_name.empty())
     session_->bind_input(config_.position_ids_name, Tensor{DType::kI64, Shape{1, S}, pos_buf_.data() + past});
+  if (!share_) {
+    const int64_t Nkv = config_.num_key_value_heads, H = config_.head_size;
+    for (const KvSlot& slot : kv_) {
+      session_->bind_input(slot.past, Tensor{kv_dtype_, Shape{1, Nkv, past, H}, slot.buf[cur_]});
+      session_->bind_output(slot.present, Tensor{kv_dtype_, Shape{1, Nkv, T, H}, slot.buf[1 - cur_]});
+    }
+  }
   session_->run();
+  if (!share_) cur_ = 1 - cur_;
   const Tensor& logits = session_->output(config_.logits_name);
-  NBITS_CHECK(logits.dtype == DType::kF32 && logits.shape.rank >= 2, config_.model_path(), ": output '",
-              config_.logits_name, "' must be float [batch, seq, vocab] (got ", dtype_name(logits.dtype), " ",
-              logits.shape.str(), ")");
+  NBITS_CHECK(logits.shape.rank >= 2, config_.model_path(), ": output '", config_.logits_name,
+              "' must be [batch, seq, vocab] (got ", logits.shape.str(), ")");
   const int64_t V = logits.shape[logits.shape.rank - 1];
   NBITS_CHECK(V > 0 && logits.numel() >= V, config_.model_path(), ": empty logits ", logits.shape.str());
   vocab_ = V;
-  last_logits_ = {logits.as<const float>() + (logits.numel() - V), static_cast<size_t>(V)};
+  if (logits_dtype_ == DType::kF32) {
+    last_logits_ = {logits.as<const float>() + (logits.numel() - V), static_cast<size_t>(V)};
+  } else {
+    logits_f32_.resize(static_cast<size_t>(V));
+    const auto* h = logits.as<const uint16_t>() + (logits.numel() - V);
+    for (int64_t i = 0; i < V; ++i)
+      logits_f32_[static_cast<size_t>(i)] =
+          logits_dtype_ == DType::kF16 ? fp16_to_float(h[i]) : bf16_to_float(h[i]);
+    last_logits_ = logits_f32_;
+  }
   has_logits_ = true;
+}
+
+// Ping-pong caches are dense [Nkv, T, H]: keeping the first to_len positions
+// moves each head's rows down (ascending, so memmove never overwrites unread rows).
+void Generator::compact_cache(int64_t from_len, int64_t to_len) {
+  if (share_ || from_len == to_len) return;
+  const int64_t Nkv = config_.num_key_value_heads;
+  const size_t row = static_cast<size_t>(config_.head_size) * graph::dtype_size(kv_dtype_);
+  for (const KvSlot& slot : kv_) {
+    auto* base = static_cast<uint8_t*>(slot.buf[cur_]);
+    for (int64_t h = 1; h < Nkv; ++h)
+      std::memmove(base + static_cast<size_t>(h * to_len) * row,
+                   base + static_cast<size_t>(h * from_len) * row, static_cast<size_t>(to_len) * row);
+  }
 }
 
 std::span<const float> Generator::append(std::span<const int32_t> ids) {
@@ -176,6 +228,7 @@ GenerateResult Generator::generate(std::span<const int32_t> new_ids, int64_t max
 
 void Generator::reset() {
   tokens_.clear();
+  cur_ = 0;
   pending_ = -1;
   has_logits_ = false;
   stats_ = {};
@@ -183,6 +236,7 @@ void Generator::reset() {
 
 void Generator::truncate(int64_t n) {
   NBITS_CHECK(n >= 0 && n <= length(), "cannot truncate the cache of ", length(), " tokens to ", n);
+  compact_cache(length(), n);
   tokens_.resize(static_cast<size_t>(n));
   pending_ = -1;
   has_logits_ = false;

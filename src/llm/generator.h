@@ -1,9 +1,13 @@
 // Generator: one decoder Session plus its KV cache, driven like
-// onnxruntime-genai with past_present_share_buffer: per layer one K and one V
-// buffer [1, Nkv, max_length, H] bound as BOTH past_key_values.i.* and
-// present.i.*. A prompt (or a chat turn) is prefilled in one step on top of
-// whatever the cache holds; then one token per step. Allocates nothing per
-// decode step once warmed up.
+// onnxruntime-genai. With past_present_share_buffer (GroupQueryAttention
+// exports): per layer one K and one V buffer [1, Nkv, max_length, H] bound as
+// BOTH past_key_values.i.* and present.i.*. Without it (MultiHeadAttention
+// exports, present = Concat(past, new)): two buffers per K/V, past [1,Nkv,T,H]
+// read from one and present [1,Nkv,T+S,H] written to the other, swapped after
+// each step. The cache keeps the graph's dtype (fp16 exports: half the bytes);
+// position_ids are fed when the graph has them. A prompt (or a chat turn) is
+// prefilled in one step on top of whatever the cache holds; then one token per
+// step. Allocates nothing per decode step once warmed up.
 #pragma once
 
 #include <cstdint>
@@ -78,16 +82,27 @@ class Generator {
 
  private:
   struct FreeDeleter {
-    void operator()(float* p) const;
+    void operator()(void* p) const;
+  };
+  struct KvSlot {  // one past/present pair of names and its buffer(s)
+    std::string past, present;
+    void* buf[2] = {nullptr, nullptr};  // buf[1]: the other half of a ping-pong pair
   };
   void run_step(int64_t S);
+  void compact_cache(int64_t from_len, int64_t to_len);
 
   GenaiConfig config_;
   std::unique_ptr<graph::Session> session_;
   int64_t capacity_ = 0;
   int64_t vocab_ = 0;
   size_t kv_cache_bytes_ = 0;
-  std::vector<std::unique_ptr<float, FreeDeleter>> kv_;  // K0, V0, K1, V1, ...
+  std::vector<std::unique_ptr<void, FreeDeleter>> kv_mem_;
+  std::vector<KvSlot> kv_;  // K0, V0, K1, V1, ...
+  graph::DType kv_dtype_ = graph::DType::kF32;
+  bool share_ = true;  // past and present are one buffer
+  int cur_ = 0;        // ping-pong: which buffer holds the cache
+  graph::DType logits_dtype_ = graph::DType::kF32;
+  std::vector<float> logits_f32_;  // fp16 logits widened
   std::vector<int64_t> ids_buf_, mask_buf_, pos_buf_;
   std::vector<int32_t> tokens_;  // what the cache holds
   std::vector<int32_t> one_;     // scratch for a single token
