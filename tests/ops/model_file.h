@@ -33,7 +33,7 @@ inline std::unique_ptr<graph::Session> load_written(const onnx::ModelWriter& w,
 template <typename T>
 std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
 
