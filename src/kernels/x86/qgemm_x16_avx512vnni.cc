@@ -49,12 +49,15 @@ inline __m512 load_scales16(const uint8_t* blk) {
   return _mm512_loadu_ps(reinterpret_cast<const float*>(blk));
 }
 
-// -zp * qsum for the 16 columns (zp32: zero points as int32). With |qsum| <=
-// 127 * 256 both factors fit int16 (the high halves of zp32 are 0), so one
-// vpmaddwd gives the exact product; larger blocks take vpmulld.
-inline __m512i neg_zp_times(__m512i zp32, int32_t qsum, bool small_block) {
+// -zp * qsum for the 16 columns (zp32: zero points as int32). Blocks of <= 256
+// (kWide false) have |qsum| <= 127 * 256, so both factors fit int16 (the high
+// halves of zp32 are 0) and one vpmaddwd gives the exact product; larger blocks
+// take vpmulld.
+template <bool kWide>
+inline __m512i neg_zp_times(__m512i zp32, int32_t qsum) {
   const __m512i nq = _mm512_set1_epi32(-qsum);
-  return small_block ? _mm512_madd_epi16(zp32, nq) : _mm512_mullo_epi32(zp32, nq);
+  if constexpr (kWide) return _mm512_mullo_epi32(zp32, nq);
+  return _mm512_madd_epi16(zp32, nq);
 }
 
 // acc += float(dot) * (sa * scales): the reference's exact operation order. The
@@ -78,13 +81,12 @@ struct Args {
 
 // Rows [0, R) of the tile (qa rows k_blocks*block apart, sa / qsum rows
 // k_blocks apart) times panels [p, p + P).
-template <int kBits, int R, int P, bool kAsym, bool kF16>
+template <int kBits, int R, int P, bool kAsym, bool kF16, bool kWide>
 void tile(const Args& a, int64_t p) {
   const PackedX16& w = *a.w;
   constexpr int kGroupK = kBits == 4 ? 8 : 4;
   constexpr int kDefaultZp = 1 << (kBits - 1);
   const int64_t kb = w.k_blocks, kp = kb * w.block, groups = w.block / kGroupK;
-  const bool small_block = w.block <= 256;
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[R][P];
   for (int r = 0; r < R; ++r)
@@ -97,7 +99,7 @@ void tile(const Args& a, int64_t p) {
       for (int j = 0; j < P; ++j) {
         const __m512i zp32 = _mm512_cvtepu8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + j * ps + w.zp_offset)));
-        for (int r = 0; r < R; ++r) d[r][j] = neg_zp_times(zp32, a.qsum[r * kb + b], small_block);
+        for (int r = 0; r < R; ++r) d[r][j] = neg_zp_times<kWide>(zp32, a.qsum[r * kb + b]);
       }
     } else {
       for (int r = 0; r < R; ++r) {
@@ -155,24 +157,27 @@ void tile(const Args& a, int64_t p) {
 using TileFn = void (*)(const Args&, int64_t);
 
 // tile<R = 1..sizeof...(I), P> indexed by R - 1.
-template <int kBits, int P, bool kAsym, bool kF16, int... I>
+template <int kBits, int P, bool kAsym, bool kF16, bool kWide, int... I>
 constexpr std::array<TileFn, sizeof...(I)> tiles(std::integer_sequence<int, I...>) {
-  return {&tile<kBits, I + 1, P, kAsym, kF16>...};
+  return {&tile<kBits, I + 1, P, kAsym, kF16, kWide>...};
 }
 
 // Panels [p0, p1) in steps of PT (the last few one at a time), rows in tiles of
 // up to RT; each panel group is used by every row tile while it is in cache.
-template <int kBits, int RT, int PT, bool kAsym, bool kF16>
+template <int kBits, int RT, int PT, bool kAsym, bool kF16, bool kWide = false>
 void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  static constexpr auto wide = tiles<kBits, PT, kAsym, kF16>(std::make_integer_sequence<int, RT>{});
-  static constexpr auto narrow = tiles<kBits, 1, kAsym, kF16>(std::make_integer_sequence<int, RT>{});
+  if constexpr (kAsym && !kWide)
+    if (w.block > 256)
+      return run_tiles<kBits, RT, PT, kAsym, kF16, true>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  static constexpr auto grouped = tiles<kBits, PT, kAsym, kF16, kWide>(std::make_integer_sequence<int, RT>{});
+  static constexpr auto single = tiles<kBits, 1, kAsym, kF16, kWide>(std::make_integer_sequence<int, RT>{});
   const int64_t kb = w.k_blocks, kp = kb * w.block;
   for (int64_t p = p0; p < p1;) {
     const bool full = p + PT <= p1;
     for (int64_t m = 0; m < M; m += RT) {
       const Args a{&w, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias};
-      (full ? wide : narrow)[std::min<int64_t>(RT, M - m) - 1](a, p);
+      (full ? grouped : single)[std::min<int64_t>(RT, M - m) - 1](a, p);
     }
     p += full ? PT : 1;
   }
