@@ -85,6 +85,10 @@ class SessionImpl final : public Session {
   DType output_dtype(std::string_view name) const override {
     return values_[find(outputs_, name, "graph output")].t.dtype;
   }
+  std::string output_producer(std::string_view name) const override {
+    const Value& v = values_[find(outputs_, name, "graph output")];
+    return v.producer >= 0 ? plan_[v.producer].op_type : "";
+  }
 
   void bind_input(std::string_view name, const Tensor& t) override {
     Value& v = values_[find(inputs_, name, "graph input")];

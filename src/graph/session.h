@@ -52,6 +52,9 @@ class Session {
   // logits stay fp16 at the boundary). Throws for an unknown name.
   virtual DType input_dtype(std::string_view name) const = 0;
   virtual DType output_dtype(std::string_view name) const = 0;
+  // Op type of the node that computes a graph output ("" when none does), e.g.
+  // "GroupQueryAttention" for a KV cache it can update in place.
+  virtual std::string output_producer(std::string_view name) const = 0;
 
   // Binds caller-owned memory to a graph input for the next run()s. The
   // tensor's shape must match the graph input's declared rank/dtype.

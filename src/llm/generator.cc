@@ -45,7 +45,6 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
   require(outputs, config_.logits_name, "output", config_, "model.decoder.outputs.logits");
 
   const int64_t L = config_.num_hidden_layers, Nkv = config_.num_key_value_heads, H = config_.head_size;
-  share_ = config_.search.past_present_share_buffer;
   const size_t kv_elems = static_cast<size_t>(Nkv * capacity_ * H);
   for (int64_t l = 0; l < L; ++l) {
     const std::string past_k = format_layer_name(config_.past_key_pattern, l);
@@ -56,6 +55,10 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
     require(inputs, past_v, "input", config_, "model.decoder.inputs.past_value_names");
     require(outputs, pres_k, "output", config_, "model.decoder.outputs.present_key_names");
     require(outputs, pres_v, "output", config_, "model.decoder.outputs.present_value_names");
+    // One shared buffer when GroupQueryAttention writes the present (it updates the
+    // cache in place, whatever genai_config's past_present_share_buffer says);
+    // present = Concat(past, new) (MHA exports) needs two.
+    if (l == 0) share_ = session_->output_producer(pres_k) == "GroupQueryAttention";
     for (int which = 0; which < 2; ++which) {
       KvSlot slot;
       slot.past = which == 0 ? past_k : past_v;

@@ -47,6 +47,9 @@ class FakeSession : public graph::Session {
     return name == "input_ids" || name == "attention_mask" ? graph::DType::kI64 : graph::DType::kF32;
   }
   graph::DType output_dtype(std::string_view) const override { return graph::DType::kF32; }
+  std::string output_producer(std::string_view name) const override {
+    return name == "logits" ? "MatMul" : "GroupQueryAttention";
+  }
   void bind_input(std::string_view name, const graph::Tensor& t) override { bind(inputs_, name, t); }
   void bind_output(std::string_view name, const graph::Tensor& t) override { bind(outputs_, name, t); }
 
