@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs every suite:
+#   0. cached: the real onnxruntime-genai builder's exports of small models of every family and
+#      precision, with ONNX Runtime references (tools/setup_models.sh)
 #   1. release build (-Werror) + ctest (unit, end-to-end vs ONNX Runtime/llama2.c references,
-#      tokenizer differential vs Hugging Face tokenizers, make-model vs ONNX Runtime 1.30)
+#      tokenizer differential vs Hugging Face tokenizers, make-model vs ONNX Runtime 1.30,
+#      builder exports vs ONNX Runtime 1.32)
 #   2. ASan+UBSan build + ctest
 #   3. libFuzzer targets, bounded (NBITS_FUZZ_SECONDS, default 60 s each)
 #   4. riscv64 leg under QEMU (tools/riscv/test.sh; NBITS_SKIP_RISCV=1 skips it outside CI)
@@ -22,6 +25,10 @@ if [ ! -f bench/peers/.deps/node_modules/onnxruntime-node/package.json ]; then
   (cd bench/peers/.deps && { [ -f package.json ] || echo '{"name":"nbits-peers","private":true}' > package.json; } &&
    ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --ignore-scripts --loglevel=error onnxruntime-node@1.30.0)
 fi
+
+stamp "builder exports + ONNX Runtime references (cached in \${NBITS_CACHE:-~/.cache/nbits})"
+export NBITS_BUILDER_MODELS=${NBITS_BUILDER_MODELS:-${NBITS_CACHE:-$HOME/.cache/nbits}/builder-models}
+bash tools/setup_models.sh
 
 stamp "release build + tests"
 bash tools/build.sh release

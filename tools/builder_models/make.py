@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Makes the onnxruntime-genai builder exports nbits is tested on, with ONNX Runtime references.
+
+For each case: a small random-initialised Hugging Face model of one family
+(AutoConfig -> AutoModelForCausalLM.from_config -> save_pretrained, SmolLM2's real
+tokenizer from ../shared), exported by the real builder
+(python -m onnxruntime_genai.models.builder -p PRECISION -e cpu [--extra_options ...]),
+then run greedily by ONNX Runtime (plain InferenceSession, the past fed back as
+present) to write ref.json: the prompt, 40 greedy ids, the first step's logits and
+each step's top-1/top-2 margin and max|logit|. A case whose ref.json exists is
+skipped. Usage: make.py OUT_DIR [CASE ...] (default: every case).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+SHARED = os.environ.get("NBITS_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared"))
+COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, vocab_size=512, max_position_embeddings=512)
+# family -> (transformers config class, extra config fields)
+FAMILIES = {
+    "llama": ("LlamaConfig", dict(head_dim=16)),
+    "qwen2": ("Qwen2Config", dict()),
+    "qwen3": ("Qwen3Config", dict(head_dim=16)),
+    "mistral": ("MistralConfig", dict(head_dim=16)),
+    "phi3": ("Phi3Config", dict(pad_token_id=0, sliding_window=16)),
+    "gemma2": ("Gemma2Config", dict(head_dim=16)),
+    "gemma3": ("Gemma3TextConfig", dict(head_dim=16)),
+    "granite": ("GraniteConfig", dict()),
+}
+# case name -> (family, precision, extra_options), from cases.txt (shared with the C++ test).
+CASES = {}
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases.txt")) as f:
+    for line in f:
+        parts = line.split("#")[0].split()
+        if parts:
+            CASES[parts[0]] = (parts[1], parts[2], dict(p.split("=", 1) for p in parts[3:]))
+
+PROMPT = [1, 17, 42, 99, 7, 300, 12, 5]
+STEPS = 40
+
+
+def make_hf(family, out):
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM
+    cls, extra = FAMILIES[family]
+    cfg = getattr(transformers, cls)(**COMMON, **extra)
+    torch.manual_seed(1234)
+    m = AutoModelForCausalLM.from_config(cfg)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(0.0, 0.25)
+    m.save_pretrained(out)
+    tok = os.path.join(SHARED, "tokenizers", "smollm2")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        with open(os.path.join(tok, f), "rb") as src, open(os.path.join(out, f), "wb") as dst:
+            dst.write(src.read())
+
+
+class NoReference(Exception):
+    """ONNX Runtime cannot load the file at all (bf16 on CPU): the test compares with the fp32 twin."""
+
+
+def ort_reference(folder):
+    import onnxruntime as ort
+    with open(os.path.join(folder, "genai_config.json")) as f:
+        cfg = json.load(f)
+    dec = cfg["model"]["decoder"]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(os.path.join(folder, dec["filename"]), so, providers=["CPUExecutionProvider"])
+    except Exception as e:  # e.g. bf16: ORT's CPU provider lacks kernels for it
+        raise NoReference(f"ONNX Runtime {ort.__version__} cannot load it: {str(e).splitlines()[0][:200]}")
+    inputs = {i.name: i for i in sess.get_inputs()}
+    kv_type = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
+    L, Nkv, H = dec["num_hidden_layers"], dec["num_key_value_heads"], dec["head_size"]
+    names_in, names_out = dec["inputs"], dec["outputs"]
+    # GroupQueryAttention graphs get a zero past of the generation's capacity (ORT
+    # refuses a local window above the cache capacity); Concat graphs an empty one.
+    import onnx
+    ops = {n.op_type for n in onnx.load(os.path.join(folder, dec["filename"]), load_external_data=False).graph.node}
+    cap = len(PROMPT) + STEPS if "GroupQueryAttention" in ops else 0
+    past = {}
+    for l in range(L):
+        for kind in ("key", "value"):
+            n = names_in[f"past_{kind}_names"] % l
+            dt = kv_type.get(inputs[n].type)
+            past[n] = np.zeros((1, Nkv, cap, H), dtype=dt) if dt is not None else None
+    if any(v is None for v in past.values()):
+        raise NoReference("ONNX Runtime CPU cannot feed this KV dtype from numpy")
+    # Every step runs the whole sequence with an empty past: ORT 1.32 fails on the
+    # fp16 MHA exports' decode steps (declared dim_params that do not hold when
+    # past > 0: "Shape mismatch attempting to re-use buffer"), and the logits of
+    # the last position are what any runtime must give for that prefix.
+    ids = list(PROMPT)
+    out_ids, margins, maxabs, first = [], [], [], None
+    for step in range(STEPS):
+        T = len(ids)
+        feed = {names_in["input_ids"]: np.array([ids], dtype=np.int64),
+                names_in["attention_mask"]: np.ones((1, T), dtype=np.int64)}
+        if "position_ids" in names_in:
+            feed[names_in["position_ids"]] = np.arange(T, dtype=np.int64)[None, :]
+        feed.update(past)
+        logits = sess.run([names_out["logits"]], feed)[0][0, -1].astype(np.float64)
+        if first is None:
+            first = logits.tolist()
+        order = np.argsort(-logits)
+        margins.append(float(logits[order[0]] - logits[order[1]]))
+        maxabs.append(float(np.max(np.abs(logits))))
+        tok = int(order[0])
+        out_ids.append(tok)
+        ids.append(tok)
+    return {"prompt": PROMPT, "ids": out_ids, "margins": margins, "max_abs_logit": maxabs,
+            "first_logits": first, "onnxruntime": ort.__version__}
+
+
+def run_case(name, out_dir):
+    family, precision, extra = CASES[name]
+    folder = os.path.join(out_dir, name)
+    ref = os.path.join(folder, "ref.json")
+    if os.path.exists(ref):
+        return
+    hf = os.path.join(out_dir, "hf", family)
+    if not os.path.exists(os.path.join(hf, "config.json")):
+        make_hf(family, hf)
+    cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf, "-o", folder, "-p", precision,
+           "-e", "cpu", "-c", os.path.join(out_dir, "hf_cache")]
+    if extra:
+        cmd += ["--extra_options"] + [f"{k}={v}" for k, v in extra.items()]
+    log = os.path.join(out_dir, name + ".log")
+    with open(log, "w") as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        with open(log) as f:
+            tail = f.read().strip().splitlines()[-1:]
+        raise RuntimeError(f"builder failed for {name}: {' '.join(tail)[:300]} (see {log})")
+    import onnxruntime_genai
+    data = {"case": name, "family": family, "precision": precision, "extra_options": extra,
+            "builder": onnxruntime_genai.__version__}
+    try:
+        data.update(ort_reference(folder))
+    except NoReference as e:
+        data["no_reference"] = str(e)
+    with open(ref + ".tmp", "w") as f:
+        json.dump(data, f)
+    os.replace(ref + ".tmp", ref)
+    print(f"made {name}", flush=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    names = sys.argv[2:] or list(CASES)
+    failed = []
+    for n in names:
+        if n not in CASES:
+            raise SystemExit(f"unknown case {n}; cases: {' '.join(CASES)}")
+        try:
+            run_case(n, out_dir)
+        except Exception as e:  # noqa: BLE001 - report every failed case, then fail
+            print(e, flush=True)
+            failed.append(n)
+    if failed:
+        raise SystemExit(f"{len(failed)} case(s) failed: {' '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Cached set-up of the test models made by registry packages (skipped when present):
+#   1. a Python venv with the real onnxruntime-genai builder, torch, transformers, ONNX Runtime;
+#   2. the builder exports of tools/builder_models/cases.txt with their ONNX Runtime references.
+# Cache: $NBITS_CACHE (default ~/.cache/nbits), outside any clone, so CI reuses it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=${NBITS_CACHE:-$HOME/.cache/nbits}
+venv=$cache/venv
+models=${NBITS_BUILDER_MODELS:-$cache/builder-models}
+# Pinned: the references are made by exactly these versions.
+pkgs=(torch==2.15.0 transformers==5.24.0 onnx==1.23.2 onnx_ir onnxruntime==1.32.0 onnxruntime-genai==0.18.0
+      numpy safetensors)
+stamp=$venv/.nbits-$(printf '%s\n' "${pkgs[@]}" | md5sum | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  echo "-- making $venv (torch, transformers, onnxruntime-genai: a few minutes the first time)"
+  rm -rf "$venv"
+  mkdir -p "$cache"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}"
+  touch "$stamp"
+fi
+# make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
+"$venv/bin/python" tools/builder_models/make.py "$models"
