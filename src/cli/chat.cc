@@ -142,7 +142,7 @@ int chat_main(const std::vector<std::string>& args) {
     try {
       chat.turn(line);
     } catch (const Error& e) {
-      std::fprintf(stderr, "nbits chat: error: %s (/reset starts over)\n", e.what());
+      std::fprintf(stderr, "nbits chat: error: %s (/reset starts over)\n", printable(e.what()).c_str());
       if (!tty) return 1;
     }
   }

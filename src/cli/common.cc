@@ -321,4 +321,25 @@ int Flags::usage_error(const std::string& message) const {
   return 2;
 }
 
+// Names come from the file: bytes that are not printable UTF-8 are shown as \xNN.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && (len > 1 || (c >= 0x20 && c != 0x7f));
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace nbits::cli

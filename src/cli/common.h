@@ -93,5 +93,8 @@ std::string json_int_list(const std::vector<int32_t>& ids);
 
 // Escapes a string for JSON output (quotes included).
 std::string json_quote(const std::string& s);
+// Text for the terminal: bytes that are not printable UTF-8 (names read from a
+// file, error lines quoting them) become \xNN.
+std::string printable(const std::string& s);
 
 }  // namespace nbits::cli

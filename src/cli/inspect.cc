@@ -14,6 +14,7 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "graph/op.h"
 #include "graph/session.h"
 #include "llm/genai_config.h"
 #include "onnx/model.h"
@@ -91,6 +92,35 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
   for (const auto& o : g.outputs) consumed.insert(o.name);
   r["ops"] = hist;
   r["nodes"] = g.nodes.size();
+
+  // Every op type the runtime has no implementation for (all of them, not the first).
+  json cannot = json::array();
+  std::map<std::string, std::pair<int64_t, std::string>> missing;  // "domain:op" -> (count, first node)
+  for (const auto& n : g.nodes)
+    if (graph::find_op(n.domain, n.op_type) == nullptr) {
+      auto& m = missing[(n.domain.empty() ? "ai.onnx" : n.domain) + ":" + n.op_type];
+      if (m.first++ == 0) m.second = n.name;
+    }
+  for (const auto& [op, m] : missing)
+    cannot.push_back({{"op", op}, {"nodes", m.first}, {"first_node", m.second}});
+  r["cannot_run"] = cannot;
+
+  // The layout: which attention the export uses, the float dtype at the boundary, position ids.
+  std::string attention = "none";
+  for (const auto& n : g.nodes)
+    if (n.op_type == "GroupQueryAttention" || n.op_type == "MultiHeadAttention" || n.op_type == "Attention")
+      attention = n.op_type;
+  std::string io_float = "float";
+  for (const auto& v : g.outputs)
+    if (v.elem_type == onnx::DataType::kFloat16 || v.elem_type == onnx::DataType::kBfloat16)
+      io_float = onnx::data_type_name(v.elem_type);
+  bool position_ids = false;
+  for (const auto& v : g.inputs) position_ids = position_ids || v.name == "position_ids";
+  r["layout"] = {{"attention", attention},
+                 {"kv_cache", attention == "GroupQueryAttention" ? "one buffer (past == present)"
+                                                                 : "present = Concat(past, new)"},
+                 {"io_dtype", io_float},
+                 {"position_ids", position_ids}};
 
   json warnings = json::array();
   // MatMulNBits table, from the attributes.
@@ -190,38 +220,53 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
   return r;
 }
 
+std::string str(const json& j) { return printable(j.get<std::string>()); }
+
 void print_text(const json& r) {
-  std::printf("model: %s\nproducer: %s\nopsets:", r["model"].get<std::string>().c_str(),
-              r["producer"].get<std::string>().c_str());
+  std::printf("model: %s\nproducer: %s\nopsets:", str(r["model"]).c_str(), str(r["producer"]).c_str());
   for (const auto& [d, v] : r["opsets"].items()) std::printf(" %s=%lld", d.c_str(), v.get<long long>());
   std::printf("\n");
   for (const char* kind : {"inputs", "outputs"}) {
     std::printf("\n%s:\n", kind);
     for (const auto& v : r[kind])
-      std::printf("  %-32s %-8s %s\n", v["name"].get<std::string>().c_str(),
-                  v["dtype"].get<std::string>().c_str(), v["dims"].get<std::string>().c_str());
+      std::printf("  %-32s %-8s %s\n", str(v["name"]).c_str(), str(v["dtype"]).c_str(),
+                  str(v["dims"]).c_str());
   }
   std::printf("\nops (%lld nodes):\n", r["nodes"].get<long long>());
   std::vector<std::pair<int64_t, std::string>> ops;
   for (const auto& [op, c] : r["ops"].items()) ops.emplace_back(c.get<int64_t>(), op);
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [c, op] : ops) std::printf("  %-40s %lld\n", op.c_str(), static_cast<long long>(c));
+  for (const auto& [c, op] : ops)
+    std::printf("  %-40s %lld\n", printable(op).c_str(), static_cast<long long>(c));
+  const json& l = r["layout"];
+  std::printf("\nlayout: attention %s; KV cache %s; float I/O %s; position_ids %s\n",
+              str(l["attention"]).c_str(), str(l["kv_cache"]).c_str(), str(l["io_dtype"]).c_str(),
+              l["position_ids"].get<bool>() ? "yes" : "no");
+  const json& cannot = r["cannot_run"];
+  if (cannot.empty()) {
+    std::printf("every op has an implementation\n");
+  } else {
+    std::printf("\ncannot run (%zu op types):\n", cannot.size());
+    for (const auto& c : cannot)
+      std::printf("  %-40s %lld node(s), first '%s'\n", str(c["op"]).c_str(), c["nodes"].get<long long>(),
+                  str(c["first_node"]).c_str());
+  }
   const json& t = r["matmul_nbits"];
   if (!t.empty()) {
     std::printf("\nMatMulNBits (%zu):\n  %-44s %6s %6s %4s %5s %4s %3s  %s\n", t.size(), "node", "K", "N",
                 "bits", "block", "acc", "zp", "kernel");
     for (const auto& row : t)
-      std::printf("  %-44s %6lld %6lld %4lld %5lld %4lld %3s  %s\n", row["node"].get<std::string>().c_str(),
+      std::printf("  %-44s %6lld %6lld %4lld %5lld %4lld %3s  %s\n", str(row["node"]).c_str(),
                   row["K"].get<long long>(), row["N"].get<long long>(), row["bits"].get<long long>(),
                   row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
-                  row["zero_points"].get<bool>() ? "y" : "n", row["kernel"].get<std::string>().c_str());
+                  row["zero_points"].get<bool>() ? "y" : "n", str(row["kernel"]).c_str());
   }
   if (r.contains("session") && r["session"]["loads"].get<bool>())
     std::printf("\nsession: loads; %.1f MB of weights in use\n",
                 r["session"]["weight_bytes"].get<double>() / 1e6);
   const json& w = r["warnings"];
   std::printf("\nwarnings (%zu):\n", w.size());
-  for (const auto& s : w) std::printf("  - %s\n", s.get<std::string>().c_str());
+  for (const auto& s : w) std::printf("  - %s\n", str(s).c_str());
 }
 
 int inspect_main(const std::vector<std::string>& args) {
@@ -241,7 +286,7 @@ int inspect_main(const std::vector<std::string>& args) {
   const json r = inspect_model(model_file(f.get_positional(0)), level, !f.get_flag("--no-session"),
                                f.get_str("--scales") == "fp16");
   if (f.get_str("--format") == "json")
-    std::printf("%s\n", r.dump().c_str());
+    std::printf("%s\n", r.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   else
     print_text(r);
   return 0;

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/common.h"
 
 namespace nbits::cli {
 
@@ -56,13 +57,13 @@ int main(int argc, char** argv) {
       try {
         return c.run(args);
       } catch (const nbits::Error& e) {
-        std::fprintf(stderr, "nbits %s: error: %s\n", c.name, e.what());
+        std::fprintf(stderr, "nbits %s: error: %s\n", c.name, printable(e.what()).c_str());
         return 1;
       } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "nbits %s: error: out of memory\n", c.name);
         return 1;
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "nbits %s: error: %s\n", c.name, e.what());
+        std::fprintf(stderr, "nbits %s: error: %s\n", c.name, printable(e.what()).c_str());
         return 1;
       }
     }

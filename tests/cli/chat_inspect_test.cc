@@ -1,11 +1,13 @@
 // `nbits chat` through a pipe and `nbits inspect` on stories260K.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_util.h"
+#include "onnx/writer.h"
 
 namespace nbits::testing {
 namespace {
@@ -116,6 +118,45 @@ TEST(CliInspect, ReportsKernelsAndAccuracyLevelWarnings) {
   EXPECT_EQ(t.exit_code, 0);
   EXPECT_NE(t.out.find("MatMulNBits (26):"), std::string::npos);
   EXPECT_NE(t.out.find("will dequantize to fp32"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nbits::testing
+
+namespace nbits::testing {
+namespace {
+
+// A graph with two op types the runtime lacks (one used twice) and a node name
+// holding control and invalid UTF-8 bytes: inspect lists every unsupported op
+// type with its count, prints the name escaped, and JSON stays valid.
+TEST(CliInspect, ListsEveryUnsupportedOpAndEscapesNames) {
+  NBITS_REQUIRE_BIN();
+  namespace o = nbits::onnx;
+  o::ModelWriter w;
+  w.add_opset("", 21);
+  w.add_opset("com.acme", 1);
+  w.add_input("x", o::DataType::kFloat, {o::dim_value(4)});
+  w.add_node("FooOp", "", "foo1", {"x"}, {"a"});
+  w.add_node("FooOp", "", std::string("bad\x01\xff", 5), {"a"}, {"b"});
+  w.add_node("Bar", "com.acme", "bar", {"b"}, {"y"});
+  w.add_output("y", o::DataType::kFloat, {o::dim_value(4)});
+  const std::string path = std::filesystem::temp_directory_path().string() + "/nbits_inspect_unsupported_" +
+                           std::to_string(::getpid()) + ".onnx";
+  w.save(path, false);
+  RunResult t = run_nbits({"inspect", path});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("cannot run (2 op types):"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("ai.onnx:FooOp"), std::string::npos);
+  EXPECT_NE(t.out.find("com.acme:Bar"), std::string::npos);
+  EXPECT_NE(t.out.find("2 node(s), first 'foo1'"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find('\x01'), std::string::npos) << "raw control byte reached the terminal";
+  EXPECT_EQ(t.out.find('\xff'), std::string::npos) << "raw invalid byte reached the terminal";
+  RunResult j = run_nbits({"inspect", path, "--format", "json"});
+  EXPECT_EQ(j.exit_code, 0) << j.err;
+  const json r = json::parse(j.out);
+  ASSERT_EQ(r["cannot_run"].size(), 2u);
+  EXPECT_EQ(r["layout"]["attention"], "none");
+  std::filesystem::remove(path);
 }
 
 }  // namespace
