@@ -183,6 +183,48 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
   return fused;
 }
 
+int fuse_dequantize_matmul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  std::map<std::string, int> uses;
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs) ++uses[in];
+  for (const auto& o : g.outputs) uses[o.name] += 2;
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& o : nodes[i].outputs) producer[o] = i;
+  int fused = 0;
+  std::vector<bool> removed(nodes.size(), false);
+  for (onnx::Node& mm : nodes) {
+    if (!is_onnx_op(mm, "MatMul") || mm.inputs.size() != 2 || uses[mm.inputs[1]] != 1) continue;
+    auto it = producer.find(mm.inputs[1]);
+    if (it == producer.end()) continue;
+    const onnx::Node& dq = nodes[it->second];
+    if (!is_onnx_op(dq, "DequantizeLinear") || dq.inputs.size() < 2 || dq.attr_int("axis", 1) != 0 ||
+        dq.attr_int("block_size", 0) <= 0)
+      continue;
+    const onnx::Tensor* w = g.initializer(dq.inputs[0]);
+    const onnx::Tensor* scale = g.initializer(dq.inputs[1]);
+    const bool small_int =
+        w != nullptr && (w->dtype == onnx::DataType::kInt4 || w->dtype == onnx::DataType::kUint4 ||
+                         w->dtype == onnx::DataType::kInt8 || w->dtype == onnx::DataType::kUint8);
+    if (!small_int || w->dims.size() != 2 || scale == nullptr || scale->dtype != onnx::DataType::kFloat)
+      continue;
+    if (dq.has_input(2) && g.initializer(dq.inputs[2]) == nullptr) continue;
+    mm.op_type = kMatMulDequantizedOp;
+    mm.domain = kInternalDomain;
+    mm.inputs = {mm.inputs[0], dq.inputs[0], dq.inputs[1]};
+    if (dq.has_input(2)) mm.inputs.push_back(dq.inputs[2]);
+    onnx::Attribute bs;
+    bs.name = "block_size";
+    bs.type = onnx::AttrType::kInt;
+    bs.i = dq.attr_int("block_size", 0);
+    mm.attributes = {bs};
+    removed[it->second] = true;
+    ++fused;
+  }
+  erase_removed(nodes, removed);
+  return fused;
+}
+
 namespace {
 
 bool is_half(onnx::DataType t) { return t == onnx::DataType::kFloat16 || t == onnx::DataType::kBfloat16; }

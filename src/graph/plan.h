@@ -29,6 +29,13 @@ inline constexpr const char* kInternalDomain = "nbits.internal";
 // Returns the number of fusions.
 int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
+// use_qdq exports: MatMul(A, DequantizeLinear(W, scale[, zero_point])) with a
+// constant 2-D W (4 or 8 bits) dequantized block-wise along axis 0 becomes one
+// MatMulDequantized(A, W, scale[, zero_point]) node (packed like MatMulNBits)
+// when the DequantizeLinear output has no other reader. Returns the count.
+inline constexpr const char* kMatMulDequantizedOp = "MatMulDequantized";
+int fuse_dequantize_matmul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
+
 // The session computes floats in fp32 (graph::compute_dtype). A graph input or
 // output declared fp16/bf16 keeps that storage dtype at the boundary: each such
 // input X gets a StorageCast X -> "X/nbits_f32" in front that every reader now

@@ -331,6 +331,7 @@ void SessionImpl::build() {
   std::vector<onnx::Node> nodes = sorted_nodes(g);
   fuse_matmul_nbits_bias(nodes, g);
   fuse_silu_mul(nodes, g);
+  fuse_dequantize_matmul(nodes, g);
   lower_float_boundaries(nodes, g);
 
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);

@@ -74,6 +74,45 @@ class MatMulNBitsOp final : public Op {
 
 }  // namespace
 
+namespace {
+
+// Packs w (+ bias) for the kernels and builds the op. release_rows: w's rows view
+// the mapped file, so their pages may go as they are packed.
+std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, std::vector<float> bias,
+                                int default_level, bool release_rows) {
+  const onnx::Node& n = b.node;
+  const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
+  const int level = b.options.accuracy_level.value_or(default_level);
+  const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
+  kernels::PackOptions pack_options;
+  pack_options.fp16_scales = b.options.fp16_scales;
+  pack_options.pool = b.pool;
+  // Let the source rows' file pages go as they are packed (B, fp32 scales, zero points).
+  pack_options.rows_consumed = [&](int64_t rows) {
+    if (!release_rows) return;
+    b.release_pages(w.codes, static_cast<size_t>(rows * kb * blob));
+    b.release_pages(w.scales, static_cast<size_t>(rows * kb) * sizeof(float));
+    if (w.zero_points != nullptr)
+      b.release_pages(w.zero_points, static_cast<size_t>(rows * w.zp_row_bytes()));
+  };
+  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(w, compute, pack_options);
+
+  graph::MatMulNBitsInfo info;
+  info.node = n.name;
+  info.K = w.K;
+  info.N = w.N;
+  info.bits = w.bits;
+  info.block_size = w.block_size;
+  info.accuracy_level = level;
+  info.zero_points = w.zero_points != nullptr || w.zero_points_f != nullptr;
+  info.bias = !bias.empty();
+  info.packed_bytes = packed->packed_bytes();
+  b.set_outputs(DType::kF32);
+  return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info));
+}
+
+}  // namespace
+
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
   const onnx::Node& n = b.node;
   kernels::QuantizedMatrix w;
@@ -135,33 +174,79 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
     b.check(Bi.numel() == w.N, "bias '", n.inputs[5], "' has ", Bi.numel(), " elements, expected N=", w.N);
     bias = to_float_vector(Bi);
   }
+  // fp32 scales and the codes view the file: their pages can go as rows are packed.
+  return pack_matmul(b, w, std::move(bias), static_cast<int>(n.attr_int("accuracy_level", 0)),
+                     S.dtype == DType::kF32);
+}
 
-  const int level = b.options.accuracy_level.value_or(static_cast<int>(n.attr_int("accuracy_level", 0)));
-  const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
-  kernels::PackOptions pack_options;
-  pack_options.fp16_scales = b.options.fp16_scales;
-  pack_options.pool = b.pool;
-  // Let the source rows' file pages go as they are packed (B, fp32 scales, zero points).
-  pack_options.rows_consumed = [&](int64_t rows) {
-    b.release_pages(w.codes, static_cast<size_t>(rows * kb * blob));
-    if (S.dtype == DType::kF32) b.release_pages(S.data, static_cast<size_t>(rows * kb) * sizeof(float));
-    if (w.zero_points != nullptr)
-      b.release_pages(w.zero_points, static_cast<size_t>(rows * w.zp_row_bytes()));
+// MatMul(A, DequantizeLinear(W, scale, zero_point)) with a constant block-wise
+// W [K, N] (int4/uint4/int8/uint8, axis 0, block_size) from use_qdq exports:
+// rewritten at load (graph/plan.h fuse_dequantize_matmul) and packed like
+// MatMulNBits. W is transposed into MatMulNBits' [N][k_blocks][blob] unsigned
+// codes (signed codes + 2^(bits-1), the zero point shifted alike).
+std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b) {
+  const onnx::Node& n = b.node;
+  b.require_type(0, {DType::kF32}, "A");
+  const Tensor& W = b.constant(1, "W");
+  b.require_type(1, {DType::kI4, DType::kU4, DType::kI8, DType::kU8}, "W");
+  b.check(W.shape.rank == 2, "W '", n.inputs[1], "' must be 2-D [K, N], got ", W.shape.str());
+  kernels::QuantizedMatrix w;
+  w.K = W.shape[0];
+  w.N = W.shape[1];
+  w.bits = W.dtype == DType::kI4 || W.dtype == DType::kU4 ? 4 : 8;
+  w.block_size = static_cast<int>(n.attr_int_required("block_size"));
+  b.check(w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0, "block_size=", w.block_size,
+          " must be a power of two >= 16");
+  const bool is_signed = W.dtype == DType::kI4 || W.dtype == DType::kI8;
+  const int offset = is_signed ? 1 << (w.bits - 1) : 0;
+  const int64_t kb = w.k_blocks(), blob = w.blob_bytes(), K = w.K, N = w.N;
+  const Tensor& S = b.constant(2, "scale");
+  b.require_type(2, {DType::kF32}, "scale");
+  b.check(S.shape.rank == 2 && S.shape[0] == kb && S.shape[1] == N, "scale '", n.inputs[2], "' has shape ",
+          S.shape.str(), ", expected [", kb, ",", N, "] (K=", K, ", block_size=", w.block_size, ")");
+  const Tensor* Z = b.has_input(3) ? &b.constant(3, "zero_point") : nullptr;
+  if (Z) {
+    b.check(Z->dtype == W.dtype && Z->shape == S.shape, "zero_point '", n.inputs[3], "' must be ",
+            graph::dtype_name(W.dtype), " ", S.shape.str(), ", got ", graph::dtype_name(Z->dtype), " ",
+            Z->shape.str());
+  }
+  // Element i of a 4/8-bit tensor as a signed or unsigned integer.
+  auto element = [&](const Tensor& t, int64_t i) -> int {
+    const auto* p = static_cast<const uint8_t*>(t.data);
+    if (w.bits == 8) return is_signed ? static_cast<int8_t>(p[i]) : p[i];
+    const int v = (p[i / 2] >> (4 * (i % 2))) & 15;
+    return is_signed && v >= 8 ? v - 16 : v;
   };
-  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(w, compute, pack_options);
-
-  graph::MatMulNBitsInfo info;
-  info.node = n.name;
-  info.K = w.K;
-  info.N = w.N;
-  info.bits = w.bits;
-  info.block_size = w.block_size;
-  info.accuracy_level = level;
-  info.zero_points = b.has_input(3);
-  info.bias = !bias.empty();
-  info.packed_bytes = packed->packed_bytes();
-  b.set_outputs(DType::kF32);
-  return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info));
+  std::vector<uint8_t> codes(static_cast<size_t>(N * kb * blob), 0);
+  std::vector<float> scales(static_cast<size_t>(N * kb));
+  // Explicit zero points unless the implicit 2^(bits-1) of signed codes applies
+  // (unsigned codes without zero_point have zero point 0).
+  const bool explicit_zp = Z != nullptr || !is_signed;
+  std::vector<uint8_t> zps(explicit_zp ? static_cast<size_t>(N * w.zp_row_bytes()) : 0, 0);
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t blk = 0; blk < kb; ++blk) {
+      const int zp = (Z ? element(*Z, blk * N + nn) : 0) + offset;
+      scales[static_cast<size_t>(nn * kb + blk)] = static_cast<const float*>(S.data)[blk * N + nn];
+      if (explicit_zp) {
+        uint8_t& z = zps[static_cast<size_t>(nn * w.zp_row_bytes() + blk * w.bits / 8)];
+        z |= static_cast<uint8_t>(w.bits == 8 ? zp : zp << (4 * (blk % 2)));
+      }
+      uint8_t* dst = codes.data() + (nn * kb + blk) * blob;
+      for (int64_t j = 0; j < w.block_size; ++j) {
+        const int64_t k = blk * w.block_size + j;
+        const int c = k < K ? element(W, k * N + nn) + offset : zp;  // past K: dequantizes to 0
+        if (w.bits == 8)
+          dst[j] = static_cast<uint8_t>(c);
+        else
+          dst[j / 2] |= static_cast<uint8_t>(c << (4 * (j % 2)));
+      }
+    }
+  w.codes = codes.data();
+  w.scales = scales.data();
+  w.zero_points = explicit_zp ? zps.data() : nullptr;
+  // ORT fuses DequantizeLinear + MatMul into MatMulNBits at accuracy level 4 by default
+  // (session option session.qdq_matmulnbits_accuracy_level).
+  return pack_matmul(b, w, {}, 4, false);
 }
 
 }  // namespace nbits::ops

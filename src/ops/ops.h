@@ -12,6 +12,9 @@ using graph::OpBuild;
 
 // matmul_nbits.cc
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
+std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/plan.h fuse_dequantize_matmul
+// dequantize_linear.cc
+std::unique_ptr<Op> make_dequantize_linear(OpBuild& b);
 // matmul.cc
 std::unique_ptr<Op> make_matmul(OpBuild& b);
 // group_query_attention.cc

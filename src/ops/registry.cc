@@ -28,6 +28,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "Sigmoid", ops::make_sigmoid},
       {kInternal, "SiluMul", ops::make_silu_mul},
       {kInternal, "StorageCast", ops::make_storage_cast},
+      {kInternal, "MatMulDequantized", ops::make_matmul_dequantized},
       {kOnnx, "Cast", ops::make_cast},
       {kOnnx, "Identity", ops::make_identity},
       {kOnnx, "Reshape", ops::make_reshape},
@@ -41,6 +42,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "Slice", ops::make_slice},
       // attention layouts of builder exports (MHA + RotaryEmbedding)
       {kMs, "RotaryEmbedding", ops::make_rotary_embedding},
+      {kOnnx, "DequantizeLinear", ops::make_dequantize_linear},
       {kMs, "MultiHeadAttention", ops::make_multi_head_attention},
       // generic ai.onnx ops (builder graphs)
       {kOnnx, "LayerNormalization", ops::make_layer_norm},
