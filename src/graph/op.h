@@ -73,6 +73,9 @@ class Op {
   virtual void run(const OpArgs& a, RunContext& ctx) = 0;
   // >= 0: output 0 is a view of that input's data (Reshape, Identity, ...).
   virtual int alias_input() const { return -1; }
+  // Non-null (after infer): output i is a view of memory the op owns (If choosing
+  // between constant branches); run() then writes nothing there.
+  virtual const void* output_view(size_t /*i*/) const { return nullptr; }
   // Kernel path of the last run, for the profile ("" when not interesting).
   virtual std::string kernel_name() const { return ""; }
   // Restrict a MatMul-like op to the last row of each sequence (lm_head).

@@ -537,6 +537,8 @@ void SessionImpl::run() {
         copy_alias = copy_alias || (alias >= 0 && i == 0);
       } else if (alias >= 0 && i == 0 && p.in[alias] >= 0) {
         v.t.data = p.in_ptrs[alias]->data;
+      } else if (const void* view = p.op->output_view(i)) {
+        v.t.data = const_cast<void*>(view);
       } else {
         v.t.data = buffers_[values_[v.root].buffer]->ensure(std::max<size_t>(v.t.bytes(), 1));
       }

@@ -235,7 +235,7 @@ class Parser {
           expect_len(f, "ModelProto.graph");
           if (have_graph) src_.fail_at(f.start, "model has more than one graph field");
           have_graph = true;
-          parse_graph(f.bytes);
+          parse_graph(f.bytes, m_.graph, 0);
           break;
         case 8:
           m_.opset_imports.push_back(parse_opset(f));
@@ -267,8 +267,9 @@ class Parser {
     return o;
   }
 
-  void parse_graph(std::span<const uint8_t> bytes) {
-    Graph& g = m_.graph;
+  static constexpr int kMaxGraphDepth = 4;  // subgraphs (If branches) inside subgraphs
+
+  void parse_graph(std::span<const uint8_t> bytes, Graph& g, int depth) {
     Reader r(src_, bytes);
     Field f;
     std::unordered_set<std::string> init_names;
@@ -276,7 +277,7 @@ class Parser {
       switch (f.number) {
         case 1:
           expect_len(f, "GraphProto.node");
-          g.nodes.push_back(parse_node(f.bytes));
+          g.nodes.push_back(parse_node(f.bytes, depth));
           break;
         case 2:
           g.name = str(f, "GraphProto.name");
@@ -307,7 +308,7 @@ class Parser {
     }
   }
 
-  Node parse_node(std::span<const uint8_t> bytes) {
+  Node parse_node(std::span<const uint8_t> bytes, int depth) {
     Node n;
     Reader r(src_, bytes);
     Field f;
@@ -339,13 +340,14 @@ class Parser {
     }
     if (n.op_type.empty()) src_.fail("node '" + wire::printable(n.name) + "' has no op_type");
     n.attributes.reserve(attrs.size());
-    for (const Field& a : attrs) n.attributes.push_back(parse_attribute(n, a));
+    for (const Field& a : attrs) n.attributes.push_back(parse_attribute(n, a, depth));
     return n;
   }
 
-  Attribute parse_attribute(const Node& n, const Field& outer) {
+  Attribute parse_attribute(const Node& n, const Field& outer, int depth) {
     Attribute a;
     int32_t declared = 0;
+    std::optional<Field> graph_field;
     bool has_f = false, has_i = false, has_s = false, has_g = false, has_floats = false, has_ints = false,
          has_strings = false;
     std::optional<Field> tensor_field;
@@ -373,8 +375,10 @@ class Parser {
           tensor_field = f;
           break;
         case 6:
+          expect_len(f, "AttributeProto.g");
           has_g = true;
-          break;  // subgraphs are not parsed (not used by genai exports)
+          graph_field = f;
+          break;
         case 7:
           wire::append_floats(src_, f, "AttributeProto.floats", a.floats);
           has_floats = true;
@@ -425,6 +429,14 @@ class Parser {
     if (a.type == AttrType::kTensor) {
       if (!tensor_field) src_.fail(where + " has type TENSOR but no tensor");
       a.t = parse_tensor(tensor_field->bytes, where);
+    }
+    if (a.type == AttrType::kGraph) {
+      if (!graph_field) src_.fail(where + " has type GRAPH but no graph");
+      if (depth + 1 > kMaxGraphDepth)
+        src_.fail(where + ": subgraphs nested more than " + std::to_string(kMaxGraphDepth) + " deep");
+      auto sub = std::make_shared<Graph>();
+      parse_graph(graph_field->bytes, *sub, depth + 1);
+      a.g = std::move(sub);
     }
     return a;
   }

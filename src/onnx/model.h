@@ -71,6 +71,8 @@ enum class AttrType : int32_t {
   kStrings = 8,
 };
 
+struct Graph;
+
 struct Attribute {
   std::string name;
   AttrType type = AttrType::kUndefined;
@@ -80,7 +82,8 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
-  std::optional<Tensor> t;  // for kTensor (e.g. Constant's value)
+  std::optional<Tensor> t;         // for kTensor (e.g. Constant's value)
+  std::shared_ptr<const Graph> g;  // for kGraph (If's branches), nested at most 4 deep
 };
 
 struct Node {

@@ -13,6 +13,8 @@ using graph::OpBuild;
 // matmul_nbits.cc
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
 std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/plan.h fuse_dequantize_matmul
+// if.cc (constant branches)
+std::unique_ptr<Op> make_if(OpBuild& b);
 // dequantize_linear.cc
 std::unique_ptr<Op> make_dequantize_linear(OpBuild& b);
 // matmul.cc

@@ -43,6 +43,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       // attention layouts of builder exports (MHA + RotaryEmbedding)
       {kMs, "RotaryEmbedding", ops::make_rotary_embedding},
       {kOnnx, "DequantizeLinear", ops::make_dequantize_linear},
+      {kOnnx, "If", ops::make_if},
       {kMs, "MultiHeadAttention", ops::make_multi_head_attention},
       // generic ai.onnx ops (builder graphs)
       {kOnnx, "LayerNormalization", ops::make_layer_norm},
