@@ -137,7 +137,9 @@ GenaiConfig parse_genai_config(const std::string& json_text, const std::string& 
   const Fields m(model, "model", path);
   c.model_type = m.str_or("type", "");
   c.bos_token_id = m.opt_int("bos_token_id");
-  c.eos_token_ids = m.int_list("eos_token_id", true);
+  // Optional: builders before 0.9 omit it when the Hugging Face config has none
+  // (generation then stops only at the length limit).
+  c.eos_token_ids = m.int_list("eos_token_id", false);
   auto pad = m.int_list("pad_token_id", false);
   if (!pad.empty()) c.pad_token_id = pad[0];
   c.context_length = m.req_int("context_length", 1);

@@ -26,7 +26,7 @@ struct GenaiConfig {
   std::string dir;   // its directory
   std::string model_type;
   std::optional<int64_t> bos_token_id;
-  std::vector<int64_t> eos_token_ids;  // never empty
+  std::vector<int64_t> eos_token_ids;  // empty when the config gives none
   std::optional<int64_t> pad_token_id;
   int64_t context_length = 0;
   int64_t vocab_size = 0;  // 0 = not given

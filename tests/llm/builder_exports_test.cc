@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,6 +60,8 @@ double tolerance(const std::string& precision) {
   if (precision == "bf16") return 1e-1;
   return 2e-3;
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class BuilderExport : public ::testing::TestWithParam<Case> {};
 
@@ -131,7 +135,12 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BuilderExport, ::testing::ValuesIn(load_cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           std::string n = i.param.name;  // gtest names: alphanumerics and '_'
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace nbits::llm

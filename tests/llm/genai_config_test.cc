@@ -82,3 +82,18 @@ TEST(GenaiConfig, LoadsStoriesConfig) {
 
 }  // namespace
 }  // namespace nbits::llm
+
+namespace nbits::llm {
+namespace {
+
+// Builders before 0.9 write no eos_token_id when the model has none: loads, stops at no id.
+TEST(GenaiConfig, EosTokenIdIsOptional) {
+  const GenaiConfig c = parse_genai_config(R"({"model": {"context_length": 16, "decoder": {"head_size": 4,
+      "hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1}}})",
+                                           "old.json");
+  EXPECT_TRUE(c.eos_token_ids.empty());
+  EXPECT_FALSE(c.is_eos(0));
+}
+
+}  // namespace
+}  // namespace nbits::llm

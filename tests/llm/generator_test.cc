@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "support/alloc_counter.h"
 #include "base/error.h"
 #include "fake_session.h"
+#include "support/alloc_counter.h"
 
 namespace nbits::llm {
 namespace {

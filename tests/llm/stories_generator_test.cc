@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "support/alloc_counter.h"
 #include "base/mapped_file.h"
 #include "llm/generator.h"
+#include "support/alloc_counter.h"
 #include "support/shared_data.h"
 
 namespace nbits::llm {
