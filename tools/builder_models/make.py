@@ -26,9 +26,14 @@ FAMILIES = {
     "qwen2": ("Qwen2Config", dict()),
     "qwen3": ("Qwen3Config", dict(head_dim=16)),
     "mistral": ("MistralConfig", dict(head_dim=16)),
-    "phi3": ("Phi3Config", dict(pad_token_id=0, sliding_window=16)),
-    "gemma2": ("Gemma2Config", dict(head_dim=16)),
-    "gemma3": ("Gemma3TextConfig", dict(head_dim=16)),
+    "phi3": ("Phi3Config", dict(pad_token_id=0, sliding_window=16, original_max_position_embeddings=512)),
+    # Phi-3.x / Phi-4-mini long context: LongRoPE short/long caches chosen by an If on the length.
+    "phi3long": ("Phi3Config", dict(pad_token_id=0, original_max_position_embeddings=32,
+                                    rope_scaling={"rope_type": "longrope", "type": "longrope",
+                                                  "short_factor": [1.0 + 0.1 * i for i in range(8)],
+                                                  "long_factor": [2.0 + 0.5 * i for i in range(8)]})),
+    "qwen2tied": ("Qwen2Config", dict(tie_word_embeddings=True)),
+    "gemma2": ("Gemma2Config", dict(head_dim=16, sliding_window=16)),
     "granite": ("GraniteConfig", dict()),
 }
 # case name -> (family, precision, extra_options), from cases.txt (shared with the C++ test).
@@ -70,43 +75,53 @@ def ort_reference(folder):
     with open(os.path.join(folder, "genai_config.json")) as f:
         cfg = json.load(f)
     dec = cfg["model"]["decoder"]
+    # ORT 1.32 fails on the fp16 MHA exports' decode steps through their declared
+    # value_info dims ("Shape mismatch attempting to re-use buffer": dim_params that
+    # do not hold once past > 0): the reference session reads a copy without them.
+    import onnx
+    proto = onnx.load(os.path.join(folder, dec["filename"]), load_external_data=False)
+    ops = {n.op_type for n in proto.graph.node}
+    del proto.graph.value_info[:]
+    ref_model = os.path.join(folder, "model.ref.onnx")
+    onnx.save(proto, ref_model)
     so = ort.SessionOptions()
     so.log_severity_level = 3
     try:
-        sess = ort.InferenceSession(os.path.join(folder, dec["filename"]), so, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(ref_model, so, providers=["CPUExecutionProvider"])
     except Exception as e:  # e.g. bf16: ORT's CPU provider lacks kernels for it
         raise NoReference(f"ONNX Runtime {ort.__version__} cannot load it: {str(e).splitlines()[0][:200]}")
+    finally:
+        os.remove(ref_model)
     inputs = {i.name: i for i in sess.get_inputs()}
     kv_type = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
     L, Nkv, H = dec["num_hidden_layers"], dec["num_key_value_heads"], dec["head_size"]
     names_in, names_out = dec["inputs"], dec["outputs"]
-    # GroupQueryAttention graphs get a zero past of the generation's capacity (ORT
-    # refuses a local window above the cache capacity); Concat graphs an empty one.
-    import onnx
-    ops = {n.op_type for n in onnx.load(os.path.join(folder, dec["filename"]), load_external_data=False).graph.node}
+    # Incremental, as a generator runs it (the prompt in one step, then one token per
+    # step with the past fed back): GroupQueryAttention graphs get a zero past of the
+    # generation's capacity (ORT refuses a local window above the cache capacity) and
+    # return it updated; Concat graphs start from an empty past.
     cap = len(PROMPT) + STEPS if "GroupQueryAttention" in ops else 0
     past = {}
     for l in range(L):
         for kind in ("key", "value"):
             n = names_in[f"past_{kind}_names"] % l
             dt = kv_type.get(inputs[n].type)
-            past[n] = np.zeros((1, Nkv, cap, H), dtype=dt) if dt is not None else None
-    if any(v is None for v in past.values()):
-        raise NoReference("ONNX Runtime CPU cannot feed this KV dtype from numpy")
-    # Every step runs the whole sequence with an empty past: ORT 1.32 fails on the
-    # fp16 MHA exports' decode steps (declared dim_params that do not hold when
-    # past > 0: "Shape mismatch attempting to re-use buffer"), and the logits of
-    # the last position are what any runtime must give for that prefix.
+            if dt is None:
+                raise NoReference("ONNX Runtime CPU cannot feed this KV dtype from numpy")
+            past[n] = np.zeros((1, Nkv, cap, H), dtype=dt)
+    out_names = [o.name for o in sess.get_outputs()]
     ids = list(PROMPT)
+    feed_ids = list(PROMPT)
     out_ids, margins, maxabs, first = [], [], [], None
     for step in range(STEPS):
         T = len(ids)
-        feed = {names_in["input_ids"]: np.array([ids], dtype=np.int64),
+        feed = {names_in["input_ids"]: np.array([feed_ids], dtype=np.int64),
                 names_in["attention_mask"]: np.ones((1, T), dtype=np.int64)}
         if "position_ids" in names_in:
-            feed[names_in["position_ids"]] = np.arange(T, dtype=np.int64)[None, :]
+            feed[names_in["position_ids"]] = np.arange(T - len(feed_ids), T, dtype=np.int64)[None, :]
         feed.update(past)
-        logits = sess.run([names_out["logits"]], feed)[0][0, -1].astype(np.float64)
+        res = dict(zip(out_names, sess.run(None, feed)))
+        logits = res[names_out["logits"]][0, -1].astype(np.float64)
         if first is None:
             first = logits.tolist()
         order = np.argsort(-logits)
@@ -114,7 +129,11 @@ def ort_reference(folder):
         maxabs.append(float(np.max(np.abs(logits))))
         tok = int(order[0])
         out_ids.append(tok)
+        for l in range(L):
+            for kind in ("key", "value"):
+                past[names_in[f"past_{kind}_names"] % l] = res[names_out[f"present_{kind}_names"] % l]
         ids.append(tok)
+        feed_ids = [tok]
     return {"prompt": PROMPT, "ids": out_ids, "margins": margins, "max_abs_logit": maxabs,
             "first_logits": first, "onnxruntime": ort.__version__}
 
@@ -128,20 +147,29 @@ def run_case(name, out_dir):
     hf = os.path.join(out_dir, "hf", family)
     if not os.path.exists(os.path.join(hf, "config.json")):
         make_hf(family, hf)
+    extra = dict(extra)
+    version = extra.pop("builder", None)  # an older builder: its wheel alone, beside the venv's packages
+    env = dict(os.environ)
+    if version is not None:
+        target = os.path.join(out_dir, "builders", version)
+        if not os.path.exists(os.path.join(target, "onnxruntime_genai")):
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                            "--target", target, f"onnxruntime-genai=={version}"], check=True)
+        env["PYTHONPATH"] = target
     cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf, "-o", folder, "-p", precision,
            "-e", "cpu", "-c", os.path.join(out_dir, "hf_cache")]
     if extra:
         cmd += ["--extra_options"] + [f"{k}={v}" for k, v in extra.items()]
     log = os.path.join(out_dir, name + ".log")
     with open(log, "w") as f:
-        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
     if r.returncode != 0:
         with open(log) as f:
             tail = f.read().strip().splitlines()[-1:]
         raise RuntimeError(f"builder failed for {name}: {' '.join(tail)[:300]} (see {log})")
     import onnxruntime_genai
     data = {"case": name, "family": family, "precision": precision, "extra_options": extra,
-            "builder": onnxruntime_genai.__version__}
+            "builder": version or onnxruntime_genai.__version__}
     try:
         data.update(ort_reference(folder))
     except NoReference as e:
