@@ -421,11 +421,11 @@ const MatMulNBitsKernel* find_kernel_set(const char* name) {
 }
 
 // The AVX-512 VNNI set on a dense M grid: every remainder of its 4-row GEMM
-// tile up to M = 40, N = 100 (7 panels: a ragged group for the 2-panel GEMM
-// tile and the 4-panel GEMV), bits 4/8, blocks 16..256, zero points, fp16
-// scales, 1 and 2 threads; and block 512 with all-positive activations, where
-// the activation block sums leave int16 (the vpmulld zero-point path). Bit for
-// bit equal to the reference. Skipped, with the reason, on other CPUs.
+// tile up to M = 40, N = 200 (13 panels, the last one ragged: a panel left
+// over after the 2-panel GEMM tiles and the 4-panel (int4) and 8-panel (int8) GEMV groups), bits 4/8,
+// blocks 16..256, zero points, fp16 scales, 1 and 2 threads; and block 512 with all-positive activations,
+// where the activation block sums leave int16 (the vpmulld zero-point path). Bit for bit equal to the
+// reference. Skipped, with the reason, on other CPUs.
 TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
   const MatMulNBitsKernel* k = find_kernel_set("x16_avx512vnni_int8");
   if (k == nullptr) GTEST_SKIP() << "x16_avx512vnni_int8 is not built for this architecture";
@@ -444,7 +444,7 @@ TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
     for (int block : {16, 32, 64, 128, 256})
       for (bool asym : {false, true}) cases.push_back({bits, block, block + block / 2 + 1, asym, false});
   for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, true, true});
-  const int64_t N = 100;
+  const int64_t N = 200;
   ThreadPool pool1(1), pool2(2);
   int checked = 0;
   for (const Case& c : cases) {

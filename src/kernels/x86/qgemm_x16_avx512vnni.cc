@@ -9,7 +9,7 @@
 //
 // Register tile: R rows x P panels, R * P independent int32 accumulators per
 // block plus R * P fp32 accumulators over blocks; M = 1 runs R = 1 on
-// kGemvPanels panels at once so the dot chains stay independent.
+// 4 (int4) or 8 (int8) panels at once so the dot chains stay independent.
 // GCC 12 reports _mm512_undefined_ps() (used inside _mm512_cvtepi32_ps and
 // _mm512_cvtph_ps) as maybe-uninitialized: a false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -31,10 +31,16 @@ namespace {
 #ifndef NBITS_VNNI_PANELS
 #define NBITS_VNNI_PANELS 2
 #endif
-#ifndef NBITS_VNNI_GEMV_PANELS
-#define NBITS_VNNI_GEMV_PANELS 4
+// GEMV panels at once: int8 has no nibble unpack, so 8 panels (8 code + 8 int32
+// + 8 fp32 zmm) still fit the 32 registers; int4 needs 8 more for the high nibbles.
+#ifndef NBITS_VNNI_GEMV_PANELS_Q4
+#define NBITS_VNNI_GEMV_PANELS_Q4 4
 #endif
-constexpr int kRows = NBITS_VNNI_ROWS, kPanels = NBITS_VNNI_PANELS, kGemvPanels = NBITS_VNNI_GEMV_PANELS;
+#ifndef NBITS_VNNI_GEMV_PANELS_Q8
+#define NBITS_VNNI_GEMV_PANELS_Q8 8
+#endif
+constexpr int kRows = NBITS_VNNI_ROWS, kPanels = NBITS_VNNI_PANELS;
+constexpr int kGemvPanelsQ4 = NBITS_VNNI_GEMV_PANELS_Q4, kGemvPanelsQ8 = NBITS_VNNI_GEMV_PANELS_Q8;
 
 inline int32_t load_i32(const void* p) {
   int32_t v;
@@ -188,12 +194,12 @@ void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
 template <bool kAsym, bool kF16>
 void qgemv_q4x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                             const int32_t* qsum, float* y, const float* bias) {
-  run_tiles<4, 1, kGemvPanels, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+  run_tiles<4, 1, kGemvPanelsQ4, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
 }
 template <bool kAsym, bool kF16>
 void qgemv_q8x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                             const int32_t* qsum, float* y, const float* bias) {
-  run_tiles<8, 1, kGemvPanels, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+  run_tiles<8, 1, kGemvPanelsQ8, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
 }
 template <bool kAsym, bool kF16>
 void qgemm_q4x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,

@@ -11,7 +11,6 @@ bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx2 && cpu.fma && cpu.f16c && quant::x16_packable(w);
 }
 
-
 bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
 }
