@@ -14,6 +14,13 @@
 //   build-*/bench/bench_matmul_nbits --benchmark_filter='read_bw|int4_b32.*M=1/'
 //     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //     --benchmark_report_aggregates_only=true
+//
+//   AVX-512 VNNI against AVX2, CompInt8 decode and prefill (both sets are in the
+//   table on a VNNI CPU, so one run interleaves them; NBITS_ISA=avx2 drops the first):
+//   build-*/bench/bench_matmul_nbits
+//     --benchmark_filter='read_bw|x16_(avx512vnni|avx2)_int8/(int4_b32|int4_b32_zp|int8_b32)/(qkv|mlp_up|mlp_down|lm_head)/.*M=(1|128)/'
+//     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//     --benchmark_report_aggregates_only=true
 #include "kernels/matmul_nbits.h"
 
 #include <benchmark/benchmark.h>
