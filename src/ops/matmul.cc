@@ -1,7 +1,9 @@
 // fp32 MatMul: A [..., M, K] x B [K, N] (or B with the same batch dims as A).
+#include <algorithm>
+
+#include "kernels/vector_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
-#include "ops/vec_math.h"
 
 namespace nbits::ops {
 namespace {
@@ -10,12 +12,20 @@ using graph::OpArgs;
 using graph::RunContext;
 
 // Y[M,N] = A[M,K] * B[K,N], rows of A `a_stride` apart; columns [n0, n1) only.
+// Rows go four at a time so each row of B's column chunk is loaded once per four
+// rows of A (prefill), with the SIMD axpy; each y element is still the sum over k
+// in order (results do not depend on the blocking).
 inline void gemm_rows(const float* A, int64_t a_stride, int64_t M, int64_t K, const float* B, int64_t N,
                       float* Y, int64_t n0, int64_t n1) {
-  for (int64_t m = 0; m < M; ++m) {
-    float* y = Y + m * N;
-    for (int64_t n = n0; n < n1; ++n) y[n] = 0.0f;
-    for (int64_t k = 0; k < K; ++k) axpy(A[m * a_stride + k], B + k * N + n0, y + n0, n1 - n0);
+  const int64_t w = n1 - n0;
+  for (int64_t m0 = 0; m0 < M; m0 += 4) {
+    const int64_t rows = std::min<int64_t>(4, M - m0);
+    for (int64_t r = 0; r < rows; ++r) std::fill(Y + (m0 + r) * N + n0, Y + (m0 + r) * N + n1, 0.0f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float* b = B + k * N + n0;
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::vec_axpy(A[(m0 + r) * a_stride + k], b, Y + (m0 + r) * N + n0, w);
+    }
   }
 }
 
@@ -62,7 +72,7 @@ class MatMulOp final : public Op {
     last_only_ = on;
     return true;
   }
-  std::string kernel_name() const override { return "sgemm_ref"; }
+  std::string kernel_name() const override { return "sgemm_rows4"; }
 
  private:
   std::string where_;
