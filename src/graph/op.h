@@ -49,6 +49,9 @@ struct OpBuild {
   std::function<void(const void* p, size_t n)> release_pages = {};
   // The session's pool, for work at load (packing); null in contexts without one.
   ThreadPool* pool = nullptr;
+  // The model's opset for the node's domain (0 when not imported): ops whose
+  // semantics changed between opsets (Softmax at 13) read it.
+  int64_t opset = 0;
 
   bool has_input(size_t i) const { return i < in_types.size() && in_types[i].has_value(); }
   DType type(size_t i) const;                                // throws naming the node if input i is absent

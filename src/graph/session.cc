@@ -362,6 +362,7 @@ void SessionImpl::build() {
                 node.domain.empty() ? "ai.onnx" : node.domain, "') at node '", node.name, "'");
     OpBuild b{node, {}, {}, {}, options_};
     b.pool = &pool_;
+    b.opset = model_.opset(node.domain);
     b.release_pages = [this](const void* p, size_t n) {
       if (const MappedFile* f = mapping_of(p, n)) f->release(p, n);
     };

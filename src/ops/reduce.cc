@@ -1,5 +1,6 @@
 // ReduceSum, ReduceMean, ReduceMax (axes as attribute before opset 18, as input from 18; keepdims;
-// noop_with_empty_axes) and Softmax (opset 13 semantics: one axis, default -1).
+// noop_with_empty_axes) and Softmax (opset 13+: one axis, default -1; before 13: the input
+// seen as 2-D [prod(dims < axis), prod(dims >= axis)], default axis 1).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -142,7 +143,8 @@ std::unique_ptr<Op> make_reduce(OpBuild& b) {
 
 class SoftmaxOp final : public Op {
  public:
-  SoftmaxOp(std::string where, int64_t axis) : where_(std::move(where)), axis_(axis) {}
+  SoftmaxOp(std::string where, int64_t axis, bool flatten)
+      : where_(std::move(where)), axis_(axis), flatten_(flatten) {}
   void infer(const OpArgs& a) override {
     normalize_axis(axis_, a.in[0]->shape.rank, where_);
     a.out[0]->shape = a.in[0]->shape;
@@ -150,7 +152,9 @@ class SoftmaxOp final : public Op {
   void run(const OpArgs& a, RunContext& ctx) override {
     const Shape& s = a.in[0]->shape;
     const int ax = normalize_axis(axis_, s.rank, where_);
-    const int64_t outer = dims_product(s, 0, ax), n = s[ax], inner = dims_product(s, ax + 1, s.rank);
+    const int64_t outer = dims_product(s, 0, ax);
+    const int64_t n = flatten_ ? dims_product(s, ax, s.rank) : s[ax];
+    const int64_t inner = flatten_ ? 1 : dims_product(s, ax + 1, s.rank);
     const float* x = a.in[0]->as<const float>();
     float* y = a.out[0]->as<float>();
     if (n == 0 || outer * inner == 0) return;
@@ -180,6 +184,7 @@ class SoftmaxOp final : public Op {
  private:
   std::string where_;
   int64_t axis_;
+  bool flatten_;
 };
 
 }  // namespace
@@ -192,7 +197,8 @@ std::unique_ptr<Op> make_softmax(OpBuild& b) {
   allow_attributes(b, {"axis"});
   b.require_type(0, {DType::kF32}, "input");
   b.set_outputs(DType::kF32);
-  return std::make_unique<SoftmaxOp>(b.where(), b.node.attr_int("axis", -1));
+  const bool before13 = b.opset > 0 && b.opset < 13;
+  return std::make_unique<SoftmaxOp>(b.where(), b.node.attr_int("axis", before13 ? 1 : -1), before13);
 }
 
 }  // namespace nbits::ops

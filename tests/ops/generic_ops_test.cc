@@ -77,11 +77,11 @@ struct Run {
 // Loads and runs the one-node model `op` (throws nbits::Error on load or run errors).
 std::unique_ptr<Run> run_node(const std::string& op, const std::string& domain, std::vector<Value> ins,
                               std::vector<std::string> outs, std::vector<onnx::WriterAttr> attrs = {},
-                              int threads = 1) {
+                              int threads = 1, int64_t opset = 21) {
   auto r = std::make_unique<Run>();
   r->ins = std::move(ins);
   onnx::ModelWriter w;
-  w.add_opset("", 21);
+  w.add_opset("", opset);
   w.add_opset("com.microsoft", 1);
   std::vector<std::string> names;
   for (const Value& v : r->ins) {
@@ -410,6 +410,17 @@ TEST(Softmax, LastAndMiddleAxis) {
   expect_error(
       error_of("Softmax", "", {val("x", {2, 3}, std::vector<float>(6))}, {"y"}, {int_attr("axis", 2)}),
       {"node 'n' (Softmax)", "axis 2 out of range"});
+}
+
+// Before opset 13 Softmax sees the input as 2-D [prod(dims < axis), prod(dims >= axis)], axis 1 by default.
+TEST(Softmax, Opset11FlattensFromTheAxis) {
+  auto x = random_floats(2 * 3 * 4, 37);
+  for (float& v : x) v *= 3.0f;
+  expect_floats(run_node("Softmax", "", {val("x", {2, 3, 4}, x)}, {"y"}, {}, 1, 11)->get<float>("y"),
+                softmax_ref(x, 2, 12, 1), 1e-6, "opset 11, default axis 1");
+  expect_floats(
+      run_node("Softmax", "", {val("x", {2, 3, 4}, x)}, {"y"}, {int_attr("axis", 2)}, 1, 11)->get<float>("y"),
+      softmax_ref(x, 6, 4, 1), 1e-6, "opset 11, axis 2");
 }
 
 TEST(Reduce, MeanAxesAttributeAndInput) {
