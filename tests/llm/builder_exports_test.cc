@@ -127,7 +127,9 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
       logits = gen->append(next);
     }
   }
-  if (near_tie) EXPECT_GE(matched, 32u) << c.name << ": near-tie before 32 tokens";
+  if (near_tie) {
+    EXPECT_GE(matched, 32u) << c.name << ": near-tie before 32 tokens";
+  }
   std::printf(
       "[builder] %-20s %-5s builder %s: first-step max|d|/max|logit| = %.2e; greedy %zu/%zu equal%s\n",
       c.name.c_str(), c.precision.c_str(), ref["builder"].get<std::string>().c_str(), rel, matched,
