@@ -20,5 +20,12 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}"
   touch "$stamp"
 fi
+# Packages added later install into the same venv (their own stamp: no torch reinstall).
+extras=(gguf==0.19.0)
+xstamp=$venv/.nbits-extras-$(printf '%s\n' "${extras[@]}" | md5sum | cut -c1-12)
+if [ ! -f "$xstamp" ]; then
+  "$venv/bin/pip" install -q --disable-pip-version-check "${extras[@]}"
+  touch "$xstamp"
+fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"
