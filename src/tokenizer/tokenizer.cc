@@ -123,6 +123,21 @@ struct MergeEntry {
 }  // namespace
 
 void TokenizerImpl::bpe(std::string_view w, std::vector<int32_t>& out) const {
+  if (ignore_merges) {  // tokenizers' BPE::ignore_merges: the whole word first
+    int32_t id = -1;
+    if (byte_level) {
+      thread_local std::string mapped;
+      mapped.clear();
+      for (unsigned char b : w) mapped += byte_level_chars[b];
+      id = vocab.find(mapped);
+    } else {
+      id = vocab.find(w);
+    }
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
   thread_local std::vector<Symbol> sym;
   sym.clear();
   auto add = [&](int32_t id) {

@@ -132,6 +132,7 @@ struct TokenizerImpl {
   MergeMap merges;
   int32_t unk_id = -1;
   bool fuse_unk = false;
+  bool ignore_merges = false;  // a word that is a vocabulary entry is that token (Llama-3)
   bool byte_fallback = false;
   std::array<int32_t, 256> byte_fallback_ids{};   // <0xNN> ids (-1 when absent)
   bool byte_level = false;                        // words are mapped bytes (ByteLevel pre-tokenizer)

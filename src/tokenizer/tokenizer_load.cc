@@ -141,7 +141,7 @@ class Loader {
     for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (m.contains(k) && !m[k].is_null() && !(m[k].is_string() && m[k].get<std::string>().empty()))
         bad(std::string("unsupported model option: BPE ") + k);
-    if (boolean(m, "ignore_merges", false, "model")) ignore_merges_ = true;
+    t_.ignore_merges = boolean(m, "ignore_merges", false, "model");
     t_.fuse_unk = boolean(m, "fuse_unk", false, "model");
     t_.byte_fallback = boolean(m, "byte_fallback", false, "model");
     if (!big.has_vocab) bad("model has no \"vocab\" object");
@@ -433,8 +433,6 @@ class Loader {
     }
   }
 
-  bool ignore_merges_ = false;
-
  private:
   TokenizerImpl& t_;
 };
@@ -486,7 +484,6 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
     L.added(j.value("added_tokens", nlohmann::json()));
     L.post_processor(j.value("post_processor", nlohmann::json()));
     L.decoder(j.value("decoder", nlohmann::json()));
-    if (L.ignore_merges_) L.bad("unsupported model option: ignore_merges");
     L.classify_stream();
     L.finish_added();
   } catch (const nlohmann::json::exception& e) {
