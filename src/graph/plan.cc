@@ -1,5 +1,6 @@
 #include "graph/plan.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -279,6 +280,50 @@ int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
   for (onnx::Node& n : back) all.push_back(std::move(n));
   nodes = std::move(all);
   return added;
+}
+
+std::set<std::string> half_matmul_weights(const std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  // Readers of each value: (node, input index).
+  std::map<std::string, std::vector<std::pair<const onnx::Node*, size_t>>> readers;
+  for (const onnx::Node& n : nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) readers[n.inputs[i]].emplace_back(&n, i);
+  std::set<std::string> graph_outputs;
+  for (const onnx::ValueInfo& o : g.outputs) graph_outputs.insert(o.name);
+  // A 2-D Transpose read only as the data of Gathers (a tied embedding: Gather
+  // widens half rows itself, and the transposed copy folded at load stays half).
+  auto transposed_for_gather = [&](const onnx::Node& n) {
+    const std::vector<int64_t> perm = n.attr_ints("perm");
+    if (!is_onnx_op(n, "Transpose") || !(perm.empty() || perm == std::vector<int64_t>{1, 0})) return false;
+    if (n.outputs.size() != 1 || graph_outputs.count(n.outputs[0]) != 0) return false;
+    const auto it = readers.find(n.outputs[0]);
+    if (it == readers.end()) return false;
+    for (const auto& [r, i] : it->second)
+      if (!is_onnx_op(*r, "Gather") || i != 0) return false;
+    return true;
+  };
+  std::set<std::string> keep, other;
+  for (const onnx::Node& n : nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const onnx::Tensor* t = g.initializer(n.inputs[i]);
+      if (t == nullptr || !is_half(t->dtype)) continue;
+      const bool ok =
+          t->dims.size() == 2 && ((i == 1 && is_onnx_op(n, "MatMul")) || (i == 0 && transposed_for_gather(n)));
+      (ok ? keep : other).insert(t->name);
+    }
+  for (const onnx::ValueInfo& o : g.outputs) other.insert(o.name);
+  // Names read inside subgraphs (If branches) get the widened value.
+  std::function<void(const onnx::Graph&)> scan = [&](const onnx::Graph& sub) {
+    for (const onnx::Node& n : sub.nodes) {
+      other.insert(n.inputs.begin(), n.inputs.end());
+      for (const onnx::Attribute& a : n.attributes)
+        if (a.g) scan(*a.g);
+    }
+  };
+  for (const onnx::Node& n : nodes)
+    for (const onnx::Attribute& a : n.attributes)
+      if (a.g) scan(*a.g);
+  for (const std::string& name : other) keep.erase(name);
+  return keep;
 }
 
 }  // namespace nbits::graph

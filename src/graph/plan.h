@@ -2,6 +2,7 @@
 // the graph rewrites the session applies before resolving ops.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "onnx/model.h"
@@ -44,5 +45,12 @@ int fuse_dequantize_matmul(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
 // number of conversions added.
 inline constexpr const char* kStorageCastOp = "StorageCast";
 int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
+
+// fp16/bf16 initializers that stay in half precision at load instead of being
+// widened to fp32: 2-D ones read only as the right operand (B) of ai.onnx MatMul
+// nodes, which pack them into half-precision panels (kernels/half_x16_matmul.h),
+// or by a Transpose whose only readers are Gathers' data (the tied embedding of
+// fp16 exports: the transposed copy folds at load in half, Gather widens rows).
+std::set<std::string> half_matmul_weights(const std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
 }  // namespace nbits::graph

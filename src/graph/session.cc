@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <new>
 
 #include "base/fp16.h"
@@ -204,7 +205,7 @@ class SessionImpl final : public Session {
     NBITS_CHECK(init.bytes.size() == v.t.bytes(), "initializer '", init.name, "': ", init.bytes.size(),
                 " bytes for shape ", v.t.shape.str(), " of ", dtype_name(*dt));
     const void* p = init.bytes.data();
-    if (compute_dtype(*dt) != *dt) {
+    if (compute_dtype(*dt) != *dt && keep_half_.count(init.name) == 0) {
       // fp16/bf16 weights are widened once (the session computes in fp32); the
       // file pages behind the original can go.
       const int64_t n = v.t.numel();
@@ -248,6 +249,7 @@ class SessionImpl final : public Session {
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::deque<std::vector<uint8_t>> storage_;  // folded constants, realigned initializers
   std::map<std::string, int> loads_left_;     // initializer -> node inputs not yet built
+  std::set<std::string> keep_half_;           // fp16/bf16 initializers not widened (graph/plan.h)
   std::vector<bool> read_at_run_;             // by value id: some op reads it at run time
   struct Range {
     const MappedFile* file;
@@ -333,6 +335,7 @@ void SessionImpl::build() {
   fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
   lower_float_boundaries(nodes, g);
+  keep_half_ = half_matmul_weights(nodes, g);
 
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);
   for (const onnx::Node& node : nodes)

@@ -2,6 +2,8 @@
 // com.microsoft GatherBlockQuantized (4-bit / 8-bit quantized embeddings).
 #include <cstring>
 
+#include "base/fp16.h"
+
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -35,12 +37,23 @@ class GatherOp final : public Op {
     const int64_t n = idx.numel();
     const auto* src = static_cast<const uint8_t*>(data.data);
     auto* dst = static_cast<uint8_t*>(a.out[0]->data);
+    const bool widen = a.out[0]->dtype != data.dtype;  // half rows -> fp32
+    const int64_t row_elems = static_cast<int64_t>(row / graph::dtype_size(data.dtype));
     for (int64_t i = 0; i < n; ++i) {
       int64_t k = read_int(idx, i);
       NBITS_CHECK(k >= -dim && k < dim, where_, ": index ", k, " out of range [", -dim, ", ", dim, ")");
       if (k < 0) k += dim;
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(dst + (o * n + i) * row, src + (o * dim + k) * row, row);
+      for (int64_t o = 0; o < outer; ++o) {
+        const uint8_t* from = src + (o * dim + k) * row;
+        if (!widen) {
+          std::memcpy(dst + (o * n + i) * row, from, row);
+          continue;
+        }
+        const auto* h = reinterpret_cast<const uint16_t*>(from);
+        float* y = reinterpret_cast<float*>(dst) + (o * n + i) * row_elems;
+        for (int64_t e = 0; e < row_elems; ++e)
+          y[e] = data.dtype == DType::kBF16 ? bf16_to_float(h[e]) : fp16_to_float(h[e]);
+      }
     }
   }
 
@@ -120,7 +133,8 @@ class GatherBlockQuantizedOp final : public Op {
 std::unique_ptr<Op> make_gather(OpBuild& b) {
   b.require_type(1, {DType::kI64, DType::kI32}, "indices");
   b.check(b.type(0) != DType::kU4 && b.type(0) != DType::kI4, "4-bit data needs GatherBlockQuantized");
-  b.set_outputs(b.type(0));
+  // Half data is a constant kept in half precision (graph/plan.h): rows widen to fp32.
+  b.set_outputs(graph::compute_dtype(b.type(0)));
   return std::make_unique<GatherOp>(b.where(), b.node.attr_int("axis", 0));
 }
 

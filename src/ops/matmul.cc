@@ -1,6 +1,9 @@
 // fp32 MatMul: A [..., M, K] x B [K, N] (or B with the same batch dims as A).
+// A constant fp16/bf16 B (kept in half precision by the session, graph/plan.h
+// half_matmul_weights) is packed at load into half-precision x16 panels.
 #include <algorithm>
 
+#include "kernels/half_x16_matmul.h"
 #include "kernels/vector_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -79,10 +82,64 @@ class MatMulOp final : public Op {
   bool last_only_ = false;
 };
 
+// A [..., M, K] x constant half B [K, N], packed once.
+class HalfWeightMatMulOp final : public Op {
+ public:
+  HalfWeightMatMulOp(std::string where, kernels::PackedHalfX16 w)
+      : where_(std::move(where)), w_(std::move(w)), kernel_(kernels::half_x16_best()) {}
+  void infer(const OpArgs& a) override {
+    const Shape& sa = a.in[0]->shape;
+    NBITS_CHECK(sa.rank >= 1 && sa[sa.rank - 1] == w_.K, where_, ": A ", sa.str(), " but B has ", w_.K,
+                " rows");
+    Shape s = sa;
+    s[s.rank - 1] = w_.N;
+    if (last_only_ && s.rank >= 2) s[s.rank - 2] = 1;
+    a.out[0]->shape = s;
+  }
+  void run(const OpArgs& a, RunContext& ctx) override {
+    const Shape& sa = a.in[0]->shape;
+    const int64_t K = w_.K, N = w_.N;
+    const int64_t M = sa.rank >= 2 ? sa[sa.rank - 2] : 1;
+    const int64_t batch = a.in[0]->numel() / (M * K);
+    const bool last = last_only_ && sa.rank >= 2;
+    const int64_t rows = last ? 1 : M;
+    const float* A = a.in[0]->as<const float>();
+    float* Y = a.out[0]->as<float>();
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      const float* Ab = A + bi * M * K + (last ? (M - 1) * K : 0);
+      float* Yb = Y + bi * rows * N;
+      ctx.pool.parallel_range(w_.panels, 1, [&](int64_t p0, int64_t p1) {
+        kernel_.gemm(w_, p0, p1, rows, Ab, K, Yb, N);
+      });
+    }
+  }
+  bool set_last_position_only(bool on) override {
+    last_only_ = on;
+    return true;
+  }
+  std::string kernel_name() const override { return kernel_.name; }
+  size_t packed_weight_bytes() const override { return w_.data.size(); }
+  bool reads_constant_at_run(size_t input) const override { return input != 1; }
+
+ private:
+  std::string where_;
+  kernels::PackedHalfX16 w_;
+  const kernels::HalfX16Kernel& kernel_;
+  bool last_only_ = false;
+};
+
 }  // namespace
 
 std::unique_ptr<Op> make_matmul(OpBuild& b) {
   b.require_type(0, {DType::kF32}, "A");
+  if (b.type(1) == DType::kF16 || b.type(1) == DType::kBF16) {
+    const Tensor& B = b.constant(1, "half-precision B");
+    b.check(B.shape.rank == 2, "half-precision B must be 2-D, got ", B.shape.str());
+    b.set_outputs(DType::kF32);
+    return std::make_unique<HalfWeightMatMulOp>(
+        b.where(), kernels::pack_half_x16(B.as<const uint16_t>(), B.shape[0], B.shape[1],
+                                          b.type(1) == DType::kBF16, b.pool));
+  }
   b.require_type(1, {DType::kF32}, "B");
   b.set_outputs(DType::kF32);
   return std::make_unique<MatMulOp>(b.where());

@@ -1,0 +1,81 @@
+// Half-precision x16 panels (kernels/half_x16_matmul.h): the dispatched kernel is
+// bitwise equal to the scalar reference, and the reference is within fp32
+// rounding of a double-precision product of the same half weights, over random
+// shapes (odd K, N not a multiple of 16, M from 1 past the 4-row tile), fp16 and
+// bf16, whole and partial panel ranges.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "base/fp16.h"
+#include "kernels/half_x16_matmul.h"
+
+namespace nbits::kernels {
+namespace {
+
+struct Case {
+  int64_t M, K, N;
+};
+
+void check(const Case& c, bool bf16, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<uint16_t> B(static_cast<size_t>(c.K * c.N));
+  std::vector<float> Bf(B.size());
+  for (size_t i = 0; i < B.size(); ++i) {
+    const float v = d(rng);
+    B[i] = bf16 ? float_to_bf16(v) : float_to_fp16(v);
+    Bf[i] = bf16 ? bf16_to_float(B[i]) : fp16_to_float(B[i]);
+  }
+  const int64_t lda = c.K + 3, ldy = c.N + 5;  // strides wider than the rows
+  std::vector<float> A(static_cast<size_t>(c.M * lda));
+  for (auto& x : A) x = d(rng);
+  const PackedHalfX16 w = pack_half_x16(B.data(), c.K, c.N, bf16);
+  ASSERT_EQ(w.panels, (c.N + 15) / 16);
+  std::vector<float> ref(static_cast<size_t>(c.M * ldy), -7.0f), got(ref);
+  half_x16_ref().gemm(w, 0, w.panels, c.M, A.data(), lda, ref.data(), ldy);
+  // The best kernel in two panel ranges (as threads split them).
+  const int64_t mid = w.panels / 2;
+  half_x16_best().gemm(w, 0, mid, c.M, A.data(), lda, got.data(), ldy);
+  half_x16_best().gemm(w, mid, w.panels, c.M, A.data(), lda, got.data(), ldy);
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < c.N; ++n) {
+      double exact = 0, mag = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        exact += static_cast<double>(A[m * lda + k]) * Bf[k * c.N + n];
+        mag += std::fabs(static_cast<double>(A[m * lda + k]) * Bf[k * c.N + n]);
+      }
+      const float r = ref[m * ldy + n];
+      ASSERT_EQ(got[m * ldy + n], r) << half_x16_best().name << " M=" << c.M << " K=" << c.K << " N=" << c.N
+                                     << " at (" << m << "," << n << ")";
+      // Sequential fp32 fma sum: |error| <= K * u * sum|terms| (u = 2^-24), loosely.
+      ASSERT_LE(std::fabs(r - exact), c.K * std::ldexp(1.0, -24) * mag + 1e-30)
+          << "M=" << c.M << " K=" << c.K << " N=" << c.N << " at (" << m << "," << n << ")";
+    }
+    for (int64_t n = c.N; n < ldy; ++n) ASSERT_EQ(got[m * ldy + n], -7.0f) << "wrote past N";
+  }
+}
+
+TEST(HalfX16MatMul, BestEqualsReferenceOnRandomShapes) {
+  std::mt19937 rng(7);
+  std::vector<Case> cases = {{1, 1, 1}, {1, 16, 16}, {1, 33, 17}, {2, 7, 31}, {3, 64, 48}, {4, 5, 16},
+                             {5, 129, 70}, {6, 31, 65}, {9, 96, 100}, {1, 300, 200}, {13, 17, 3}};
+  std::uniform_int_distribution<int> dm(1, 11), dk(1, 200), dn(1, 150);
+  for (int i = 0; i < 12; ++i) cases.push_back({dm(rng), dk(rng), dn(rng)});
+  for (const Case& c : cases)
+    for (bool bf16 : {false, true}) check(c, bf16, rng);
+  std::printf("kernel: %s\n", half_x16_best().name);
+}
+
+TEST(HalfX16MatMul, PackPadsColumnsPastN) {
+  std::vector<uint16_t> B(3 * 20, float_to_fp16(1.0f));
+  const PackedHalfX16 w = pack_half_x16(B.data(), 3, 20, false);
+  ASSERT_EQ(w.panels, 2);
+  const uint16_t* p1 = w.panel(1);
+  for (int64_t k = 0; k < 3; ++k)
+    for (int j = 0; j < 16; ++j) EXPECT_EQ(p1[k * 16 + j], j < 4 ? float_to_fp16(1.0f) : 0) << k << "," << j;
+}
+
+}  // namespace
+}  // namespace nbits::kernels
