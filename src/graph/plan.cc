@@ -306,8 +306,8 @@ std::set<std::string> half_matmul_weights(const std::vector<onnx::Node>& nodes, 
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const onnx::Tensor* t = g.initializer(n.inputs[i]);
       if (t == nullptr || !is_half(t->dtype)) continue;
-      const bool ok =
-          t->dims.size() == 2 && ((i == 1 && is_onnx_op(n, "MatMul")) || (i == 0 && transposed_for_gather(n)));
+      const bool ok = t->dims.size() == 2 &&
+                      ((i == 1 && is_onnx_op(n, "MatMul")) || (i == 0 && transposed_for_gather(n)));
       (ok ? keep : other).insert(t->name);
     }
   for (const onnx::ValueInfo& o : g.outputs) other.insert(o.name);

@@ -7,8 +7,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <set>
 #include <new>
+#include <set>
 
 #include "base/fp16.h"
 #include "base/mapped_file.h"

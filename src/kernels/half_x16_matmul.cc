@@ -40,8 +40,8 @@ PackedHalfX16 pack_half_x16(const uint16_t* B, int64_t K, int64_t N, bool bf16, 
 
 namespace {
 
-void gemm_ref(const PackedHalfX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda, float* Y,
-              int64_t ldy) {
+void gemm_ref(const PackedHalfX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
+              float* Y, int64_t ldy) {
   for (int64_t p = p0; p < p1; ++p) {
     const uint16_t* b = w.panel(p);
     const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "base/fp16.h"
-
 #include "ops/op_util.h"
 #include "ops/ops.h"
 

@@ -108,9 +108,8 @@ class HalfWeightMatMulOp final : public Op {
     for (int64_t bi = 0; bi < batch; ++bi) {
       const float* Ab = A + bi * M * K + (last ? (M - 1) * K : 0);
       float* Yb = Y + bi * rows * N;
-      ctx.pool.parallel_range(w_.panels, 1, [&](int64_t p0, int64_t p1) {
-        kernel_.gemm(w_, p0, p1, rows, Ab, K, Yb, N);
-      });
+      ctx.pool.parallel_range(w_.panels, 1,
+                              [&](int64_t p0, int64_t p1) { kernel_.gemm(w_, p0, p1, rows, Ab, K, Yb, N); });
     }
   }
   bool set_last_position_only(bool on) override {

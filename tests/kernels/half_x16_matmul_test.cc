@@ -3,6 +3,8 @@
 // rounding of a double-precision product of the same half weights, over random
 // shapes (odd K, N not a multiple of 16, M from 1 past the 4-row tile), fp16 and
 // bf16, whole and partial panel ranges.
+#include "kernels/half_x16_matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "base/fp16.h"
-#include "kernels/half_x16_matmul.h"
 
 namespace nbits::kernels {
 namespace {
@@ -59,7 +60,7 @@ void check(const Case& c, bool bf16, std::mt19937& rng) {
 
 TEST(HalfX16MatMul, BestEqualsReferenceOnRandomShapes) {
   std::mt19937 rng(7);
-  std::vector<Case> cases = {{1, 1, 1}, {1, 16, 16}, {1, 33, 17}, {2, 7, 31}, {3, 64, 48}, {4, 5, 16},
+  std::vector<Case> cases = {{1, 1, 1},    {1, 16, 16}, {1, 33, 17},  {2, 7, 31},    {3, 64, 48}, {4, 5, 16},
                              {5, 129, 70}, {6, 31, 65}, {9, 96, 100}, {1, 300, 200}, {13, 17, 3}};
   std::uniform_int_distribution<int> dm(1, 11), dk(1, 200), dn(1, 150);
   for (int i = 0; i < 12; ++i) cases.push_back({dm(rng), dk(rng), dn(rng)});

@@ -63,14 +63,22 @@ using TileFn = void (*)(const PackedHalfX16&, int64_t, const float*, int64_t, fl
 template <bool kBf16>
 TileFn tile_for(int rows, int panels) {
   switch (rows * 8 + panels) {
-    case 1 * 8 + 1: return tile<1, 1, kBf16>;
-    case 1 * 8 + 2: return tile<1, 2, kBf16>;
-    case 1 * 8 + 3: return tile<1, 3, kBf16>;
-    case 1 * 8 + 4: return tile<1, 4, kBf16>;
-    case 2 * 8 + 1: return tile<2, 1, kBf16>;
-    case 2 * 8 + 2: return tile<2, 2, kBf16>;
-    case 3 * 8 + 1: return tile<3, 1, kBf16>;
-    default: return tile<4, 1, kBf16>;
+    case 1 * 8 + 1:
+      return tile<1, 1, kBf16>;
+    case 1 * 8 + 2:
+      return tile<1, 2, kBf16>;
+    case 1 * 8 + 3:
+      return tile<1, 3, kBf16>;
+    case 1 * 8 + 4:
+      return tile<1, 4, kBf16>;
+    case 2 * 8 + 1:
+      return tile<2, 1, kBf16>;
+    case 2 * 8 + 2:
+      return tile<2, 2, kBf16>;
+    case 3 * 8 + 1:
+      return tile<3, 1, kBf16>;
+    default:
+      return tile<4, 1, kBf16>;
   }
 }
 
