@@ -94,6 +94,7 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
               " has more layers than ", config_.path, " says (model.decoder.num_hidden_layers = ", L, ")");
   try {
     session_->set_last_position_only(config_.logits_name, true);
+    last_only_ = true;
   } catch (const Error&) {
     // Not supported by this graph: logits come for every position; we read the last row.
   }
@@ -112,7 +113,7 @@ std::unique_ptr<Generator> Generator::load(const std::string& dir, const graph::
   return std::make_unique<Generator>(config, std::move(session), max_length);
 }
 
-void Generator::run_step(int64_t S) {
+void Generator::run_step(int64_t S, bool all_rows) {
   const int64_t past = length();
   const int64_t T = past + S;
   session_->bind_input(config_.input_ids_name, Tensor{DType::kI64, Shape{1, S}, ids_buf_.data()});
@@ -126,7 +127,15 @@ void Generator::run_step(int64_t S) {
       session_->bind_output(slot.present, Tensor{kv_dtype_, Shape{1, Nkv, T, H}, slot.buf[1 - cur_]});
     }
   }
-  session_->run();
+  const bool toggle = all_rows && last_only_;
+  if (toggle) session_->set_last_position_only(config_.logits_name, false);
+  try {
+    session_->run();
+  } catch (...) {
+    if (toggle) session_->set_last_position_only(config_.logits_name, true);
+    throw;
+  }
+  if (toggle) session_->set_last_position_only(config_.logits_name, true);
   if (!share_) cur_ = 1 - cur_;
   const Tensor& logits = session_->output(config_.logits_name);
   NBITS_CHECK(logits.shape.rank >= 2, config_.model_path(), ": output '", config_.logits_name,
@@ -134,16 +143,22 @@ void Generator::run_step(int64_t S) {
   const int64_t V = logits.shape[logits.shape.rank - 1];
   NBITS_CHECK(V > 0 && logits.numel() >= V, config_.model_path(), ": empty logits ", logits.shape.str());
   vocab_ = V;
+  const int64_t rows = all_rows ? S : 1;
+  if (all_rows)
+    NBITS_CHECK(logits.numel() == S * V, config_.model_path(), ": logits ", logits.shape.str(),
+                " do not hold one row per position of a ", S, "-token step");
+  const int64_t first = logits.numel() - rows * V;  // offset of the first row returned
   if (logits_dtype_ == DType::kF32) {
-    last_logits_ = {logits.as<const float>() + (logits.numel() - V), static_cast<size_t>(V)};
+    all_logits_ = {logits.as<const float>() + first, static_cast<size_t>(rows * V)};
   } else {
-    logits_f32_.resize(static_cast<size_t>(V));
-    const auto* h = logits.as<const uint16_t>() + (logits.numel() - V);
-    for (int64_t i = 0; i < V; ++i)
+    logits_f32_.resize(static_cast<size_t>(rows * V));
+    const auto* h = logits.as<const uint16_t>() + first;
+    for (int64_t i = 0; i < rows * V; ++i)
       logits_f32_[static_cast<size_t>(i)] =
           logits_dtype_ == DType::kF16 ? fp16_to_float(h[i]) : bf16_to_float(h[i]);
-    last_logits_ = logits_f32_;
+    all_logits_ = logits_f32_;
   }
+  last_logits_ = all_logits_.subspan(static_cast<size_t>((rows - 1) * V));
   has_logits_ = true;
 }
 
@@ -161,7 +176,7 @@ void Generator::compact_cache(int64_t from_len, int64_t to_len) {
   }
 }
 
-std::span<const float> Generator::append(std::span<const int32_t> ids) {
+void Generator::check_and_stage(std::span<const int32_t> ids) {
   const auto S = static_cast<int64_t>(ids.size());
   NBITS_CHECK(S > 0, "nothing to run: no tokens given");
   if (length() == 0) {
@@ -177,9 +192,20 @@ std::span<const float> Generator::append(std::span<const int32_t> ids) {
   }
   pending_ = -1;
   has_logits_ = false;
-  run_step(S);
+}
+
+std::span<const float> Generator::append(std::span<const int32_t> ids) {
+  check_and_stage(ids);
+  run_step(static_cast<int64_t>(ids.size()), /*all_rows=*/false);
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
   return last_logits_;
+}
+
+std::span<const float> Generator::append_all_logits(std::span<const int32_t> ids) {
+  check_and_stage(ids);
+  run_step(static_cast<int64_t>(ids.size()), /*all_rows=*/true);
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  return all_logits_;
 }
 
 GenerateResult Generator::generate(std::span<const int32_t> new_ids, int64_t max_new_tokens, Sampler& sampler,

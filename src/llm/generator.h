@@ -51,6 +51,14 @@ class Generator {
   // Runs `ids` on top of the cache in one step and returns the logits of the
   // last position (valid until the next call). Throws when they do not fit.
   std::span<const float> append(std::span<const int32_t> ids);
+  // The same step, but returns the logits of every position of `ids`: row i
+  // (vocab_size() floats, row-major [ids.size(), vocab_size()]) is the
+  // distribution after ids[i]. For perplexity and teacher forcing; the lm_head
+  // runs on all S rows for this step only. Valid until the next call.
+  std::span<const float> append_all_logits(std::span<const int32_t> ids);
+  // Logits of the last position run (what generate() sampled from last, before
+  // any sampling transform); empty before the first step. Valid until the next step.
+  std::span<const float> last_logits() const { return last_logits_; }
 
   // Appends `new_ids` (which may be empty if a pending token or earlier append
   // left logits), then samples up to max_new_tokens, stopping at an eos id.
@@ -88,7 +96,8 @@ class Generator {
     std::string past, present;
     void* buf[2] = {nullptr, nullptr};  // buf[1]: the other half of a ping-pong pair
   };
-  void run_step(int64_t S);
+  void run_step(int64_t S, bool all_rows);
+  void check_and_stage(std::span<const int32_t> ids);
   void compact_cache(int64_t from_len, int64_t to_len);
 
   GenaiConfig config_;
@@ -103,6 +112,8 @@ class Generator {
   int cur_ = 0;        // ping-pong: which buffer holds the cache
   graph::DType logits_dtype_ = graph::DType::kF32;
   std::vector<float> logits_f32_;  // fp16 logits widened
+  bool last_only_ = false;         // the session computes the last row's logits only
+  std::span<const float> all_logits_;
   std::vector<int64_t> ids_buf_, mask_buf_, pos_buf_;
   std::vector<int32_t> tokens_;  // what the cache holds
   std::vector<int32_t> one_;     // scratch for a single token
