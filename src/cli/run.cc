@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/model_setup.h"
+#include "cli/scoring.h"
 #include "llm/generator.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,11 +25,22 @@ int run_main(const std::vector<std::string>& args) {
   f.ints("--ids", "1,2,3", "prompt token ids, used as given (instead of -p)");
   f.choice("--format", {"text", "json"}, "text: stream text; json: one JSON object at the end", "text");
   f.flag("--no-bos", "do not add the tokenizer's special tokens (BOS) to -p");
+  f.i64("--logprobs", "K",
+        "with --format json: per generated token its logprob and the K most likely tokens.\n"
+        "                             Log-softmax of the raw logits, before any sampling transform\n"
+        "                             (repetition penalty, temperature, top-k/p)",
+        std::nullopt, 0, 1000);
+  f.str("--teacher-force", "IDS",
+        "score the given continuation (1,2,3 or @FILE of ids) instead of generating:\n"
+        "                             each forced token's logprob (+ top --logprobs K); needs --format json");
   add_model_flags(f);
   add_sampling_flags(f);
   if (auto rc = f.parse(args)) return *rc;
   if (f.has("--prompt") && f.has("--ids")) return f.usage_error("give -p or --ids, not both");
   const bool json = f.get_str("--format") == "json";
+  if ((f.has("--logprobs") || f.has("--teacher-force")) && !json)
+    return f.usage_error("--logprobs and --teacher-force write JSON: add --format json");
+  const int64_t top_k = f.has("--logprobs") ? f.get_i64("--logprobs") : 0;
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/!f.has("--ids"));
   std::vector<int32_t> prompt;
@@ -41,6 +53,67 @@ int run_main(const std::vector<std::string>& args) {
     prompt = m.tokenizer->encode(f.get_str("--prompt"), !f.get_flag("--no-bos"));
   }
   NBITS_CHECK(!prompt.empty(), "the prompt is empty (with --no-bos, give some text)");
+  // One step's JSON: the chosen (or forced) token, its logprob, the top-K.
+  std::string logprobs_json;
+  double logprob_sum = 0;
+  auto token_json = [&](int32_t id, double lp) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "{\"id\":%d,\"logprob\":%.9g", id, lp);
+    std::string out = buf;
+    if (m.tokenizer) out += ",\"token\":" + json_quote(m.tokenizer->id_to_token(id));
+    return out;
+  };
+  auto score = [&](std::span<const float> logits, int32_t id) {
+    NBITS_CHECK(id >= 0 && static_cast<size_t>(id) < logits.size(), "token id ", id,
+                " is out of range for the vocabulary of ", logits.size());
+    const double lse = log_sum_exp(logits);
+    const double lp = static_cast<double>(logits[static_cast<size_t>(id)]) - lse;
+    logprob_sum += lp;
+    if (!logprobs_json.empty()) logprobs_json += ',';
+    logprobs_json += token_json(id, lp);
+    logprobs_json += ",\"top\":[";
+    const std::vector<TokenLogprob> top = top_logprobs(logits, top_k, lse);
+    for (size_t i = 0; i < top.size(); ++i) {
+      if (i) logprobs_json += ',';
+      logprobs_json += token_json(top[i].id, top[i].logprob);
+      logprobs_json += '}';
+    }
+    logprobs_json += "]}";
+  };
+  auto sum_json = [&](size_t n) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ",\"sum_logprob\":%.17g,\"mean_logprob\":%.17g", logprob_sum,
+                  n ? logprob_sum / static_cast<double>(n) : 0.0);
+    return std::string(buf);
+  };
+
+  if (f.has("--teacher-force")) {
+    // The prompt in one step, then the forced tokens but the last in one more (logits of every
+    // position): row i scores forced[i + 1].
+    const std::vector<int32_t> forced = parse_id_list(f.get_str("--teacher-force"), "--teacher-force");
+    llm::Generator& g = *m.generator;
+    NBITS_CHECK(static_cast<int64_t>(prompt.size() + forced.size()) - 1 <= g.capacity(), "prompt (",
+                prompt.size(), ") + forced continuation (", forced.size(), ") do not fit the context of ",
+                g.capacity());
+    std::span<const float> last = g.append(prompt);
+    const std::vector<float> first(last.begin(), last.end());
+    score(first, forced[0]);
+    if (forced.size() > 1) {
+      std::span<const float> rows =
+          g.append_all_logits(std::span<const int32_t>(forced).first(forced.size() - 1));
+      const auto V = static_cast<size_t>(g.vocab_size());
+      for (size_t i = 1; i < forced.size(); ++i) score(rows.subspan((i - 1) * V, V), forced[i]);
+    }
+    std::string out = "{\"prompt_ids\":" + json_int_list(prompt) +
+                      ",\"forced_ids\":" + json_int_list(forced) + ",\"logprobs\":[" + logprobs_json + "]" +
+                      sum_json(forced.size());
+    if (m.tokenizer) out += ",\"text\":" + json_quote(m.tokenizer->decode(forced, /*skip_special=*/true));
+    out += "}\n";
+    std::fputs(out.c_str(), stdout);
+    if (f.get_flag("--profile")) print_profile(m.generator->session(), stderr);
+    return 0;
+  }
+
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
 
   std::optional<StreamDecoder> stream;
@@ -54,7 +127,9 @@ int run_main(const std::vector<std::string>& args) {
       std::fflush(stdout);
     }
   }
+  const bool want_logprobs = f.has("--logprobs");
   auto result = m.generator->generate(prompt, f.get_i64("--n-predict"), sampler, [&](int32_t id) {
+    if (want_logprobs) score(m.generator->last_logits(), id);
     if (stream) {
       std::string piece = stream->push(id);
       text += piece;
@@ -76,6 +151,7 @@ int run_main(const std::vector<std::string>& args) {
     char nums[160];
     std::snprintf(nums, sizeof nums, ",\"prefill_tok_s\":%.3f,\"decode_ms_per_token\":%.4f}\n",
                   st.prefill_tok_s(), st.decode_ms_per_token());
+    if (want_logprobs) out += ",\"logprobs\":[" + logprobs_json + "]" + sum_json(result.ids.size());
     out += ",\"text\":" + json_quote(text) + nums;
     std::fputs(out.c_str(), stdout);
   } else {
