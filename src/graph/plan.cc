@@ -6,20 +6,9 @@
 #include <string>
 
 #include "base/error.h"
+#include "graph/rewrite_util.h"
 
 namespace nbits::graph {
-namespace {
-
-// Drops the nodes marked in `removed` (a rewrite fused them into a neighbour).
-void erase_removed(std::vector<onnx::Node>& nodes, const std::vector<bool>& removed) {
-  std::vector<onnx::Node> kept;
-  kept.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(nodes[i]));
-  nodes = std::move(kept);
-}
-
-}  // namespace
 
 std::vector<onnx::Node> sorted_nodes(const onnx::Graph& g) {
   std::vector<onnx::Node> nodes = g.nodes;
@@ -118,14 +107,6 @@ int fuse_matmul_nbits_bias(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
   erase_removed(nodes, removed);
   return fused;
 }
-
-namespace {
-
-bool is_onnx_op(const onnx::Node& n, const char* type) {
-  return n.op_type == type && (n.domain.empty() || n.domain == "ai.onnx");
-}
-
-}  // namespace
 
 int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
   std::map<std::string, int> uses;

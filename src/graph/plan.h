@@ -46,6 +46,16 @@ int fuse_dequantize_matmul(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
 inline constexpr const char* kStorageCastOp = "StorageCast";
 int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
+// The builder's MultiHeadAttention layout (present = Concat(past, new), repeat_kv
+// chains, attention_bias = causal mask of attention_mask) becomes
+// GroupQueryAttention writing one shared KV buffer in place, fed by an internal
+// AttentionMaskLengths node; nodes only the old path read are dropped. The KV
+// graph inputs/outputs of fused layers become fp32 (the cache is kept in fp32).
+// Applied only when every piece matches (else the graph is left as it was);
+// meant for batch 1 without padding (GroupQueryAttention's mask semantics).
+// Returns the number of layers fused.
+int fuse_mha_into_gqa(std::vector<onnx::Node>& nodes, onnx::Graph& g);
+
 // fp16/bf16 initializers that stay in half precision at load instead of being
 // widened to fp32: 2-D ones read only as the right operand (B) of ai.onnx MatMul
 // nodes, which pack them into half-precision panels (kernels/half_x16_matmul.h),

@@ -334,6 +334,7 @@ void SessionImpl::build() {
   fuse_matmul_nbits_bias(nodes, g);
   fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
+  fuse_mha_into_gqa(nodes, model_.graph);
   lower_float_boundaries(nodes, g);
   keep_half_ = half_matmul_weights(nodes, g);
 

@@ -37,6 +37,8 @@ std::unique_ptr<Op> make_mul(OpBuild& b);
 std::unique_ptr<Op> make_div(OpBuild& b);
 std::unique_ptr<Op> make_sigmoid(OpBuild& b);
 std::unique_ptr<Op> make_silu_mul(OpBuild& b);  // the fused SwiGLU (graph/plan.h fuse_silu_mul)
+// GroupQueryAttention's lengths from attention_mask (graph/plan.h fuse_mha_into_gqa).
+std::unique_ptr<Op> make_attention_mask_lengths(OpBuild& b);
 std::unique_ptr<Op> make_cast(OpBuild& b);
 // Cast to the storage dtype as given (graph/plan.h lower_float_boundaries: fp16 graph I/O).
 std::unique_ptr<Op> make_storage_cast(OpBuild& b);

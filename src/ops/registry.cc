@@ -27,6 +27,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "Div", ops::make_div},
       {kOnnx, "Sigmoid", ops::make_sigmoid},
       {kInternal, "SiluMul", ops::make_silu_mul},
+      {kInternal, "AttentionMaskLengths", ops::make_attention_mask_lengths},
       {kInternal, "StorageCast", ops::make_storage_cast},
       {kInternal, "MatMulDequantized", ops::make_matmul_dequantized},
       {kOnnx, "Cast", ops::make_cast},

@@ -100,6 +100,11 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
   const auto first = ref["first_logits"].get<std::vector<double>>();
 
   auto gen = Generator::load(dir, {}, 128);
+  // Every layout takes the fast attention path: MultiHeadAttention exports are
+  // fused at load into GroupQueryAttention writing one shared KV buffer in place.
+  const std::string attention =
+      gen->session().output_producer(format_layer_name(gen->config().present_key_pattern, 0));
+  EXPECT_EQ(attention, "GroupQueryAttention") << c.name << ": present.0.key comes from " << attention;
   auto logits = gen->append(prompt);
   ASSERT_EQ(logits.size(), first.size());
   double diff = 0, mx = 0;
@@ -131,9 +136,9 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
     EXPECT_GE(matched, 32u) << c.name << ": near-tie before 32 tokens";
   }
   std::printf(
-      "[builder] %-20s %-5s builder %s: first-step max|d|/max|logit| = %.2e; greedy %zu/%zu equal%s\n",
+      "[builder] %-20s %-5s builder %s: first-step max|d|/max|logit| = %.2e; greedy %zu/%zu equal%s; %s\n",
       c.name.c_str(), c.precision.c_str(), ref["builder"].get<std::string>().c_str(), rel, matched,
-      want.size(), near_tie ? " (then a near-tie)" : "");
+      want.size(), near_tie ? " (then a near-tie)" : "", attention.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, BuilderExport, ::testing::ValuesIn(load_cases()),
