@@ -52,6 +52,9 @@ for f in build-fuzz/fuzz/fuzz_*; do
     fuzz_onnx_reader) for m in "$shared"/models/stories260K/*/model.onnx; do
                         cp -f "$m" "$corpus/seed_$(basename "$(dirname "$m")").onnx"; done 2>/dev/null || true
                       extra="-max_len=400000" ;;
+    fuzz_gguf_reader) "${NBITS_CACHE:-$HOME/.cache/nbits}/venv/bin/python" tools/gguf/make_seed.py "$corpus/seed_small.gguf"
+                      [ -f "${NBITS_SMOLLM2_GGUF:-}" ] && head -c 65536 "$NBITS_SMOLLM2_GGUF" > "$corpus/seed_smollm2_head.gguf"
+                      extra="-max_len=70000" ;;
     fuzz_tokenizer)   for c in "$shared"/tokenizers/cases/*.json; do head -c 4096 "$c" > "$corpus/$(basename "$c")"; done 2>/dev/null || true ;;
   esac
   echo "-- $name"
