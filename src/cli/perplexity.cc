@@ -70,7 +70,7 @@ int perplexity_main(const std::vector<std::string>& args) {
   const int64_t half = ctx / 2;
   std::fprintf(
       stderr,
-      "perplexity: %lld tokens, %lld windows of %lld (stride %lld); scoring positions >= %lld of each "
+      "perplexity: %lld tokens, %lld window(s) of %lld (stride %lld); scoring positions >= %lld of each "
       "window not scored before%s\n",
       static_cast<long long>(n_tokens), static_cast<long long>(windows), static_cast<long long>(ctx),
       static_cast<long long>(stride), static_cast<long long>(half),
@@ -142,9 +142,9 @@ int perplexity_main(const std::vector<std::string>& args) {
     std::fputs(out.c_str(), stdout);
   } else {
     std::printf(
-        "perplexity: %.4f +/- %.4f (%zu tokens scored in %lld windows of %lld, stride %lld; %.1f tok/s)\n",
-        ppl, err, nll.size(), static_cast<long long>(windows), static_cast<long long>(ctx),
-        static_cast<long long>(stride), tok_s);
+        "perplexity: %.4f +/- %.4f (%zu tokens scored in %lld window%s of %lld, stride %lld; %.1f tok/s)\n",
+        ppl, err, nll.size(), static_cast<long long>(windows), windows == 1 ? "" : "s",
+        static_cast<long long>(ctx), static_cast<long long>(stride), tok_s);
   }
   if (f.get_flag("--profile")) print_profile(gen.session(), stderr);
   return 0;
