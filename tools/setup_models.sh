@@ -44,5 +44,11 @@ vocab_json=$gguf_dir/SmolLM2-135M-Instruct.Q4_1.vocab.json
 if [ ! -f "$vocab_json" ]; then
   "$venv/bin/python" tools/gguf/dump_vocab.py "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" "$vocab_json"
 fi
+# Dequantization references for tests/gguf (gguf-py's dequantize of random blocks of every mapped type).
+quant_refs=$cache/gguf/quant_refs.gguf
+if [ ! -f "$quant_refs" ]; then
+  mkdir -p "$cache/gguf"
+  "$venv/bin/python" tools/gguf/make_quant_refs.py "$quant_refs.tmp" && mv "$quant_refs.tmp" "$quant_refs"
+fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"

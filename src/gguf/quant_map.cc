@@ -1,0 +1,222 @@
+#include "gguf/quant_map.h"
+
+#include <cstring>
+
+#include "base/error.h"
+#include "base/fp16.h"
+#include "onnx/wire.h"
+
+namespace nbits::gguf {
+namespace {
+
+float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return fp16_to_float(h);
+}
+
+// ggml's get_scale_min_k4: 6-bit scale and min j (0..7) of a Q4_K/Q5_K super-block.
+void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+struct Format {
+  int bits, block;  // nbits block size
+  bool zp0;         // explicit zero points 0 (else the implicit 2^(bits-1))
+  bool mins;
+};
+
+Format format_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_0:
+      return {4, 32, false, false};
+    case GgmlType::kQ4_1:
+      return {4, 32, true, true};
+    case GgmlType::kQ8_0:
+      return {8, 32, false, false};
+    case GgmlType::kQ4_K:
+      return {4, 32, true, true};
+    case GgmlType::kQ5_K:
+      return {8, 32, false, true};
+    case GgmlType::kQ6_K:
+      return {8, 16, false, false};
+    default:
+      return {0, 0, false, false};
+  }
+}
+
+// One ggml block -> per-element unsigned codes and per-(nbits block) scales / mins.
+void decode_block(GgmlType t, const uint8_t* b, uint8_t* codes, float* scales, float* mins) {
+  switch (t) {
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1: {
+      const uint8_t* qs = b + (t == GgmlType::kQ4_0 ? 2 : 4);
+      for (int j = 0; j < 16; ++j) {
+        codes[j] = qs[j] & 15;
+        codes[j + 16] = qs[j] >> 4;
+      }
+      scales[0] = half_at(b);
+      if (t == GgmlType::kQ4_1) mins[0] = half_at(b + 2);
+      return;
+    }
+    case GgmlType::kQ8_0:
+      for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(static_cast<int8_t>(b[2 + j]) + 128);
+      scales[0] = half_at(b);
+      return;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K: {
+      const float d = half_at(b), dmin = half_at(b + 2);
+      const uint8_t* sc = b + 4;
+      const bool q5 = t == GgmlType::kQ5_K;
+      const uint8_t* qh = b + 16;
+      const uint8_t* ql = b + (q5 ? 48 : 16);
+      for (int g = 0; g < 4; ++g) {
+        for (int h = 0; h < 2; ++h) {
+          int s = 0, m = 0;
+          scale_min_k4(2 * g + h, sc, s, m);
+          scales[2 * g + h] = d * static_cast<float>(s);
+          mins[2 * g + h] = -(dmin * static_cast<float>(m));
+        }
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t q = ql[32 * g + l];
+          if (q5) {
+            codes[64 * g + l] = static_cast<uint8_t>((q & 15) + ((qh[l] >> (2 * g)) & 1) * 16 + 128);
+            codes[64 * g + 32 + l] = static_cast<uint8_t>((q >> 4) + ((qh[l] >> (2 * g + 1)) & 1) * 16 + 128);
+          } else {
+            codes[64 * g + l] = q & 15;
+            codes[64 * g + 32 + l] = q >> 4;
+          }
+        }
+      }
+      return;
+    }
+    case GgmlType::kQ6_K: {
+      const uint8_t* ql = b;
+      const uint8_t* qh = b + 128;
+      const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+      const float d = half_at(b + 208);
+      for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);
+      for (int n = 0; n < 2; ++n) {
+        const uint8_t* l6 = ql + 64 * n;
+        const uint8_t* h6 = qh + 32 * n;
+        uint8_t* c = codes + 128 * n;
+        for (int l = 0; l < 32; ++l) {
+          c[l] = static_cast<uint8_t>(((l6[l] & 15) | ((h6[l] & 3) << 4)) + 96);
+          c[l + 32] = static_cast<uint8_t>(((l6[l + 32] & 15) | (((h6[l] >> 2) & 3) << 4)) + 96);
+          c[l + 64] = static_cast<uint8_t>(((l6[l] >> 4) | (((h6[l] >> 4) & 3) << 4)) + 96);
+          c[l + 96] = static_cast<uint8_t>(((l6[l + 32] >> 4) | (((h6[l] >> 6) & 3) << 4)) + 96);
+        }
+      }
+      return;
+    }
+    default:
+      NBITS_ASSERT(false);
+  }
+}
+
+}  // namespace
+
+float NBitsMatrix::value(int64_t n, int64_t k) const {
+  const int64_t kb = k_blocks(), b = k / block_size, j = k % block_size;
+  const uint8_t* blk = codes.data() + (n * kb + b) * blob_bytes();
+  const int c = bits == 8 ? blk[j] : (blk[j / 2] >> (4 * (j % 2))) & 15;
+  int z = 1 << (bits - 1);
+  if (!zero_points.empty()) {
+    const uint8_t zb = zero_points[static_cast<size_t>(n * zp_row_bytes() + b * bits / 8)];
+    z = bits == 8 ? zb : (zb >> (4 * (b % 2))) & 15;
+  }
+  float v = static_cast<float>(c - z) * scales[static_cast<size_t>(n * kb + b)];
+  if (!mins.empty()) v += mins[static_cast<size_t>(n * kb + b)];
+  return v;
+}
+
+bool maps_to_nbits(GgmlType t) { return format_of(t).bits != 0; }
+
+NBitsMatrix to_nbits(const File& f, const TensorInfo& t) {
+  const std::string name = onnx::wire::printable(t.name);
+  if (!maps_to_nbits(t.type))
+    f.fail("tensor '" + name + "' has type " + type_name(t.type) +
+           ", which nbits cannot run as a quantized matmul (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K)");
+  if (t.ne[2] != 1 || t.ne[3] != 1) f.fail("tensor '" + name + "' " + t.shape_str() + " is not a matrix");
+  const Format fm = format_of(t.type);
+  const TypeTraits tr = type_traits(t.type);
+  NBitsMatrix m;
+  m.K = t.ne[0];
+  m.N = t.ne[1];
+  m.bits = fm.bits;
+  m.block_size = fm.block;
+  const int64_t kb = m.k_blocks(), blob = m.blob_bytes(), per = tr.block / fm.block;
+  m.codes.assign(static_cast<size_t>(m.N * kb * blob), 0);
+  m.scales.resize(static_cast<size_t>(m.N * kb));
+  if (fm.mins) m.mins.resize(static_cast<size_t>(m.N * kb));
+  if (fm.zp0) m.zero_points.assign(static_cast<size_t>(m.N * m.zp_row_bytes()), 0);
+  std::vector<uint8_t> codes(static_cast<size_t>(tr.block));
+  const int64_t gblocks = m.K / tr.block;
+  for (int64_t n = 0; n < m.N; ++n)
+    for (int64_t g = 0; g < gblocks; ++g) {
+      const size_t sb = static_cast<size_t>(n * kb + g * per);
+      decode_block(t.type, t.bytes.data() + (n * gblocks + g) * tr.bytes, codes.data(), &m.scales[sb],
+                   fm.mins ? &m.mins[sb] : nullptr);
+      uint8_t* dst = m.codes.data() + sb * static_cast<size_t>(blob);
+      if (fm.bits == 8) {
+        std::memcpy(dst, codes.data(), codes.size());
+      } else {
+        for (size_t e = 0; e < codes.size(); e += 2)
+          dst[e / 2] = static_cast<uint8_t>(codes[e] | (codes[e + 1] << 4));
+      }
+    }
+  return m;
+}
+
+void append_rows(NBitsMatrix& dst, const NBitsMatrix& src) {
+  NBITS_ASSERT(dst.K == src.K && dst.bits == src.bits && dst.block_size == src.block_size &&
+               dst.zero_points.empty() == src.zero_points.empty() && dst.mins.empty() == src.mins.empty());
+  dst.N += src.N;
+  dst.codes.insert(dst.codes.end(), src.codes.begin(), src.codes.end());
+  dst.scales.insert(dst.scales.end(), src.scales.begin(), src.scales.end());
+  dst.zero_points.insert(dst.zero_points.end(), src.zero_points.begin(), src.zero_points.end());
+  dst.mins.insert(dst.mins.end(), src.mins.begin(), src.mins.end());
+}
+
+bool widens_to_float(GgmlType t) {
+  return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16 || maps_to_nbits(t);
+}
+
+std::vector<float> to_float(const File& f, const TensorInfo& t) {
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  const uint8_t* p = t.bytes.data();
+  switch (t.type) {
+    case GgmlType::kF32:
+      std::memcpy(out.data(), p, n * 4);
+      return out;
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = t.type == GgmlType::kF16 ? fp16_to_float(h) : bf16_to_float(h);
+      }
+      return out;
+    default:
+      break;
+  }
+  if (!maps_to_nbits(t.type))
+    f.fail("tensor '" + onnx::wire::printable(t.name) + "' has type " + type_name(t.type) +
+           ", which nbits cannot dequantize (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K)");
+  TensorInfo rows = t;  // as a matrix [ne0, numel / ne0]
+  rows.ne[1] = t.numel() / t.ne[0];
+  rows.ne[2] = rows.ne[3] = 1;
+  const NBitsMatrix m = to_nbits(f, rows);
+  for (int64_t r = 0; r < m.N; ++r)
+    for (int64_t k = 0; k < m.K; ++k) out[static_cast<size_t>(r * m.K + k)] = m.value(r, k);
+  return out;
+}
+
+}  // namespace nbits::gguf

@@ -1,0 +1,53 @@
+// GGUF quantized weights mapped without loss onto MatMulNBits' layout
+// (kernels::QuantizedMatrix): unsigned codes [N][k_blocks][block*bits/8] (byte j
+// of a 4-bit block holds element 2j low, 2j+1 high), fp32 scales per block,
+// optional zero points, plus a per-block additive term `mins` for the types
+// whose value is q*d + m (applied by MatMulNBits as y[n] += sum_b m[n,b] *
+// sum_{k in b} a[k]):
+//
+//   Q4_0  4-bit, block 32, scale d, zero point 8 (implicit)
+//   Q4_1  4-bit, block 32, scale d, zero point 0, mins m
+//   Q8_0  8-bit, block 32, codes q+128, scale d (zero point 128 implicit)
+//   Q4_K  4-bit, block 32, scale d*sc, zero point 0, mins -dmin*m
+//   Q5_K  8-bit, block 32, codes q+128 (q in 0..31), scale d*sc, mins -dmin*m
+//   Q6_K  8-bit, block 16, codes q+96 (q in 0..63; q-32 = code-128), scale d*sc
+//
+// Every value equals the ggml dequantization exactly (fp32 (code-zp)*scale + min).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.h"
+
+namespace nbits::gguf {
+
+struct NBitsMatrix {
+  int64_t N = 0, K = 0;
+  int bits = 4, block_size = 32;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;         // [N * k_blocks]
+  std::vector<uint8_t> zero_points;  // [N][ceil(k_blocks*bits/8)] packed like ONNX; empty: 2^(bits-1)
+  std::vector<float> mins;           // [N * k_blocks]; empty: none
+
+  int64_t k_blocks() const { return K / block_size; }
+  int64_t blob_bytes() const { return static_cast<int64_t>(block_size) * bits / 8; }
+  int64_t zp_row_bytes() const { return (k_blocks() * bits + 7) / 8; }
+  float value(int64_t n, int64_t k) const;  // the dequantized element
+};
+
+// True for the types above.
+bool maps_to_nbits(GgmlType t);
+// A 2-D tensor [ne0 = K, ne1 = N] of one of those types. Throws "<file>: tensor
+// 'X' has type T, which nbits cannot run as a quantized matmul" otherwise.
+NBitsMatrix to_nbits(const File& f, const TensorInfo& t);
+// Appends src's rows to dst (same K, bits, block and kind of zero point / mins).
+void append_rows(NBitsMatrix& dst, const NBitsMatrix& src);
+
+// True when to_float() can widen this type (F32, F16, BF16 and the mapped types).
+bool widens_to_float(GgmlType t);
+// The whole tensor as fp32 (row-major, ne0 fastest). Throws for other types.
+std::vector<float> to_float(const File& f, const TensorInfo& t);
+
+}  // namespace nbits::gguf

@@ -1,0 +1,28 @@
+// Cached GGUF test data made by tools/setup_models.sh (outside git): in CI
+// (CI=true) a missing file fails the test, elsewhere it is skipped.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+#include "support/shared_data.h"
+
+namespace nbits::gguf::test {
+
+inline std::string cache_dir() {
+  if (const char* e = std::getenv("NBITS_CACHE"); e != nullptr && *e) return e;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/nbits";
+}
+
+// tools/gguf/make_quant_refs.py's output.
+inline std::string quant_refs_path() { return cache_dir() + "/gguf/quant_refs.gguf"; }
+
+// The real SmolLM2-135M-Instruct Q4_1 GGUF ($NBITS_SMOLLM2_GGUF) and its llama.cpp reference.
+inline std::string smollm2_gguf() {
+  if (const char* e = std::getenv("NBITS_SMOLLM2_GGUF"); e != nullptr && *e) return e;
+  return cache_dir() + "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+inline std::string smollm2_llama_cpp_ref() { return cache_dir() + "/smollm2/llama_cpp_ref.json"; }
+
+}  // namespace nbits::gguf::test
