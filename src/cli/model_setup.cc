@@ -9,6 +9,9 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "gguf/model_builder.h"
+#include "gguf/vocab.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace nbits::cli {
 
@@ -22,7 +25,8 @@ bool is_dir(const std::string& p) {
 }  // namespace
 
 void add_model_flags(Flags& f) {
-  f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json)", true);
+  f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json) or a .gguf file",
+        true);
   f.i64("-t,--threads", "N", "threads (0 = all hardware threads)", 0, 0, 1024);
   f.i64("--accuracy-level", "L", "override every MatMulNBits' accuracy_level (4 = int8 activations)",
         std::nullopt, 0, 4);
@@ -54,6 +58,27 @@ void add_sampling_flags(Flags& f, int64_t default_n) {
   f.i64("--seed", "S", "sampling seed", 0, 0);
 }
 
+namespace {
+
+// A GGUF file: the model synthesised in memory (gguf/model_builder.h), the tokenizer
+// from its tokenizer.ggml.* metadata (needed only when the prompt is text).
+ModelSetup load_gguf(const std::string& path, const graph::SessionOptions& so, int64_t ctx,
+                     bool need_tokenizer) {
+  ModelSetup m;
+  gguf::File file = gguf::File::open(path);
+  try {
+    m.tokenizer = std::make_unique<Tokenizer>(tokenizer_from_gguf(gguf::read_vocab(file)));
+  } catch (const Error&) {
+    if (need_tokenizer) throw;
+  }
+  gguf::GgufModel g = gguf::build_model(std::move(file));
+  auto session = graph::Session::load(std::move(g.model), so);
+  m.generator = std::make_unique<llm::Generator>(g.config, std::move(session), ctx);
+  return m;
+}
+
+}  // namespace
+
 ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   std::string dir = f.get_str("--model");
   if (!is_dir(dir)) {
@@ -67,6 +92,8 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.profile = f.get_flag("--profile");
   so.fp16_scales = f.get_str("--scales") == "fp16";
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
+  if (gguf::is_gguf_path(f.get_str("--model")))
+    return load_gguf(f.get_str("--model"), so, ctx, need_tokenizer);
   ModelSetup m;
   // The tokenizer first: it is quick and its errors should not wait for the weights.
   const std::string tok_path = dir + "/tokenizer.json";

@@ -77,6 +77,10 @@ class SessionImpl final : public Session {
     model_ = onnx::load_model(path);
     build();
   }
+  SessionImpl(onnx::Model&& model, const SessionOptions& options) : options_(options), pool_(options.threads) {
+    model_ = std::move(model);
+    build();
+  }
 
   std::vector<std::string> input_names() const override { return names(inputs_); }
   std::vector<std::string> output_names() const override { return names(outputs_); }
@@ -564,6 +568,10 @@ void SessionImpl::run() {
 
 std::unique_ptr<Session> Session::load(const std::string& path, const SessionOptions& options) {
   return std::make_unique<SessionImpl>(path, options);
+}
+
+std::unique_ptr<Session> Session::load(onnx::Model&& model, const SessionOptions& options) {
+  return std::make_unique<SessionImpl>(std::move(model), options);
 }
 
 }  // namespace nbits::graph

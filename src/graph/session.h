@@ -12,6 +12,10 @@
 
 #include "graph/tensor.h"
 
+namespace nbits::onnx {
+struct Model;
+}
+
 namespace nbits::graph {
 
 struct SessionOptions {
@@ -44,6 +48,8 @@ class Session {
  public:
   // path: model.onnx (external data next to it). Throws nbits::Error.
   static std::unique_ptr<Session> load(const std::string& path, const SessionOptions& options = {});
+  // From a model built in memory (GGUF files: gguf/model_builder.h); the session keeps it.
+  static std::unique_ptr<Session> load(onnx::Model&& model, const SessionOptions& options = {});
   virtual ~Session() = default;
 
   virtual std::vector<std::string> input_names() const = 0;

@@ -1,6 +1,11 @@
 // com.microsoft MatMulNBits: Y = A x dequant(B)^T (+ bias). The weight is
 // validated and packed once at load through kernels::make_matmul_nbits.
+// Internal input 6 (GGUF Q4_1/Q4_K/Q5_K weights, value = q*d + m): per-block
+// float mins [N * k_blocks], added exactly as y[n] += sum_b m[n,b] * sum_{k in b} a[k]
+// with the block sums of the fp32 activations computed once per row of A.
 #include "kernels/matmul_nbits.h"
+
+#include <algorithm>
 
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -14,11 +19,12 @@ using graph::RunContext;
 class MatMulNBitsOp final : public Op {
  public:
   MatMulNBitsOp(std::string where, std::unique_ptr<kernels::PackedMatMul> packed, std::vector<float> bias,
-                graph::MatMulNBitsInfo info)
+                graph::MatMulNBitsInfo info, std::vector<float> mins)
       : where_(std::move(where)),
         packed_(std::move(packed)),
         bias_(std::move(bias)),
-        info_(std::move(info)) {}
+        info_(std::move(info)),
+        mins_(std::move(mins)) {}
 
   void infer(const OpArgs& a) override {
     const Shape& s = a.in[0]->shape;
@@ -39,12 +45,16 @@ class MatMulNBitsOp final : public Op {
     if (last_only_ && s.rank >= 2) {
       const int64_t S = s[s.rank - 2], batch = S ? rows / S : 0;
       last_m_ = 1;
-      for (int64_t b = 0; b < batch; ++b)
-        packed_->run(A + ((b + 1) * S - 1) * info_.K, 1, Y + b * info_.N, bias, ctx.pool);
+      for (int64_t b = 0; b < batch; ++b) {
+        const float* row = A + ((b + 1) * S - 1) * info_.K;
+        packed_->run(row, 1, Y + b * info_.N, bias, ctx.pool);
+        if (!mins_.empty()) add_min_term(row, 1, Y + b * info_.N, ctx.pool);
+      }
       return;
     }
     last_m_ = rows;
     if (rows > 0) packed_->run(A, rows, Y, bias, ctx.pool);
+    if (rows > 0 && !mins_.empty()) add_min_term(A, rows, Y, ctx.pool);
   }
 
   bool set_last_position_only(bool on) override {
@@ -64,10 +74,36 @@ class MatMulNBitsOp final : public Op {
   bool reads_constant_at_run(size_t input) const override { return input == 0; }
 
  private:
+  // Y[m, n] += sum_b mins[n, b] * (sum of A[m, k] over block b), blocks in order.
+  void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) {
+    const int64_t K = info_.K, N = info_.N, bs = info_.block_size, kb = (K + bs - 1) / bs;
+    if (block_sums_.size() < static_cast<size_t>(rows * kb))
+      block_sums_.resize(static_cast<size_t>(rows * kb));
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t b = 0; b < kb; ++b) {
+        float s = 0;
+        for (int64_t k = b * bs; k < std::min(K, (b + 1) * bs); ++k) s += A[m * K + k];
+        block_sums_[static_cast<size_t>(m * kb + b)] = s;
+      }
+    pool.parallel_range(N, 64, [&](int64_t n0, int64_t n1) {
+      for (int64_t m = 0; m < rows; ++m) {
+        const float* sums = block_sums_.data() + m * kb;
+        for (int64_t n = n0; n < n1; ++n) {
+          const float* mn = mins_.data() + n * kb;
+          float acc = 0;
+          for (int64_t b = 0; b < kb; ++b) acc += mn[b] * sums[b];
+          Y[m * N + n] += acc;
+        }
+      }
+    });
+  }
+
   std::string where_;
   std::unique_ptr<kernels::PackedMatMul> packed_;
   std::vector<float> bias_;
   graph::MatMulNBitsInfo info_;
+  std::vector<float> mins_;        // internal input 6, [N * k_blocks]; empty = none
+  std::vector<float> block_sums_;  // [rows * k_blocks] scratch, grown once
   bool last_only_ = false;
   int64_t last_m_ = 1;
 };
@@ -79,7 +115,7 @@ namespace {
 // Packs w (+ bias) for the kernels and builds the op. release_rows: w's rows view
 // the mapped file, so their pages may go as they are packed.
 std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, std::vector<float> bias,
-                                int default_level, bool release_rows) {
+                                int default_level, bool release_rows, std::vector<float> mins = {}) {
   const onnx::Node& n = b.node;
   const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
   const int level = b.options.accuracy_level.value_or(default_level);
@@ -108,7 +144,8 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
   info.bias = !bias.empty();
   info.packed_bytes = packed->packed_bytes();
   b.set_outputs(DType::kF32);
-  return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info));
+  return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info),
+                                         std::move(mins));
 }
 
 }  // namespace
@@ -174,9 +211,17 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
     b.check(Bi.numel() == w.N, "bias '", n.inputs[5], "' has ", Bi.numel(), " elements, expected N=", w.N);
     bias = to_float_vector(Bi);
   }
+  std::vector<float> mins;
+  if (b.has_input(6)) {
+    const Tensor& M = b.constant(6, "block_mins");
+    b.require_type(6, {DType::kF32}, "block_mins");
+    b.check(M.numel() == w.N * kb, "block_mins '", n.inputs[6], "' has ", M.numel(),
+            " elements, expected N x k_blocks = ", w.N * kb);
+    mins = to_float_vector(M);
+  }
   // fp32 scales and the codes view the file: their pages can go as rows are packed.
   return pack_matmul(b, w, std::move(bias), static_cast<int>(n.attr_int("accuracy_level", 0)),
-                     S.dtype == DType::kF32);
+                     S.dtype == DType::kF32, std::move(mins));
 }
 
 // MatMul(A, DequantizeLinear(W, scale, zero_point)) with a constant block-wise

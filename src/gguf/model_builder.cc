@@ -1,0 +1,482 @@
+#include "gguf/model_builder.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "base/error.h"
+#include "gguf/graph_builder.h"
+#include "gguf/quant_map.h"
+#include "onnx/wire.h"
+
+namespace nbits::gguf {
+
+using onnx::DataType;
+
+namespace {
+
+constexpr const char* kMs = "com.microsoft";
+
+std::string layer_key(const Hyperparams& hp, const char* key) { return hp.arch + "." + key; }
+
+std::string blk(int64_t l, const char* name) { return "blk." + std::to_string(l) + "." + name; }
+
+}  // namespace
+
+bool is_gguf_path(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+}
+
+Hyperparams read_hyperparams(const File& f) {
+  Hyperparams hp;
+  const auto arch = f.get_string("general.architecture");
+  if (!arch) f.fail("missing metadata key 'general.architecture'");
+  hp.arch = *arch;
+  if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "qwen3")
+    f.fail("architecture '" + onnx::wire::printable(hp.arch) +
+           "' is not supported (supported: llama, qwen2, qwen3)");
+  auto key = [&](const char* k) { return layer_key(hp, k); };
+  hp.n_layer = f.get_int_required(key("block_count"));
+  hp.n_embd = f.get_int_required(key("embedding_length"));
+  hp.n_head = f.get_int_required(key("attention.head_count"));
+  hp.n_head_kv = f.get_int(key("attention.head_count_kv")).value_or(hp.n_head);
+  hp.context_length = f.get_int_required(key("context_length"));
+  if (hp.n_layer <= 0 || hp.n_layer > 1024 || hp.n_embd <= 0 || hp.n_head <= 0 || hp.n_head_kv <= 0 ||
+      hp.n_head % hp.n_head_kv != 0 || hp.context_length <= 0 || hp.context_length > (1 << 24))
+    f.fail("inconsistent hyperparameters: block_count " + std::to_string(hp.n_layer) + ", embedding_length " +
+           std::to_string(hp.n_embd) + ", head_count " + std::to_string(hp.n_head) + ", head_count_kv " +
+           std::to_string(hp.n_head_kv) + ", context_length " + std::to_string(hp.context_length));
+  hp.head_dim = f.get_int(key("attention.key_length")).value_or(hp.n_embd / hp.n_head);
+  const int64_t v_len = f.get_int(key("attention.value_length")).value_or(hp.head_dim);
+  if (v_len != hp.head_dim || hp.head_dim <= 0 || hp.head_dim > 1024 || hp.head_dim % 2 != 0)
+    f.fail("attention key_length " + std::to_string(hp.head_dim) + " / value_length " +
+           std::to_string(v_len) + " are not supported (equal, even, at most 1024)");
+  hp.rope_dim = f.get_int(key("rope.dimension_count")).value_or(hp.head_dim);
+  if (hp.rope_dim <= 0 || hp.rope_dim > hp.head_dim || hp.rope_dim % 2 != 0)
+    f.fail(key("rope.dimension_count") + " " + std::to_string(hp.rope_dim) + " must be even and at most " +
+           std::to_string(hp.head_dim));
+  hp.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
+  hp.rms_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
+  if (!(hp.rope_base > 0) || !(hp.rms_eps >= 0))
+    f.fail("rope.freq_base and layer_norm_rms_epsilon must be positive");
+  // Rope scaling: none or linear (positions divided by the factor); others refused by name.
+  const std::string scaling = f.get_string(key("rope.scaling.type")).value_or("none");
+  if (scaling == "linear") {
+    hp.rope_linear_factor = f.get_float(key("rope.scaling.factor")).value_or(1.0);
+  } else if (scaling != "none") {
+    f.fail(key("rope.scaling.type") + " '" + onnx::wire::printable(scaling) +
+           "' is not supported (none or linear)");
+  }
+  if (const auto s = f.get_float(key("rope.scale_linear"))) hp.rope_linear_factor = *s;
+  if (!(hp.rope_linear_factor > 0)) f.fail("rope scaling factor must be positive");
+  if (f.tensor("rope_freqs.weight") != nullptr)
+    f.fail(
+        "tensor 'rope_freqs.weight' (per-dimension rope frequency factors, llama 3 rope scaling) is not "
+        "supported");
+  // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
+  // which rotates adjacent pairs; qwen2/qwen3 use the NEOX (half-split) rope.
+  hp.rope_interleaved = hp.arch == "llama";
+  hp.qkv_bias = hp.arch == "qwen2";
+  hp.qk_norm = hp.arch == "qwen3";
+
+  const TensorInfo* emb = f.tensor("token_embd.weight");
+  if (emb == nullptr) f.fail("missing tensor 'token_embd.weight'");
+  if (emb->ne[0] != hp.n_embd || emb->n_dims != 2)
+    f.fail("tensor 'token_embd.weight' " + emb->shape_str() + " does not match embedding_length " +
+           std::to_string(hp.n_embd));
+  hp.n_vocab = emb->ne[1];
+  hp.tied_output = f.tensor("output.weight") == nullptr;
+  const TensorInfo* up = f.tensor(blk(0, "ffn_up.weight"));
+  hp.n_ff = up != nullptr ? up->ne[1] : 0;
+  return hp;
+}
+
+std::vector<std::string> unsupported_tensors(const File& f) {
+  std::vector<std::string> r;
+  for (const TensorInfo& t : f.tensors())
+    if (!widens_to_float(t.type)) r.push_back(onnx::wire::printable(t.name) + ": " + type_name(t.type));
+  return r;
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(const File& f, const Hyperparams& hp, onnx::Model& m, int level)
+      : f_(f), hp_(hp), g_(m), level_(level) {}
+
+  void build();
+
+ private:
+  const TensorInfo& need(const std::string& name, std::vector<int64_t> shape) const {
+    const TensorInfo* t = f_.tensor(name);
+    if (t == nullptr) f_.fail("missing tensor '" + name + "'");
+    bool ok = t->n_dims == shape.size();
+    for (size_t d = 0; ok && d < shape.size(); ++d) ok = t->ne[d] == shape[d];
+    if (!ok) {
+      std::string want = "[";
+      for (size_t d = 0; d < shape.size(); ++d) want += (d ? ", " : "") + std::to_string(shape[d]);
+      f_.fail("tensor '" + name + "' has shape " + t->shape_str() + ", expected " + want + "]");
+    }
+    return *t;
+  }
+
+  // An F32 vector (norm weights, biases): viewed in the mapping, or widened.
+  std::string vec(const TensorInfo& t) {
+    if (t.type == GgmlType::kF32) return g_.view(t.name, DataType::kFloat, {t.numel()}, t.bytes);
+    return g_.own_floats(t.name, {t.numel()}, to_float(f_, t));
+  }
+
+  // y = x @ concat(ws)^T (+ bias): MatMulNBits when every w maps to it with the
+  // same format, else fp32 MatMul over the widened, transposed weights.
+  std::string matmul(const std::string& x, const std::vector<const TensorInfo*>& ws,
+                     const std::vector<const TensorInfo*>& biases, const std::string& name) {
+    bool nbits = true;
+    for (const TensorInfo* w : ws) nbits = nbits && maps_to_nbits(w->type) && w->type == ws[0]->type;
+    std::string bias;
+    if (!biases.empty()) {
+      std::vector<float> b;
+      for (const TensorInfo* t : biases) {
+        const std::vector<float> v = to_float(f_, *t);
+        b.insert(b.end(), v.begin(), v.end());
+      }
+      bias = g_.own_floats(name + ".bias", {static_cast<int64_t>(b.size())}, b);
+    }
+    if (nbits) return matmul_nbits(x, nbits_of(ws), bias, name);
+    const int64_t K = ws[0]->ne[0];
+    int64_t N = 0;
+    for (const TensorInfo* w : ws) N += w->ne[1];
+    std::vector<float> wt(static_cast<size_t>(K * N));  // [K, N]
+    int64_t n0 = 0;
+    for (const TensorInfo* w : ws) {
+      const std::vector<float> v = to_float(f_, *w);
+      for (int64_t n = 0; n < w->ne[1]; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          wt[static_cast<size_t>(k * N + n0 + n)] = v[static_cast<size_t>(n * K + k)];
+      n0 += w->ne[1];
+    }
+    const std::string W = g_.own_floats(name + ".weight", {K, N}, wt);
+    std::string y = g_.node("MatMul", "", name, {x, W}).outputs[0];
+    if (!bias.empty()) y = g_.node("Add", "", name + "/Add", {y, bias}).outputs[0];
+    return y;
+  }
+
+  NBitsMatrix nbits_of(const std::vector<const TensorInfo*>& ws) {
+    NBitsMatrix m = to_nbits(f_, *ws[0]);
+    for (size_t i = 1; i < ws.size(); ++i) append_rows(m, to_nbits(f_, *ws[i]));
+    return m;
+  }
+
+  struct NBitsInits {
+    std::string B, scales, zp, mins;
+    int64_t N = 0, K = 0;
+    int bits = 0, block = 0;
+  };
+  NBitsInits add_nbits(NBitsMatrix m, const std::string& name, bool two_d_codes) {
+    NBitsInits r;
+    r.N = m.N, r.K = m.K, r.bits = m.bits, r.block = m.block_size;
+    const int64_t kb = m.k_blocks();
+    std::vector<int64_t> bdims = two_d_codes ? std::vector<int64_t>{m.N, kb * m.blob_bytes()}
+                                             : std::vector<int64_t>{m.N, kb, m.blob_bytes()};
+    r.B = g_.own(name + ".qweight", DataType::kUint8, bdims, std::move(m.codes));
+    r.scales = g_.own_floats(name + ".scales", {m.N, kb}, m.scales);
+    if (!m.zero_points.empty())
+      r.zp =
+          g_.own(name + ".zero_points", DataType::kUint8, {m.N, m.zp_row_bytes()}, std::move(m.zero_points));
+    if (!m.mins.empty()) r.mins = g_.own_floats(name + ".mins", {m.N * kb}, m.mins);
+    return r;
+  }
+
+  std::string matmul_nbits_node(const std::string& x, const NBitsInits& w, const std::string& bias,
+                                const std::string& name, const std::string& out = "") {
+    std::vector<std::string> in = {x, w.B, w.scales, w.zp, "", bias, w.mins};
+    while (in.back().empty()) in.pop_back();
+    onnx::Node& n = g_.node("MatMulNBits", kMs, name, in);
+    if (!out.empty()) n.outputs[0] = out;
+    GraphBuilder::attr(n, "K", w.K);
+    GraphBuilder::attr(n, "N", w.N);
+    GraphBuilder::attr(n, "bits", static_cast<int64_t>(w.bits));
+    GraphBuilder::attr(n, "block_size", static_cast<int64_t>(w.block));
+    GraphBuilder::attr(n, "accuracy_level", static_cast<int64_t>(level_));
+    return n.outputs[0];
+  }
+
+  std::string matmul_nbits(const std::string& x, NBitsMatrix m, const std::string& bias,
+                           const std::string& name) {
+    return matmul_nbits_node(x, add_nbits(std::move(m), name, false), bias, name);
+  }
+
+  std::string rms_norm(const std::string& x, const std::string& w, const std::string& name) {
+    onnx::Node& n = g_.node("SimplifiedLayerNormalization", "", name, {x, w});
+    GraphBuilder::attr(n, "epsilon", static_cast<float>(hp_.rms_eps));
+    GraphBuilder::attr(n, "axis", int64_t{-1});
+    GraphBuilder::attr(n, "stash_type", int64_t{1});
+    return n.outputs[0];
+  }
+
+  // SkipSimplifiedLayerNormalization: {normed, residual sum} (sum "" when not wanted).
+  std::pair<std::string, std::string> skip_norm(const std::string& x, const std::string& skip,
+                                                const std::string& w, const std::string& name,
+                                                bool want_sum) {
+    onnx::Node& n = g_.node("SkipSimplifiedLayerNormalization", kMs, name, {x, skip, w}, want_sum ? 4 : 1);
+    if (want_sum) n.outputs[1] = n.outputs[2] = "";
+    GraphBuilder::attr(n, "epsilon", static_cast<float>(hp_.rms_eps));
+    return {n.outputs[0], want_sum ? n.outputs[3] : ""};
+  }
+
+  // Per-head RMS norm of x [B, S, heads*H] (qwen3 q/k norms).
+  std::string head_norm(const std::string& x, int64_t heads, const TensorInfo& w, const std::string& name) {
+    const std::string shape_h = g_.own_int64(name + ".shape_h", {3}, {0, -1, hp_.head_dim});
+    const std::string shape_o = g_.own_int64(name + ".shape_o", {3}, {0, -1, heads * hp_.head_dim});
+    const std::string r = g_.node("Reshape", "", name + "/Reshape_1", {x, shape_h}).outputs[0];
+    const std::string n = rms_norm(r, vec(w), name + "/SimplifiedLayerNormalization");
+    return g_.node("Reshape", "", name + "/Reshape_2", {n, shape_o}).outputs[0];
+  }
+
+  void rope_caches();
+  void mask_inputs();
+  std::string embedding();
+  std::string attention(int64_t l, const std::string& x);
+  std::string mlp(int64_t l, const std::string& x);
+  void lm_head(const std::string& x);
+
+  const File& f_;
+  const Hyperparams& hp_;
+  GraphBuilder g_;
+  int level_;
+  std::string seqlens_k_, total_len_, cos_, sin_;
+  NBitsInits embd_nbits_;  // the tied table when it is both GatherBlockQuantized data and lm_head
+};
+
+void Builder::rope_caches() {
+  const int64_t T = hp_.context_length, half = hp_.rope_dim / 2;
+  std::vector<float> c(static_cast<size_t>(T * half)), s(c.size());
+  for (int64_t p = 0; p < T; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double inv =
+          std::pow(hp_.rope_base, -2.0 * static_cast<double>(i) / static_cast<double>(hp_.rope_dim));
+      const double th = static_cast<double>(p) / hp_.rope_linear_factor * inv;
+      c[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(th));
+      s[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(th));
+    }
+  cos_ = g_.own_floats("cos_cache", {T, half}, c);
+  sin_ = g_.own_floats("sin_cache", {T, half}, s);
+}
+
+// seqlens_k = sum(attention_mask) - 1 and total_sequence_length, as int32 (the builder's subgraph).
+void Builder::mask_inputs() {
+  const std::string one1 = g_.own_int64("/model/constants/INT64/[1]", {1}, {1});
+  const std::string one = g_.own_int64("/model/constants/INT64/1", {}, {1});
+  const std::string p = "/model/attn_mask_reformat/attn_mask_subgraph/";
+  onnx::Node& rs = g_.node("ReduceSum", "", p + "ReduceSum", {"attention_mask", one1});
+  GraphBuilder::attr(rs, "keepdims", int64_t{0});
+  const std::string sum = rs.outputs[0];
+  const std::string sub = g_.node("Sub", "", p + "Sub", {sum, one1}).outputs[0];
+  onnx::Node& c1 = g_.node("Cast", "", p + "Sub/Cast", {sub});
+  GraphBuilder::attr(c1, "to", static_cast<int64_t>(DataType::kInt32));
+  seqlens_k_ = c1.outputs[0];
+  const std::string shape = g_.node("Shape", "", p + "Shape", {"attention_mask"}).outputs[0];
+  onnx::Node& ga = g_.node("Gather", "", p + "Gather", {shape, one});
+  GraphBuilder::attr(ga, "axis", int64_t{0});
+  const std::string gathered = ga.outputs[0];
+  onnx::Node& c2 = g_.node("Cast", "", p + "Gather/Cast", {gathered});
+  GraphBuilder::attr(c2, "to", static_cast<int64_t>(DataType::kInt32));
+  total_len_ = c2.outputs[0];
+}
+
+std::string Builder::embedding() {
+  const TensorInfo& e = need("token_embd.weight", {hp_.n_embd, hp_.n_vocab});
+  const std::string name = "/model/embed_tokens";
+  // Quantized rows without a min term: GatherBlockQuantized reads the codes in place
+  // (and, tied, the same initializers feed the lm_head MatMulNBits).
+  if (maps_to_nbits(e.type)) {
+    NBitsMatrix m = to_nbits(f_, e);
+    if (m.mins.empty() && m.zero_points.empty()) {
+      embd_nbits_ = add_nbits(std::move(m), "token_embd", true);
+      onnx::Node& n = g_.node("GatherBlockQuantized", kMs, name + "/GatherBlockQuantized",
+                              {embd_nbits_.B, "input_ids", embd_nbits_.scales});
+      GraphBuilder::attr(n, "bits", static_cast<int64_t>(embd_nbits_.bits));
+      GraphBuilder::attr(n, "block_size", static_cast<int64_t>(embd_nbits_.block));
+      GraphBuilder::attr(n, "gather_axis", int64_t{0});
+      GraphBuilder::attr(n, "quantize_axis", int64_t{1});
+      return n.outputs[0];
+    }
+  }
+  // Otherwise an fp32 table: viewed in the mapping when F32, else dequantized once.
+  const std::string table =
+      e.type == GgmlType::kF32
+          ? g_.view("token_embd.weight", DataType::kFloat, {hp_.n_vocab, hp_.n_embd}, e.bytes)
+          : g_.own_floats("token_embd.weight", {hp_.n_vocab, hp_.n_embd}, to_float(f_, e));
+  return g_.node("Gather", "", name + "/Gather", {table, "input_ids"}).outputs[0];
+}
+
+std::string Builder::attention(int64_t l, const std::string& x) {
+  const int64_t E = hp_.n_embd, H = hp_.head_dim, Nq = hp_.n_head * H, Nkv = hp_.n_head_kv * H;
+  const std::string p = "/model/layers." + std::to_string(l) + "/attn/";
+  const TensorInfo& wq = need(blk(l, "attn_q.weight"), {E, Nq});
+  const TensorInfo& wk = need(blk(l, "attn_k.weight"), {E, Nkv});
+  const TensorInfo& wv = need(blk(l, "attn_v.weight"), {E, Nkv});
+  std::vector<const TensorInfo*> bq, bk, bv;
+  if (hp_.qkv_bias) {
+    bq = {&need(blk(l, "attn_q.bias"), {Nq})};
+    bk = {&need(blk(l, "attn_k.bias"), {Nkv})};
+    bv = {&need(blk(l, "attn_v.bias"), {Nkv})};
+  }
+  std::string q, k, v;
+  if (wq.type == wk.type && wk.type == wv.type) {
+    std::vector<const TensorInfo*> b;
+    for (auto* t : {&bq, &bk, &bv}) b.insert(b.end(), t->begin(), t->end());
+    const std::string qkv = matmul(x, {&wq, &wk, &wv}, b, p + "qkv_proj/MatMul");
+    if (hp_.qk_norm) {
+      const std::string sizes = g_.own_int64(p + "qkv_proj/split_sizes", {3}, {Nq, Nkv, Nkv});
+      onnx::Node& s = g_.node("Split", "", p + "qkv_proj/Split", {qkv, sizes}, 3);
+      GraphBuilder::attr(s, "axis", int64_t{-1});
+      q = s.outputs[0], k = s.outputs[1], v = s.outputs[2];
+    } else {
+      q = qkv;
+    }
+  } else {  // q, k and v of different types: three matmuls
+    q = matmul(x, {&wq}, bq, p + "q_proj/MatMul");
+    k = matmul(x, {&wk}, bk, p + "k_proj/MatMul");
+    v = matmul(x, {&wv}, bv, p + "v_proj/MatMul");
+  }
+  if (hp_.qk_norm) {
+    q = head_norm(q, hp_.n_head, need(blk(l, "attn_q_norm.weight"), {H}), p + "q_norm");
+    k = head_norm(k, hp_.n_head_kv, need(blk(l, "attn_k_norm.weight"), {H}), p + "k_norm");
+  }
+  const std::string L = std::to_string(l);
+  onnx::Node& n = g_.node("GroupQueryAttention", kMs, p + "GroupQueryAttention",
+                          {q, k, v, "past_key_values." + L + ".key", "past_key_values." + L + ".value",
+                           seqlens_k_, total_len_, cos_, sin_},
+                          3);
+  n.outputs[1] = "present." + L + ".key";
+  n.outputs[2] = "present." + L + ".value";
+  GraphBuilder::attr(n, "num_heads", hp_.n_head);
+  GraphBuilder::attr(n, "kv_num_heads", hp_.n_head_kv);
+  GraphBuilder::attr(n, "scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(H))));
+  GraphBuilder::attr(n, "local_window_size", int64_t{-1});
+  GraphBuilder::attr(n, "do_rotary", int64_t{1});
+  GraphBuilder::attr(n, "rotary_interleaved", int64_t{hp_.rope_interleaved ? 1 : 0});
+  const std::string att = n.outputs[0];
+  return matmul(att, {&need(blk(l, "attn_output.weight"), {Nq, E})}, {}, p + "o_proj/MatMul");
+}
+
+std::string Builder::mlp(int64_t l, const std::string& x) {
+  const int64_t E = hp_.n_embd, F = hp_.n_ff;
+  const std::string p = "/model/layers." + std::to_string(l) + "/mlp/";
+  const std::string gate = matmul(x, {&need(blk(l, "ffn_gate.weight"), {E, F})}, {}, p + "gate_proj/MatMul");
+  const std::string up = matmul(x, {&need(blk(l, "ffn_up.weight"), {E, F})}, {}, p + "up_proj/MatMul");
+  const std::string sig = g_.node("Sigmoid", "", p + "act_fn/Sigmoid", {gate}).outputs[0];
+  const std::string silu = g_.node("Mul", "", p + "act_fn/Mul", {gate, sig}).outputs[0];
+  const std::string h = g_.node("Mul", "", p + "Mul", {silu, up}).outputs[0];
+  return matmul(h, {&need(blk(l, "ffn_down.weight"), {F, E})}, {}, p + "down_proj/MatMul");
+}
+
+void Builder::lm_head(const std::string& x) {
+  const std::string name = "/lm_head/MatMul";
+  if (hp_.tied_output && !embd_nbits_.B.empty()) {
+    matmul_nbits_node(x, embd_nbits_, "", name, "logits");
+    return;
+  }
+  const TensorInfo& w =
+      need(hp_.tied_output ? "token_embd.weight" : "output.weight", {hp_.n_embd, hp_.n_vocab});
+  if (maps_to_nbits(w.type)) {
+    matmul_nbits_node(x, add_nbits(to_nbits(f_, w), "lm_head", false), "", name, "logits");
+    return;
+  }
+  const std::string y = matmul(x, {&w}, {}, name);
+  g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
+}
+
+void Builder::build() {
+  const int64_t H = hp_.head_dim, Nkv = hp_.n_head_kv;
+  g_.input("input_ids", DataType::kInt64, {sym("batch_size"), sym("sequence_length")});
+  g_.input("attention_mask", DataType::kInt64, {sym("batch_size"), sym("total_sequence_length")});
+  for (int64_t l = 0; l < hp_.n_layer; ++l)
+    for (const char* kv : {"key", "value"})
+      g_.input("past_key_values." + std::to_string(l) + "." + kv, DataType::kFloat,
+               {sym("batch_size"), fixed(Nkv), sym("past_sequence_length"), fixed(H)});
+  g_.output("logits", DataType::kFloat, {sym("batch_size"), sym("sequence_length"), fixed(hp_.n_vocab)});
+  for (int64_t l = 0; l < hp_.n_layer; ++l)
+    for (const char* kv : {"key", "value"})
+      g_.output("present." + std::to_string(l) + "." + kv, DataType::kFloat,
+                {sym("batch_size"), fixed(Nkv), sym("total_sequence_length"), fixed(H)});
+
+  mask_inputs();
+  rope_caches();
+  std::string residual = embedding();
+  std::string x = rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {hp_.n_embd})),
+                           "/model/layers.0/input_layernorm");
+  for (int64_t l = 0; l < hp_.n_layer; ++l) {
+    const std::string p = "/model/layers." + std::to_string(l);
+    const std::string att = attention(l, x);
+    auto [h, sum] = skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {hp_.n_embd})),
+                              p + "/post_attention_layernorm", true);
+    const std::string down = mlp(l, h);
+    const bool last = l + 1 == hp_.n_layer;
+    const std::string next_w = last ? "output_norm.weight" : blk(l + 1, "attn_norm.weight");
+    auto [nx, nsum] = skip_norm(sum, down, vec(need(next_w, {hp_.n_embd})),
+                                last ? "/model/layers." + std::to_string(l + 1) + "/final_norm_layernorm"
+                                     : "/model/layers." + std::to_string(l + 1) + "/input_layernorm",
+                                !last);
+    x = nx;
+    residual = nsum;
+  }
+  lm_head(x);
+}
+
+llm::GenaiConfig make_config(const File& f, const Hyperparams& hp) {
+  llm::GenaiConfig c;
+  c.path = f.label();
+  const size_t slash = c.path.rfind('/');
+  c.dir = slash == std::string::npos ? "." : c.path.substr(0, slash);
+  c.filename = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
+  c.model_type = hp.arch;
+  c.context_length = hp.context_length;
+  c.vocab_size = hp.n_vocab;
+  c.head_size = hp.head_dim;
+  c.hidden_size = hp.n_embd;
+  c.num_attention_heads = hp.n_head;
+  c.num_key_value_heads = hp.n_head_kv;
+  c.num_hidden_layers = hp.n_layer;
+  if (const auto b = f.get_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = *b;
+  for (const char* k :
+       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (const auto e = f.get_int(k))
+      if (!c.is_eos(*e)) c.eos_token_ids.push_back(*e);
+  if (const auto p = f.get_int("tokenizer.ggml.padding_token_id")) c.pad_token_id = *p;
+  c.search.do_sample = false;
+  c.search.max_length = 0;
+  c.search.past_present_share_buffer = true;
+  return c;
+}
+
+}  // namespace
+
+GgufModel build_model(File&& f, int accuracy_level) {
+  GgufModel r;
+  r.hp = read_hyperparams(f);
+  const std::vector<std::string> bad = unsupported_tensors(f);
+  if (!bad.empty()) {
+    std::map<std::string, int> by_type;
+    for (const std::string& b : bad) ++by_type[b.substr(b.rfind(": ") + 2)];
+    std::string list;
+    for (const auto& [t, n] : by_type)
+      list += (list.empty() ? "" : ", ") + t + " (" + std::to_string(n) + ")";
+    f.fail("tensor types nbits cannot run: " + list + "; first: " + bad[0]);
+  }
+  r.config = make_config(f, r.hp);
+  onnx::Model& m = r.model;
+  m.ir_version = 10;
+  m.producer_name = "nbits-gguf";
+  m.opset_imports = {{"", 21}, {kMs, 1}};
+  m.path = f.label();
+  m.graph.name = r.hp.arch;
+  Builder(f, r.hp, m, accuracy_level).build();
+  // The weights that view the file stay valid as long as the model holds its storage.
+  m.file = f.mapping;
+  if (!f.owned.empty()) m.owned.push_back(std::move(f.owned));  // the buffer itself moves, not its bytes
+  return r;
+}
+
+}  // namespace nbits::gguf
