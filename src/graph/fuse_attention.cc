@@ -155,9 +155,10 @@ void remove_dead_nodes(std::vector<onnx::Node>& nodes, const Index& ix) {
   erase_removed(nodes, removed);
 }
 
-void set_float(std::vector<onnx::ValueInfo>& vs, const std::string& name) {
+// GroupQueryAttention keeps an fp32 or fp16 cache: a bf16 one becomes fp32.
+void bf16_to_float(std::vector<onnx::ValueInfo>& vs, const std::string& name) {
   for (onnx::ValueInfo& v : vs)
-    if (v.name == name) v.elem_type = onnx::DataType::kFloat;
+    if (v.name == name && v.elem_type == onnx::DataType::kBfloat16) v.elem_type = onnx::DataType::kFloat;
 }
 
 }  // namespace
@@ -217,10 +218,9 @@ int fuse_mha_into_gqa(std::vector<onnx::Node>& nodes, onnx::Graph& g) {
       nodes = original;
       return 0;
     }
-  // The cache is computed in fp32 in place: its graph I/O becomes fp32.
   for (const KvChain& kv : fused) {
-    set_float(g.inputs, kv.past);
-    set_float(g.outputs, kv.present);
+    bf16_to_float(g.inputs, kv.past);
+    bf16_to_float(g.outputs, kv.present);
   }
   return static_cast<int>(fused.size() / 2);
 }

@@ -234,17 +234,45 @@ void rename_inputs(std::vector<onnx::Node>& nodes, const std::string& from, cons
 
 }  // namespace
 
+namespace {
+
+bool is_gqa(const onnx::Node& n) { return n.op_type == "GroupQueryAttention" && n.domain == "com.microsoft"; }
+
+// An fp16 KV cache value GroupQueryAttention reads (past, inputs 3-4) or writes
+// (present, outputs 1-2) as fp16 itself: no StorageCast at that boundary.
+bool fp16_cache_input(const std::vector<onnx::Node>& nodes, const onnx::ValueInfo& in) {
+  if (in.elem_type != onnx::DataType::kFloat16) return false;
+  bool read = false;
+  for (const onnx::Node& n : nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] == in.name) {
+        if (!is_gqa(n) || (i != 3 && i != 4)) return false;
+        read = true;
+      }
+  return read;
+}
+
+bool fp16_cache_output(const std::vector<onnx::Node>& nodes, const onnx::ValueInfo& out) {
+  if (out.elem_type != onnx::DataType::kFloat16) return false;
+  for (const onnx::Node& n : nodes)
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (n.outputs[i] == out.name) return is_gqa(n) && (i == 1 || i == 2);
+  return false;
+}
+
+}  // namespace
+
 int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
   static constexpr const char* kSuffix = "/nbits_f32";
   std::vector<onnx::Node> front, back;
   for (const onnx::ValueInfo& in : g.inputs) {
-    if (!is_half(in.elem_type) || g.initializer(in.name) != nullptr) continue;
+    if (!is_half(in.elem_type) || g.initializer(in.name) != nullptr || fp16_cache_input(nodes, in)) continue;
     const std::string wide = in.name + kSuffix;
     rename_inputs(nodes, in.name, wide);
     front.push_back(storage_cast(in.name, wide, onnx::DataType::kFloat));
   }
   for (const onnx::ValueInfo& out : g.outputs) {
-    if (!is_half(out.elem_type)) continue;
+    if (!is_half(out.elem_type) || fp16_cache_output(nodes, out)) continue;
     onnx::Node* producer = nullptr;
     for (onnx::Node& n : nodes)
       for (std::string& o : n.outputs)

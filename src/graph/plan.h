@@ -37,8 +37,10 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 inline constexpr const char* kMatMulDequantizedOp = "MatMulDequantized";
 int fuse_dequantize_matmul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
-// The session computes floats in fp32 (graph::compute_dtype). A graph input or
-// output declared fp16/bf16 keeps that storage dtype at the boundary: each such
+// The session computes floats in fp32 (graph::compute_dtype), except the fp16 KV
+// cache GroupQueryAttention reads (past) and writes (present) in place, which
+// stays as declared. Any other graph input or output declared fp16/bf16 keeps
+// that storage dtype at the boundary: each such
 // input X gets a StorageCast X -> "X/nbits_f32" in front that every reader now
 // reads, and each such output Y is produced as "Y/nbits_f32" (what readers
 // inside the graph use) and stored by a StorageCast at the end. Returns the
@@ -49,8 +51,9 @@ int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
 // The builder's MultiHeadAttention layout (present = Concat(past, new), repeat_kv
 // chains, attention_bias = causal mask of attention_mask) becomes
 // GroupQueryAttention writing one shared KV buffer in place, fed by an internal
-// AttentionMaskLengths node; nodes only the old path read are dropped. The KV
-// graph inputs/outputs of fused layers become fp32 (the cache is kept in fp32).
+// AttentionMaskLengths node; nodes only the old path read are dropped. An fp32
+// or fp16 cache keeps its dtype (GroupQueryAttention reads and writes fp16 rows
+// itself); a bf16 one becomes fp32.
 // Applied only when every piece matches (else the graph is left as it was);
 // meant for batch 1 without padding (GroupQueryAttention's mask semantics).
 // Returns the number of layers fused.

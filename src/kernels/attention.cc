@@ -8,16 +8,33 @@
 namespace nbits::kernels {
 namespace {
 
-// Asks for the cache lines of [p, p + bytes) to be fetched (no-op on compilers without the builtin).
-inline void prefetch(const float* p, int64_t floats) {
+// Asks for the cache lines of [p, p + count) to be fetched (no-op on compilers without the builtin).
+template <typename T>
+inline void prefetch(const T* p, int64_t count) {
   const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t b = 0; b < floats * 4; b += 64) __builtin_prefetch(c + b, 0, 3);
+  for (int64_t b = 0; b < count * static_cast<int64_t>(sizeof(T)); b += 64) __builtin_prefetch(c + b, 0, 3);
 }
 
-}  // namespace
+inline void dot_rows(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
+                     float alpha, float* y, int64_t ys) {
+  vec_dot_rows(x, nx, xs, M, rows, n, alpha, y, ys);
+}
+inline void dot_rows(const float* x, int64_t nx, int64_t xs, const uint16_t* M, int64_t rows, int64_t n,
+                     float alpha, float* y, int64_t ys) {
+  vec_dot_rows_f16(x, nx, xs, M, rows, n, alpha, y, ys);
+}
+inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
+                            float* y, int64_t ys) {
+  vec_accumulate_rows(p, np, ps, M, rows, n, y, ys);
+}
+inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const uint16_t* M, int64_t rows,
+                            int64_t n, float* y, int64_t ys) {
+  vec_accumulate_rows_f16(p, np, ps, M, rows, n, y, ys);
+}
 
-void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
-                  const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
+template <typename T>
+void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V, int64_t n,
+            const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
   const int64_t H = p.head_size;
   // Rows per block: about 16 KiB of K (or V), so the block stays in L1 across the group.
   const int64_t block = std::max<int64_t>(8, 4096 / std::max<int64_t>(H, 1));
@@ -28,7 +45,7 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
     const int64_t next = std::min(block, std::max<int64_t>(0, n - j0 - block));
     for (int64_t g = 0; g < nq; g += 2) {
       const int64_t pair = std::min<int64_t>(2, nq - g);
-      vec_dot_rows(q + g * q_stride, pair, q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0, n);
+      dot_rows(q + g * q_stride, pair, q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0, n);
       const int64_t k0 = next * H * g / nq, k1 = next * H * (g + pair) / nq;
       const int64_t v0 = rows * H * g / nq, v1 = rows * H * (g + pair) / nq;
       prefetch(K + (j0 + block) * H + k0, k1 - k0);
@@ -48,8 +65,20 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
   }
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
-    vec_accumulate_rows(scratch + j0, nq, n, V + j0 * H, rows, H, out, out_stride);
+    accumulate_rows(scratch + j0, nq, n, V + j0 * H, rows, H, out, out_stride);
   }
+}
+
+}  // namespace
+
+void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
+                  const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
+  attend(q, q_stride, nq, K, V, n, p, scratch, out, out_stride);
+}
+
+void attend_group(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                  int64_t n, const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
+  attend(q, q_stride, nq, K, V, n, p, scratch, out, out_stride);
 }
 
 }  // namespace nbits::kernels

@@ -18,5 +18,8 @@ struct AttentionParams {
 // q_g = q + g * q_stride and j < n (K, V: n rows of H floats). n >= 1; scratch holds nq * n floats.
 void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
                   const AttentionParams& p, float* scratch, float* out, int64_t out_stride);
+// The same over an IEEE fp16 cache (K, V: n rows of H halves), widened as read.
+void attend_group(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                  int64_t n, const AttentionParams& p, float* scratch, float* out, int64_t out_stride);
 
 }  // namespace nbits::kernels

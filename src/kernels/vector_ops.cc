@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/cpu_features.h"
+#include "base/fp16.h"
 #if defined(NBITS_ARCH_X86)
 #include "kernels/x86/vector_ops_avx2.h"
 #endif
@@ -83,16 +84,26 @@ void silu_mul_scalar(const float* x, const float* up, float* y, int64_t n) {
   }
 }
 
-void dot_rows_scalar(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
-                     float alpha, float* y, int64_t ys) {
+inline float widen(float v) { return v; }
+inline float widen(uint16_t h) { return fp16_to_float(h); }
+
+template <typename T>
+void dot_rows_scalar(const float* x, int64_t nx, int64_t xs, const T* M, int64_t rows, int64_t n, float alpha,
+                     float* y, int64_t ys) {
   for (int64_t g = 0; g < nx; ++g)
-    for (int64_t j = 0; j < rows; ++j) y[g * ys + j] = alpha * dot_scalar(x + g * xs, M + j * n, n);
+    for (int64_t j = 0; j < rows; ++j) {
+      float s = 0.0f;
+      for (int64_t i = 0; i < n; ++i) s += x[g * xs + i] * widen(M[j * n + i]);
+      y[g * ys + j] = alpha * s;
+    }
 }
 
-void accumulate_rows_scalar(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
+template <typename T>
+void accumulate_rows_scalar(const float* p, int64_t np, int64_t ps, const T* M, int64_t rows, int64_t n,
                             float* y, int64_t ys) {
   for (int64_t g = 0; g < np; ++g)
-    for (int64_t j = 0; j < rows; ++j) axpy_scalar(p[g * ps + j], M + j * n, y + g * ys, n);
+    for (int64_t j = 0; j < rows; ++j)
+      for (int64_t i = 0; i < n; ++i) y[g * ys + i] += p[g * ps + j] * widen(M[j * n + i]);
 }
 
 void sum_squares_rows_scalar(const float* x, int64_t rows, int64_t n, float* out) {
@@ -150,6 +161,10 @@ struct Ops {
   void (*binary)(int, int, const float*, const float*, float*, int64_t);
   void (*sum_squares_rows)(const float*, int64_t, int64_t, float*);
   void (*silu_mul)(const float*, const float*, float*, int64_t);
+  void (*dot_rows_f16)(const float*, int64_t, int64_t, const uint16_t*, int64_t, int64_t, float, float*,
+                       int64_t);
+  void (*accumulate_rows_f16)(const float*, int64_t, int64_t, const uint16_t*, int64_t, int64_t, float*,
+                              int64_t);
 };
 
 const Ops& ops() {
@@ -171,7 +186,9 @@ const Ops& ops() {
                  accumulate_rows_avx2,
                  binary_avx2,
                  sum_squares_rows_avx2,
-                 silu_mul_avx2};
+                 silu_mul_avx2,
+                 f.f16c ? dot_rows_f16_avx2 : dot_rows_scalar<uint16_t>,
+                 f.f16c ? accumulate_rows_f16_avx2 : accumulate_rows_scalar<uint16_t>};
 #endif
     return Ops{"scalar",
                dot_scalar,
@@ -183,11 +200,13 @@ const Ops& ops() {
                scale_scalar,
                exp_scalar,
                sigmoid_scalar,
-               dot_rows_scalar,
-               accumulate_rows_scalar,
+               dot_rows_scalar<float>,
+               accumulate_rows_scalar<float>,
                binary_scalar,
                sum_squares_rows_scalar,
-               silu_mul_scalar};
+               silu_mul_scalar,
+               dot_rows_scalar<uint16_t>,
+               accumulate_rows_scalar<uint16_t>};
   }();
   return o;
 }
@@ -232,6 +251,16 @@ void vec_dot_rows(const float* x, int64_t nx, int64_t x_stride, const float* M, 
 void vec_accumulate_rows(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
                          int64_t n, float* y, int64_t y_stride) {
   ops().accumulate_rows(p, np, p_stride, M, rows, n, y, y_stride);
+}
+
+void vec_dot_rows_f16(const float* x, int64_t nx, int64_t x_stride, const uint16_t* M, int64_t rows,
+                      int64_t n, float alpha, float* y, int64_t y_stride) {
+  ops().dot_rows_f16(x, nx, x_stride, M, rows, n, alpha, y, y_stride);
+}
+
+void vec_accumulate_rows_f16(const float* p, int64_t np, int64_t p_stride, const uint16_t* M, int64_t rows,
+                             int64_t n, float* y, int64_t y_stride) {
+  ops().accumulate_rows_f16(p, np, p_stride, M, rows, n, y, y_stride);
 }
 
 void vec_binary(VecOp op, const float* a, const float* b, float* y, int64_t n) {

@@ -53,6 +53,12 @@ void vec_dot_rows(const float* x, int64_t nx, int64_t x_stride, const float* M, 
 void vec_accumulate_rows(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
                          int64_t n, float* y, int64_t y_stride);
 
+// vec_dot_rows / vec_accumulate_rows with M in IEEE fp16 (an fp16 KV cache), widened to fp32.
+void vec_dot_rows_f16(const float* x, int64_t nx, int64_t x_stride, const uint16_t* M, int64_t rows,
+                      int64_t n, float alpha, float* y, int64_t y_stride);
+void vec_accumulate_rows_f16(const float* p, int64_t np, int64_t p_stride, const uint16_t* M, int64_t rows,
+                             int64_t n, float* y, int64_t y_stride);
+
 // out[r] = sum_i x[r * n + i]^2 for r < rows, each a sequential fp32 sum (product rounded, then
 // added, in index order): bitwise equal to that scalar loop; rows are interleaved for speed.
 void vec_sum_squares_rows(const float* x, int64_t rows, int64_t n, float* out);

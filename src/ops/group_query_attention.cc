@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
+#include "base/fp16.h"
 #include "kernels/attention.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -43,7 +45,8 @@ Scratch& scratch() {
 
 class GroupQueryAttentionOp final : public Op {
  public:
-  GroupQueryAttentionOp(std::string where, GqaAttrs at) : where_(std::move(where)), at_(at) {}
+  GroupQueryAttentionOp(std::string where, GqaAttrs at, bool kv_f16)
+      : where_(std::move(where)), at_(at), kv_f16_(kv_f16) {}
 
   void infer(const OpArgs& a) override {
     const Shape& q = a.in[0]->shape;
@@ -84,7 +87,7 @@ class GroupQueryAttentionOp final : public Op {
   void run(const OpArgs& a, RunContext& ctx) override {
     const Tensor& seqlens = *a.in[5];
     NBITS_CHECK(seqlens.numel() == B_, where_, ": seqlens_k has ", seqlens.numel(), " values for batch ", B_);
-    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
+    const int64_t S = S_, L = present_len_;
     const bool first_prompt = S == total_;
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t total_b = read_int(seqlens, b) + 1;
@@ -97,8 +100,17 @@ class GroupQueryAttentionOp final : public Op {
     }
     if (at_.rotary) check_rotary(a);
 
-    float* pk = a.out[1]->as<float>();
-    float* pv = a.out[2]->as<float>();
+    if (kv_f16_)
+      attend(a, ctx, a.out[1]->as<uint16_t>(), a.out[2]->as<uint16_t>());
+    else
+      attend(a, ctx, a.out[1]->as<float>(), a.out[2]->as<float>());
+  }
+
+ private:
+  // The cache update and attention over K/V rows of type T (float, or IEEE fp16 bits).
+  template <typename T>
+  void attend(const OpArgs& a, RunContext& ctx, T* pk, T* pv) {
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
     update_cache(a, pk, pv);
 
     // Rotated queries, [B, S, Nq, H].
@@ -149,8 +161,8 @@ class GroupQueryAttentionOp final : public Op {
         const int64_t s = t % S, c = (t / S) % chunks, kvh = (t / (S * chunks)) % Nkv,
                       b = t / (S * chunks * Nkv);
         const int64_t h0 = kvh * G + c * per_chunk, nh = std::min(per_chunk, G - c * per_chunk);
-        const float* K = pk + (b * Nkv + kvh) * L * H;
-        const float* V = pv + (b * Nkv + kvh) * L * H;
+        const T* K = pk + (b * Nkv + kvh) * L * H;
+        const T* V = pv + (b * Nkv + kvh) * L * H;
         const int64_t end = at_.causal ? past_[b] + s + 1 : total_b_[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
         kernels::attend_group(qbuf.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
@@ -159,7 +171,6 @@ class GroupQueryAttentionOp final : public Op {
     });
   }
 
- private:
   void check_rotary(const OpArgs& a) {
     const Tensor& c = *a.in[7];
     const Tensor& s = *a.in[8];
@@ -179,26 +190,26 @@ class GroupQueryAttentionOp final : public Op {
   }
 
   // Copies past rows when present is a separate buffer, then writes the new
-  // (rotated) K and V rows at [past, past + S).
-  void update_cache(const OpArgs& a, float* pk, float* pv) {
+  // (rotated) K and V rows at [past, past + S), rounded to fp16 for an fp16 cache.
+  template <typename T>
+  void update_cache(const OpArgs& a, T* pk, T* pv) {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
     const Tensor* past_k = a.input(3);
     const Tensor* past_v = a.input(4);
     for (int which = 0; which < 2; ++which) {
-      float* present = which == 0 ? pk : pv;
+      T* present = which == 0 ? pk : pv;
       const Tensor* past = which == 0 ? past_k : past_v;
       if (past && past->data == present) continue;  // shared buffer: rows already in place
       for (int64_t b = 0; b < B_; ++b)
         for (int64_t h = 0; h < Nkv; ++h) {
-          float* dst = present + (b * Nkv + h) * L * H;
+          T* dst = present + (b * Nkv + h) * L * H;
           int64_t keep = 0;
           if (past) {
             keep = std::min(past_[b], past_len_);
             NBITS_CHECK(keep == past_[b], where_, ": past holds ", past_len_, " rows, ", past_[b], " needed");
-            std::memcpy(dst, past->as<const float>() + (b * Nkv + h) * past_len_ * H,
-                        keep * H * sizeof(float));
+            std::memcpy(dst, past->as<const T>() + (b * Nkv + h) * past_len_ * H, keep * H * sizeof(T));
           }
-          std::fill(dst + keep * H, dst + L * H, 0.0f);
+          std::fill(dst + keep * H, dst + L * H, T{0});
         }
     }
     const float* q_in = a.in[0]->as<const float>();
@@ -216,18 +227,33 @@ class GroupQueryAttentionOp final : public Op {
             v = a.in[2]->as<const float>() + (b * S + s) * Nkv * H + h * H;
           }
           const int64_t row = (b * Nkv + h) * L + past_[b] + s;
-          if (at_.rotary) {
-            rotate(k, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H,
-                   pk + row * H);
+          if constexpr (std::is_same_v<T, float>) {
+            if (at_.rotary) {
+              rotate(k, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H,
+                     pk + row * H);
+            } else {
+              std::memcpy(pk + row * H, k, H * sizeof(float));
+            }
+            std::memcpy(pv + row * H, v, H * sizeof(float));
           } else {
-            std::memcpy(pk + row * H, k, H * sizeof(float));
+            float kr[kMaxHead];
+            NBITS_CHECK(H <= kMaxHead, where_, ": head size ", H, " above ", kMaxHead, " with an fp16 cache");
+            if (at_.rotary) {
+              rotate(k, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H, kr);
+              k = kr;
+            }
+            for (int64_t i = 0; i < H; ++i) {
+              pk[row * H + i] = float_to_fp16(k[i]);
+              pv[row * H + i] = float_to_fp16(v[i]);
+            }
           }
-          std::memcpy(pv + row * H, v, H * sizeof(float));
         }
   }
 
   std::string where_;
   GqaAttrs at_;
+  bool kv_f16_ = false;  // past/present hold IEEE fp16
+  static constexpr int64_t kMaxHead = 512;
   // Per-run geometry (set by infer).
   int64_t B_ = 0, S_ = 0, H_ = 0, past_len_ = 0, total_ = 0, present_len_ = 0, half_ = 0;
   bool packed_ = true;
@@ -263,9 +289,11 @@ std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
     b.require_type(2, {DType::kF32}, "value");
   }
   b.check(b.has_input(3) == b.has_input(4), "past_key and past_value must both be given or both be empty");
+  // The cache: fp32, or fp16 kept as fp16 (graph/plan.h lower_float_boundaries leaves it).
+  const DType kv = b.has_input(3) ? b.type(3) : DType::kF32;
   if (b.has_input(3)) {
-    b.require_type(3, {DType::kF32}, "past_key");
-    b.require_type(4, {DType::kF32}, "past_value");
+    b.require_type(3, {DType::kF32, DType::kF16}, "past_key");
+    b.require_type(4, {kv}, "past_value (the dtype of past_key)");
   }
   b.require_type(5, {DType::kI32}, "seqlens_k");
   b.require_type(6, {DType::kI32}, "total_sequence_length");
@@ -280,7 +308,8 @@ std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
   b.check(n.has_output(1) && n.has_output(2), "outputs present_key and present_value are required");
   b.check(!n.has_output(3), "output 3 (output_qk) is not supported");
   b.set_outputs(DType::kF32);
-  return std::make_unique<GroupQueryAttentionOp>(b.where(), at);
+  b.out_types[1] = b.out_types[2] = kv;
+  return std::make_unique<GroupQueryAttentionOp>(b.where(), at, kv == DType::kF16);
 }
 
 }  // namespace nbits::ops

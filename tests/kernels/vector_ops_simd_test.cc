@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/vector_ops.h"
 
@@ -304,6 +305,59 @@ TEST(VectorOpsSimd, AttendGroupMatchesReference) {
             ASSERT_NEAR(out[g * os + i], want[i], 2e-6) << "H " << H << " nq " << nq << " n " << n;
           for (int64_t i = H; i < os; ++i) ASSERT_EQ(out[g * os + i], 3.0f);  // gap untouched
         }
+      }
+}
+
+// Rounds to fp16: the bits, and the float they stand for.
+std::vector<uint16_t> to_half(const std::vector<float>& v, std::vector<float>& widened) {
+  std::vector<uint16_t> h(v.size());
+  widened.resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    h[i] = float_to_fp16(v[i]);
+    widened[i] = fp16_to_float(h[i]);
+  }
+  return h;
+}
+
+// The fp16 twins (an fp16 KV cache) compute exactly what the fp32 versions do on the widened values.
+TEST(VectorOpsSimd, Fp16RowsBitwiseLikeWidenedFp32) {
+  std::mt19937 rng(13);
+  for (int64_t nx : {1, 2, 3})
+    for (int64_t rows : {0, 1, 3, 4, 7, 8, 9, 17, 65})
+      for (int64_t n : {1, 7, 8, 31, 64, 65, 129}) {
+        const int64_t xs = n + 2, ys = rows + 3;
+        const auto x = rand_vec(nx * xs, rng, -2.0f, 2.0f);
+        std::vector<float> Mf;
+        const auto M = to_half(rand_vec(rows * n, rng, -2.0f, 2.0f), Mf);
+        std::vector<float> y16(static_cast<size_t>(nx * ys), 9.0f), y32(y16);
+        vec_dot_rows_f16(x.data(), nx, xs, M.data(), rows, n, 0.25f, y16.data(), ys);
+        vec_dot_rows(x.data(), nx, xs, Mf.data(), rows, n, 0.25f, y32.data(), ys);
+        ASSERT_EQ(y16, y32) << "dot_rows " << nx << " " << rows << "x" << n;
+        const int64_t ps = rows + 1, os = n + 1;
+        const auto p = rand_vec(nx * ps, rng, 0.0f, 1.0f), y0 = rand_vec(nx * os, rng, -1.0f, 1.0f);
+        auto a16 = y0, a32 = y0;
+        vec_accumulate_rows_f16(p.data(), nx, ps, M.data(), rows, n, a16.data(), os);
+        vec_accumulate_rows(p.data(), nx, ps, Mf.data(), rows, n, a32.data(), os);
+        ASSERT_EQ(a16, a32) << "accumulate_rows " << nx << " " << rows << "x" << n;
+      }
+}
+
+TEST(VectorOpsSimd, AttendGroupFp16CacheLikeWidened) {
+  std::mt19937 rng(17);
+  for (int64_t H : {8, 64, 72})
+    for (int64_t nq : {1, 3, 7})
+      for (int64_t n : {1, 5, 63, 200}) {
+        AttentionParams p;
+        p.head_size = H;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(H));
+        const auto q = rand_vec(nq * H, rng, -2.0f, 2.0f);
+        std::vector<float> Kf, Vf;
+        const auto K = to_half(rand_vec(n * H, rng, -2.0f, 2.0f), Kf);
+        const auto V = to_half(rand_vec(n * H, rng, -1.0f, 1.0f), Vf);
+        std::vector<float> scratch(static_cast<size_t>(nq * n)), o16(static_cast<size_t>(nq * H)), o32(o16);
+        attend_group(q.data(), H, nq, K.data(), V.data(), n, p, scratch.data(), o16.data(), H);
+        attend_group(q.data(), H, nq, Kf.data(), Vf.data(), n, p, scratch.data(), o32.data(), H);
+        ASSERT_EQ(o16, o32) << "H " << H << " nq " << nq << " n " << n;
       }
 }
 

@@ -105,6 +105,9 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
   const std::string attention =
       gen->session().output_producer(format_layer_name(gen->config().present_key_pattern, 0));
   EXPECT_EQ(attention, "GroupQueryAttention") << c.name << ": present.0.key comes from " << attention;
+  // An fp16 export keeps its KV cache in fp16 (half the bytes); others in fp32.
+  const graph::DType kv = gen->session().input_dtype(format_layer_name(gen->config().past_key_pattern, 0));
+  EXPECT_EQ(kv, c.precision == "fp16" ? graph::DType::kF16 : graph::DType::kF32) << c.name;
   auto logits = gen->append(prompt);
   ASSERT_EQ(logits.size(), first.size());
   double diff = 0, mx = 0;

@@ -2,7 +2,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/x86/exp_avx2.h"
 
@@ -247,55 +249,70 @@ void silu_mul_avx2(const float* x, const float* up, float* y, int64_t n) {
 namespace {
 
 // One x: 8 rows at a time (8 accumulators), then single rows.
-void dot_rows_1(const float* x, const float* M, int64_t rows, int64_t n, float alpha, float* y) {
+// Eight elements of a matrix row as floats: fp32 as is, IEEE fp16 widened (F16C).
+inline __m256 ld(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 ld(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// The first `count` (< 8) elements, zero after; `m` is tail_mask(count).
+inline __m256 ld_tail(const float* p, int64_t /*count*/, __m256i m) { return _mm256_maskload_ps(p, m); }
+inline __m256 ld_tail(const uint16_t* p, int64_t count, __m256i /*m*/) {
+  alignas(16) uint16_t t[8] = {};
+  std::memcpy(t, p, static_cast<size_t>(std::min<int64_t>(count, 8)) * sizeof(uint16_t));
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+template <typename T>
+void dot_rows_1(const float* x, const T* M, int64_t rows, int64_t n, float alpha, float* y) {
   const int64_t full = n / 8 * 8;
   const __m256i m = tail_mask(n - full);
   const __m256 va = _mm256_set1_ps(alpha);
   int64_t j = 0;
   for (; j + 8 <= rows; j += 8) {
-    const float* r = M + j * n;
+    const T* r = M + j * n;
     __m256 acc[8];
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
     for (int64_t i = 0; i < full; i += 8) {
       const __m256 xv = _mm256_loadu_ps(x + i);
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r + k * n + i), acc[k]);
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(xv, ld(r + k * n + i), acc[k]);
     }
     if (full < n) {
       const __m256 xv = _mm256_maskload_ps(x + full, m);
       for (int k = 0; k < 8; ++k)
-        acc[k] = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r + k * n + full, m), acc[k]);
+        acc[k] = _mm256_fmadd_ps(xv, ld_tail(r + k * n + full, n - full, m), acc[k]);
     }
     _mm256_storeu_ps(y + j, _mm256_mul_ps(va, hsum8(acc)));
   }
   for (; j < rows; ++j) {
-    const float* r = M + j * n;
+    const T* r = M + j * n;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0;
     int64_t i = 0;
     for (; i + 16 <= full; i += 16) {
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(r + i), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(r + i + 8), a1);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld(r + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), ld(r + i + 8), a1);
     }
-    for (; i < full; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(r + i), a0);
-    if (full < n) a1 = _mm256_fmadd_ps(_mm256_maskload_ps(x + full, m), _mm256_maskload_ps(r + full, m), a1);
+    for (; i < full; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld(r + i), a0);
+    if (full < n) a1 = _mm256_fmadd_ps(_mm256_maskload_ps(x + full, m), ld_tail(r + full, n - full, m), a1);
     y[j] = alpha * hsum(_mm256_add_ps(a0, a1));
   }
 }
 
 // Two x sharing each row load: 4 rows x 2 vectors = 8 accumulators.
-void dot_rows_2(const float* x0, const float* x1, const float* M, int64_t rows, int64_t n, float alpha,
-                float* y0, float* y1) {
+template <typename T>
+void dot_rows_2(const float* x0, const float* x1, const T* M, int64_t rows, int64_t n, float alpha, float* y0,
+                float* y1) {
   const int64_t full = n / 8 * 8;
   const __m256i m = tail_mask(n - full);
   const __m256 va = _mm256_set1_ps(alpha);
   int64_t j = 0;
   for (; j + 4 <= rows; j += 4) {
-    const float* r = M + j * n;
+    const T* r = M + j * n;
     __m256 acc[8];
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
     for (int64_t i = 0; i < full; i += 8) {
       const __m256 u = _mm256_loadu_ps(x0 + i), v = _mm256_loadu_ps(x1 + i);
       for (int k = 0; k < 4; ++k) {
-        const __m256 row = _mm256_loadu_ps(r + k * n + i);
+        const __m256 row = ld(r + k * n + i);
         acc[k] = _mm256_fmadd_ps(u, row, acc[k]);
         acc[4 + k] = _mm256_fmadd_ps(v, row, acc[4 + k]);
       }
@@ -303,7 +320,7 @@ void dot_rows_2(const float* x0, const float* x1, const float* M, int64_t rows, 
     if (full < n) {
       const __m256 u = _mm256_maskload_ps(x0 + full, m), v = _mm256_maskload_ps(x1 + full, m);
       for (int k = 0; k < 4; ++k) {
-        const __m256 row = _mm256_maskload_ps(r + k * n + full, m);
+        const __m256 row = ld_tail(r + k * n + full, n - full, m);
         acc[k] = _mm256_fmadd_ps(u, row, acc[k]);
         acc[4 + k] = _mm256_fmadd_ps(v, row, acc[4 + k]);
       }
@@ -319,15 +336,16 @@ void dot_rows_2(const float* x0, const float* x1, const float* M, int64_t rows, 
 }
 
 // One p: 64 columns at a time (8 accumulators), then 8 with even/odd rows in separate chains.
-void accumulate_rows_1(const float* p, const float* M, int64_t rows, int64_t n, float* y) {
+template <typename T>
+void accumulate_rows_1(const float* p, const T* M, int64_t rows, int64_t n, float* y) {
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     __m256 acc[8];
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(y + i + 8 * k);
     for (int64_t j = 0; j < rows; ++j) {
       const __m256 pj = _mm256_broadcast_ss(p + j);
-      const float* r = M + j * n + i;
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * k), acc[k]);
+      const T* r = M + j * n + i;
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, ld(r + 8 * k), acc[k]);
     }
     for (int k = 0; k < 8; ++k) _mm256_storeu_ps(y + i + 8 * k, acc[k]);
   }
@@ -336,16 +354,17 @@ void accumulate_rows_1(const float* p, const float* M, int64_t rows, int64_t n, 
     __m256 a0 = _mm256_maskload_ps(y + i, m), a1 = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 2 <= rows; j += 2) {
-      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_maskload_ps(M + j * n + i, m), a0);
-      a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j + 1), _mm256_maskload_ps(M + (j + 1) * n + i, m), a1);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), ld_tail(M + j * n + i, n - i, m), a0);
+      a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j + 1), ld_tail(M + (j + 1) * n + i, n - i, m), a1);
     }
-    if (j < rows) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_maskload_ps(M + j * n + i, m), a0);
+    if (j < rows) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), ld_tail(M + j * n + i, n - i, m), a0);
     _mm256_maskstore_ps(y + i, m, _mm256_add_ps(a0, a1));
   }
 }
 
 // Two p sharing each row load: 32 columns x 2 outputs = 8 accumulators, then 8 columns.
-void accumulate_rows_2(const float* p0, const float* p1, const float* M, int64_t rows, int64_t n, float* y0,
+template <typename T>
+void accumulate_rows_2(const float* p0, const float* p1, const T* M, int64_t rows, int64_t n, float* y0,
                        float* y1) {
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -356,9 +375,9 @@ void accumulate_rows_2(const float* p0, const float* p1, const float* M, int64_t
     }
     for (int64_t j = 0; j < rows; ++j) {
       const __m256 a = _mm256_broadcast_ss(p0 + j), b = _mm256_broadcast_ss(p1 + j);
-      const float* r = M + j * n + i;
+      const T* r = M + j * n + i;
       for (int k = 0; k < 4; ++k) {
-        const __m256 row = _mm256_loadu_ps(r + 8 * k);
+        const __m256 row = ld(r + 8 * k);
         acc[k] = _mm256_fmadd_ps(a, row, acc[k]);
         acc[4 + k] = _mm256_fmadd_ps(b, row, acc[4 + k]);
       }
@@ -374,14 +393,14 @@ void accumulate_rows_2(const float* p0, const float* p1, const float* M, int64_t
     __m256 a1 = _mm256_setzero_ps(), b1 = a1;
     int64_t j = 0;
     for (; j + 2 <= rows; j += 2) {
-      const __m256 r0 = _mm256_maskload_ps(M + j * n + i, m), r1 = _mm256_maskload_ps(M + (j + 1) * n + i, m);
+      const __m256 r0 = ld_tail(M + j * n + i, n - i, m), r1 = ld_tail(M + (j + 1) * n + i, n - i, m);
       a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), r0, a0);
       b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), r0, b0);
       a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j + 1), r1, a1);
       b1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j + 1), r1, b1);
     }
     if (j < rows) {
-      const __m256 r0 = _mm256_maskload_ps(M + j * n + i, m);
+      const __m256 r0 = ld_tail(M + j * n + i, n - i, m);
       a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), r0, a0);
       b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), r0, b0);
     }
@@ -390,22 +409,41 @@ void accumulate_rows_2(const float* p0, const float* p1, const float* M, int64_t
   }
 }
 
-}  // namespace
-
-void dot_rows_avx2(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
-                   float alpha, float* y, int64_t ys) {
+template <typename T>
+void dot_rows_any(const float* x, int64_t nx, int64_t xs, const T* M, int64_t rows, int64_t n, float alpha,
+                  float* y, int64_t ys) {
   int64_t g = 0;
   for (; g + 2 <= nx; g += 2)
     dot_rows_2(x + g * xs, x + (g + 1) * xs, M, rows, n, alpha, y + g * ys, y + (g + 1) * ys);
   if (g < nx) dot_rows_1(x + g * xs, M, rows, n, alpha, y + g * ys);
 }
 
-void accumulate_rows_avx2(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
-                          float* y, int64_t ys) {
+template <typename T>
+void accumulate_rows_any(const float* p, int64_t np, int64_t ps, const T* M, int64_t rows, int64_t n,
+                         float* y, int64_t ys) {
   int64_t g = 0;
   for (; g + 2 <= np; g += 2)
     accumulate_rows_2(p + g * ps, p + (g + 1) * ps, M, rows, n, y + g * ys, y + (g + 1) * ys);
   if (g < np) accumulate_rows_1(p + g * ps, M, rows, n, y + g * ys);
+}
+
+}  // namespace
+
+void dot_rows_avx2(const float* x, int64_t nx, int64_t xs, const float* M, int64_t rows, int64_t n,
+                   float alpha, float* y, int64_t ys) {
+  dot_rows_any(x, nx, xs, M, rows, n, alpha, y, ys);
+}
+void dot_rows_f16_avx2(const float* x, int64_t nx, int64_t xs, const uint16_t* M, int64_t rows, int64_t n,
+                       float alpha, float* y, int64_t ys) {
+  dot_rows_any(x, nx, xs, M, rows, n, alpha, y, ys);
+}
+void accumulate_rows_avx2(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
+                          float* y, int64_t ys) {
+  accumulate_rows_any(p, np, ps, M, rows, n, y, ys);
+}
+void accumulate_rows_f16_avx2(const float* p, int64_t np, int64_t ps, const uint16_t* M, int64_t rows,
+                              int64_t n, float* y, int64_t ys) {
+  accumulate_rows_any(p, np, ps, M, rows, n, y, ys);
 }
 
 void sum_squares_rows_avx2(const float* x, int64_t rows, int64_t n, float* out) {

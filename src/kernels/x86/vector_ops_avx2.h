@@ -20,6 +20,11 @@ void dot_rows_avx2(const float* x, int64_t nx, int64_t x_stride, const float* M,
                    float alpha, float* y, int64_t y_stride);
 void accumulate_rows_avx2(const float* p, int64_t np, int64_t p_stride, const float* M, int64_t rows,
                           int64_t n, float* y, int64_t y_stride);
+// The same with M in IEEE fp16 (F16C widening).
+void dot_rows_f16_avx2(const float* x, int64_t nx, int64_t x_stride, const uint16_t* M, int64_t rows,
+                       int64_t n, float alpha, float* y, int64_t y_stride);
+void accumulate_rows_f16_avx2(const float* p, int64_t np, int64_t p_stride, const uint16_t* M, int64_t rows,
+                              int64_t n, float* y, int64_t y_stride);
 // out[r] = sequential fp32 sum of squares of row r (bitwise like the scalar loop), 8 rows at a time.
 void sum_squares_rows_avx2(const float* x, int64_t rows, int64_t n, float* out);
 // op: 0 add, 1 sub, 2 mul, 3 div (kernels::VecOp order). mode: 0 both vectors, 1 b scalar, 2 a scalar.
