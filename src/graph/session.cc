@@ -77,7 +77,8 @@ class SessionImpl final : public Session {
     model_ = onnx::load_model(path);
     build();
   }
-  SessionImpl(onnx::Model&& model, const SessionOptions& options) : options_(options), pool_(options.threads) {
+  SessionImpl(onnx::Model&& model, const SessionOptions& options)
+      : options_(options), pool_(options.threads) {
     model_ = std::move(model);
     build();
   }
@@ -157,6 +158,7 @@ class SessionImpl final : public Session {
   }
 
   size_t weight_bytes() const override { return weight_bytes_; }
+  size_t packed_weight_bytes() const override { return packed_weight_bytes_; }
   size_t mapped_weight_bytes() const override { return mapped_weight_bytes_; }
   size_t released_bytes() const override { return released_bytes_; }
 
@@ -262,7 +264,7 @@ class SessionImpl final : public Session {
   };
   std::vector<Range> released_ranges_;  // initializers let go (merged at the end of load)
   void release_merged_ranges();
-  size_t weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
+  size_t weight_bytes_ = 0, packed_weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
 };
 
 const MappedFile* SessionImpl::mapping_of(const void* p, size_t n) const {
@@ -436,6 +438,7 @@ void SessionImpl::build() {
     for (int o : p.out) p.out_ptrs.push_back(o >= 0 ? &values_[o].t : nullptr);
     const size_t packed = p.op->packed_weight_bytes();
     weight_bytes_ += packed;
+    packed_weight_bytes_ += packed;
     if (packed > 0) continue;
     for (int i : p.in)
       if (i >= 0 && values_[i].kind == Kind::kConstant && !counted[i]) {

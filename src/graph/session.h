@@ -82,6 +82,9 @@ class Session {
   virtual std::vector<ProfileEntry> profile() const = 0;  // per node, in plan order
   virtual void reset_profile() = 0;
   virtual size_t weight_bytes() const = 0;  // packed weights + other initializers in use
+  // Of weight_bytes(): the weights ops packed at load (MatMulNBits, half-precision
+  // MatMul), all of which a decode step streams.
+  virtual size_t packed_weight_bytes() const { return 0; }
   virtual size_t arena_bytes() const = 0;
   // Of weight_bytes(): initializers read straight from the memory-mapped model
   // file at run time (e.g. an fp32 embedding table); only the pages touched

@@ -85,8 +85,9 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     r.load_ms = sw.elapsed_ms();
     r.peak_rss_load = static_cast<int64_t>(memory_stats().peak_bytes);
     r.matmuls = gen->session().matmul_nbits_info();
+    // Streamed per token: every packed weight (MatMulNBits, half-precision MatMul).
+    r.weight_bytes = static_cast<int64_t>(gen->session().packed_weight_bytes());
     for (const auto& m : r.matmuls) {
-      r.weight_bytes += static_cast<int64_t>(m.packed_bytes);
       QuantSpec q;
       q.bits = m.bits, q.block = m.block_size, q.asym = m.zero_points;
       r.onnx_weight_bytes += matmul_nbits_bytes(m.K, m.N, q);
@@ -94,9 +95,12 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     const auto& c = gen->config();
     ModelShape s;
     s.layers = c.num_hidden_layers, s.kv_heads = c.num_key_value_heads, s.head_size = c.head_size;
+    // kv_bytes_per_position counts fp32 elements; an fp16 cache is half that.
+    const graph::DType kv_dtype = gen->session().input_dtype(llm::format_layer_name(c.past_key_pattern, 0));
+    const double kv_scale = static_cast<double>(graph::dtype_size(kv_dtype)) / 4.0;
     r.kv_bytes =
         static_cast<int64_t>((static_cast<double>(opt.prompt) + static_cast<double>(opt.decode) / 2) *
-                             static_cast<double>(kv_bytes_per_position(s)));
+                             static_cast<double>(kv_bytes_per_position(s)) * kv_scale);
     BenchOptions warm = opt;
     warm.prompt = std::min<int64_t>(opt.prompt, 8), warm.decode = 4;
     one_rep(*gen, warm, r, false, false);
