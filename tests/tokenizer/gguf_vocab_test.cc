@@ -1,14 +1,13 @@
-// tokenizer_from_gguf: the real SmolLM2-135M-Instruct GGUF's vocabulary against the Hugging Face
-// tokenizer.json of the same model and against llama.cpp itself (tests/tokenizer/data, made by
-// tools/gguf/llamacpp_token_ref.mjs); SentencePiece "llama" vocabularies (TinyLlama's
-// tokenizer.model as a GGUF converter reads it, and a small one built here); the pre-tokenizer
-// names; the errors.
+// tokenizer_from_gguf: byte-level vocabularies made from tokenizer.json files as llama.cpp's
+// converter makes them (SmolLM2 with the "smollm" split, Qwen2.5 with "qwen2"), SentencePiece
+// "llama" vocabularies (TinyLlama's tokenizer.model as a GGUF converter reads it, and a small one
+// built here), the pre-tokenizer names, the errors. The real SmolLM2 GGUF, read by the GGUF
+// reader, against Hugging Face and llama.cpp: tests/gguf/smollm2_tokenizer_test.cc.
 #include "tokenizer/gguf_vocab.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -24,45 +23,6 @@ namespace {
 using nlohmann::json;
 
 std::vector<int32_t> ids_of(const json& j) { return j.get<std::vector<int32_t>>(); }
-
-// The vocab dump of $NBITS_SMOLLM2_GGUF written by tools/gguf/dump_vocab.py (tools/setup_models.sh).
-std::string smollm2_vocab_path() {
-  if (const char* p = std::getenv("NBITS_SMOLLM2_GGUF_VOCAB"); p && *p) return p;
-  std::string gguf;
-  if (const char* p = std::getenv("NBITS_SMOLLM2_GGUF"); p && *p)
-    gguf = p;
-  else if (const char* home = std::getenv("HOME"))
-    gguf = std::string(home) + "/.cache/nbits/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (gguf.size() > 5 && gguf.substr(gguf.size() - 5) == ".gguf") gguf.resize(gguf.size() - 5);
-  return gguf + ".vocab.json";
-}
-
-#define REQUIRE_FILE(path)                                                               \
-  do {                                                                                   \
-    if (!::nbits::file_exists(path)) {                                                   \
-      if (::nbits::testing::in_ci())                                                     \
-        FAIL() << "missing test data: " << (path) << " (tools/setup_models.sh)";         \
-      GTEST_SKIP() << "missing test data: " << (path) << " (run tools/setup_models.sh)"; \
-    }                                                                                    \
-  } while (0)
-
-GgufVocab vocab_from_dump(const std::string& path) {
-  json d = json::parse(read_text_file(path));
-  GgufVocab v;
-  v.model = d.value("model", "");
-  v.pre = d.value("pre", "");
-  v.tokens = d.at("tokens").get<std::vector<std::string>>();
-  if (d.contains("scores")) v.scores = d["scores"].get<std::vector<float>>();
-  if (d.contains("token_types")) v.token_types = d["token_types"].get<std::vector<int32_t>>();
-  if (d.contains("merges")) v.merges = d["merges"].get<std::vector<std::string>>();
-  for (auto [key, slot] : {std::pair{"bos", &v.bos}, {"eos", &v.eos}, {"unk", &v.unk}, {"pad", &v.pad}})
-    if (d.contains(key)) *slot = d[key].get<int32_t>();
-  for (auto [key, slot] :
-       {std::pair{"add_bos", &v.add_bos}, {"add_eos", &v.add_eos}, {"add_space_prefix", &v.add_space_prefix}})
-    if (d.contains(key)) *slot = d[key].get<bool>();
-  v.chat_template = d.value("chat_template", "");
-  return v;
-}
 
 // What llama.cpp's convert_hf_to_gguf.py writes for a byte-level BPE tokenizer.json: tokens by
 // id (added tokens included), special added tokens as control (3), other added as user-defined (4).
@@ -104,47 +64,6 @@ int agree_with_cases(const Tokenizer& tok, const std::string& name,
   }
   EXPECT_GE(n, 50);
   return agree;
-}
-
-TEST(GgufVocab, SmolLM2GgufMatchesHuggingFaceTokenizer) {
-  std::string path = smollm2_vocab_path();
-  REQUIRE_FILE(path);
-  NBITS_REQUIRE_SHARED(testing::shared_path("tokenizers/smollm2/tokenizer.json"));
-  GgufVocab v = vocab_from_dump(path);
-  ASSERT_EQ(v.model, "gpt2");
-  ASSERT_EQ(v.pre, "smollm");
-  Tokenizer tok = tokenizer_from_gguf(v);
-  Tokenizer hf = Tokenizer::load(testing::shared_path("tokenizers/smollm2"));
-  std::vector<std::string> differing;
-  int agree = agree_with_cases(tok, "smollm2", &differing);
-  json doc =
-      json::parse(read_text_file(testing::shared_path("tokenizers/cases/tokenizer_cases_smollm2.json")));
-  EXPECT_EQ(agree, static_cast<int>(doc["cases"].size()))
-      << "first differing: " << (differing.empty() ? "" : differing[0]);
-  EXPECT_EQ(tok.vocab_size(), hf.vocab_size());
-  EXPECT_EQ(tok.bos_id(), hf.bos_id());
-  EXPECT_EQ(tok.eos_id(), hf.eos_id());
-  EXPECT_EQ(tok.chat_template(), hf.chat_template());
-  for (int32_t id = 0; id < 17; ++id) EXPECT_EQ(tok.is_special(id), hf.is_special(id)) << id;
-}
-
-TEST(GgufVocab, SmolLM2GgufMatchesLlamaCpp) {
-  std::string path = smollm2_vocab_path();
-  REQUIRE_FILE(path);
-  std::string ref_path = std::string(NBITS_SOURCE_DIR) + "/tests/tokenizer/data/llamacpp_smollm2.json";
-  json ref = json::parse(read_text_file(ref_path));
-  Tokenizer tok = tokenizer_from_gguf(vocab_from_dump(path));
-  int agree = 0, n = 0;
-  for (const json& c : ref["cases"]) {
-    std::string text = c["text"];
-    SCOPED_TRACE(text);
-    std::vector<int32_t> ids = tok.encode(text, false);
-    EXPECT_EQ(ids, ids_of(c["ids_parse_special"]));
-    agree += ids == ids_of(c["ids_parse_special"]);
-    ++n;
-  }
-  EXPECT_GE(n, 50);
-  EXPECT_EQ(agree, n);
 }
 
 // The Qwen2.5 tokenizer.json as a GGUF vocabulary with llama.cpp's "qwen2" split. llama.cpp does
