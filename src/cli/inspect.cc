@@ -144,8 +144,9 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
     levels[row.accuracy_level]++;
     rows.push_back(row);
   }
-  // Kernel paths, from a session when the model loads.
-  if (try_session && !rows.empty()) {
+  // Kernel paths, from a session when the model loads: the plan after the load-time
+  // fusions, per op type with the kernel each node takes.
+  if (try_session) {
     try {
       graph::SessionOptions so;
       so.accuracy_level = accuracy_override;
@@ -155,7 +156,25 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
       for (const auto& i : session->matmul_nbits_info()) infos[i.node] = i;
       for (auto& row : rows)
         if (auto it = infos.find(row.node); it != infos.end()) row.kernel = it->second.kernel;
-      r["session"] = {{"loads", true}, {"weight_bytes", session->weight_bytes()}};
+      std::map<std::pair<std::string, std::string>, int64_t> plan;  // (op type, kernel) -> nodes
+      const auto entries = session->profile();
+      for (const auto& e : entries) plan[{e.op_type, e.kernel.empty() ? "-" : e.kernel}]++;
+      json plan_rows = json::array();
+      for (const auto& [k, n] : plan)
+        plan_rows.push_back({{"op", k.first}, {"kernel", k.second}, {"nodes", n}});
+      std::string cache = "none";
+      for (const auto& o : g.outputs)
+        if (o.name.rfind("present", 0) == 0) {
+          cache = session->output_producer(o.name) == "GroupQueryAttention"
+                      ? "one buffer updated in place (GroupQueryAttention)"
+                      : "copied every step (present = " + session->output_producer(o.name) + ")";
+          break;
+        }
+      r["session"] = {{"loads", true},
+                      {"weight_bytes", session->weight_bytes()},
+                      {"nodes", entries.size()},
+                      {"kv_cache", cache},
+                      {"plan", plan_rows}};
     } catch (const Error& e) {
       r["session"] = {{"loads", false}, {"error", e.what()}};
       warnings.push_back(std::string("the runtime cannot load this model: ") + e.what());
@@ -261,9 +280,16 @@ void print_text(const json& r) {
                   row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
                   row["zero_points"].get<bool>() ? "y" : "n", str(row["kernel"]).c_str());
   }
-  if (r.contains("session") && r["session"]["loads"].get<bool>())
-    std::printf("\nsession: loads; %.1f MB of weights in use\n",
-                r["session"]["weight_bytes"].get<double>() / 1e6);
+  if (r.contains("session") && r["session"]["loads"].get<bool>()) {
+    const json& s = r["session"];
+    std::printf(
+        "\nsession: loads; %.1f MB of weights in use; %lld nodes after load-time fusion; KV cache %s\n",
+        s["weight_bytes"].get<double>() / 1e6, s["nodes"].get<long long>(), str(s["kv_cache"]).c_str());
+    std::printf("  %-40s %6s  %s\n", "op", "nodes", "kernel (- : one path)");
+    for (const auto& row : s["plan"])
+      std::printf("  %-40s %6lld  %s\n", str(row["op"]).c_str(), row["nodes"].get<long long>(),
+                  str(row["kernel"]).c_str());
+  }
   const json& w = r["warnings"];
   std::printf("\nwarnings (%zu):\n", w.size());
   for (const auto& s : w) std::printf("  - %s\n", str(s).c_str());

@@ -122,16 +122,24 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     auto it = producer.find(v);
     return it == producer.end() ? nullptr : &nodes[it->second];
   };
-  // g and u: outputs of MatMulNBits nodes reading the same A with the same N.
+  // Output columns of a weight projection: MatMulNBits' N, or a MatMul with a 2-D constant B; -1 otherwise.
+  auto projection_n = [&](const onnx::Node& p) -> int64_t {
+    if (p.op_type == "MatMulNBits") {
+      const onnx::Attribute* n = p.attr("N");
+      return n != nullptr ? n->i : -1;
+    }
+    if (!is_onnx_op(p, "MatMul") || p.inputs.size() != 2) return -1;
+    const onnx::Tensor* b = g.initializer(p.inputs[1]);
+    return b != nullptr && b->dims.size() == 2 ? b->dims[1] : -1;
+  };
+  // g and u: outputs of weight projections reading the same A with the same N.
   auto twin_projections = [&](const std::string& gv, const std::string& uv) {
     const onnx::Node* pg = made_by(gv);
     const onnx::Node* pu = made_by(uv);
     if (pg == nullptr || pu == nullptr || pg == pu) return false;
-    if (pg->op_type != "MatMulNBits" || pu->op_type != "MatMulNBits") return false;
     if (pg->inputs.empty() || pu->inputs.empty() || pg->inputs[0] != pu->inputs[0]) return false;
-    const onnx::Attribute* ng = pg->attr("N");
-    const onnx::Attribute* nu = pu->attr("N");
-    return ng != nullptr && nu != nullptr && ng->i == nu->i && pg->outputs[0] == gv && pu->outputs[0] == uv;
+    const int64_t ng = projection_n(*pg), nu = projection_n(*pu);
+    return ng > 0 && ng == nu && pg->outputs[0] == gv && pu->outputs[0] == uv;
   };
 
   int fused = 0;
