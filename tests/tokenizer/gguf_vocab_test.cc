@@ -251,6 +251,28 @@ TEST(GgufVocab, TinyLlamaSentencePieceMatchesHuggingFaceTokenizer) {
   EXPECT_EQ(tok.eos_id(), 2);
 }
 
+// llama.cpp's own SentencePiece tokenizer (score-driven bigram merges, not merge ranks) on the same
+// vocabulary: tests/tokenizer/data/llamacpp_tinyllama.json, made by tools/gguf/make_spm_vocab_gguf.py
+// and tools/gguf/llamacpp_token_ref.mjs (node-llama-cpp 3.21.1).
+TEST(GgufVocab, TinyLlamaSentencePieceMatchesLlamaCpp) {
+  std::string path = testing::shared_path("tokenizers/tinyllama/tokenizer.model");
+  NBITS_REQUIRE_SHARED(path);
+  Tokenizer tok = tokenizer_from_gguf(vocab_from_sentencepiece(path));
+  json ref = json::parse(
+      read_text_file(std::string(NBITS_SOURCE_DIR) + "/tests/tokenizer/data/llamacpp_tinyllama.json"));
+  int agree = 0, n = 0;
+  for (const json& c : ref["cases"]) {
+    std::string text = c["text"];
+    SCOPED_TRACE(text);
+    std::vector<int32_t> ids = tok.encode(text, false);
+    EXPECT_EQ(ids, ids_of(c["ids_parse_special"]));
+    agree += ids == ids_of(c["ids_parse_special"]);
+    ++n;
+  }
+  EXPECT_GE(n, 60);
+  EXPECT_EQ(agree, n);
+}
+
 // A small SentencePiece vocabulary: <unk> <s> </s>, 256 byte tokens, then scored pieces.
 GgufVocab tiny_spm(bool with_bytes = true) {
   GgufVocab v;

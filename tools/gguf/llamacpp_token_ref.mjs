@@ -1,6 +1,7 @@
 // llama.cpp's own tokenization of the shared tokenizer cases, as a reference file for the tests:
 //   node tools/gguf/llamacpp_token_ref.mjs MODEL.gguf CASES.json OUT.json
-// Needs node-llama-cpp 3.21.1 (bash bench/peers/install.sh). For every case text: ids with
+// Needs node-llama-cpp 3.21.1 (bash bench/peers/install.sh); a vocab-only GGUF is enough (llama.cpp may
+// log a missing-tensor error for it and still load the vocabulary). For every case text: ids with
 // parse_special (control tokens in the text are matched, as Hugging Face's added tokens are) and
 // without; never BOS/EOS (node-llama-cpp calls common_tokenize(vocab, text, add_special=false, ...)).
 import fs from 'node:fs';
