@@ -45,5 +45,17 @@ if [ ! -f "$quant_refs" ]; then
   mkdir -p "$cache/gguf"
   "$venv/bin/python" tools/gguf/make_quant_refs.py "$quant_refs.tmp" && mv "$quant_refs.tmp" "$quant_refs"
 fi
+# References for the real SmolLM2 Q4_1 GGUF (tests/gguf): llama.cpp itself (node-llama-cpp 3.21.1 from
+# bench/peers/install.sh) and a float64 numpy forward on gguf-py's dequantized weights.
+smol=$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -f "$gguf_dir/llama_cpp_ref.json" ]; then
+  bash bench/peers/install.sh >/dev/null
+  node tools/gguf/llamacpp_logits_ref.mjs "$smol" "$gguf_dir/llama_cpp_ref.json.tmp"
+  mv "$gguf_dir/llama_cpp_ref.json.tmp" "$gguf_dir/llama_cpp_ref.json"
+fi
+if [ ! -f "$gguf_dir/exact_ref.json" ]; then
+  "$venv/bin/python" tools/gguf/exact_ref.py "$smol" "$gguf_dir/exact_ref.json.tmp"
+  mv "$gguf_dir/exact_ref.json.tmp" "$gguf_dir/exact_ref.json"
+fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"

@@ -1,14 +1,20 @@
 // com.microsoft MatMulNBits: Y = A x dequant(B)^T (+ bias). The weight is
 // validated and packed once at load through kernels::make_matmul_nbits.
 // Internal input 6 (GGUF Q4_1/Q4_K/Q5_K weights, value = q*d + m): per-block
-// float mins [N * k_blocks], added exactly as y[n] += sum_b m[n,b] * sum_{k in b} a[k]
-// with the block sums of the fp32 activations computed once per row of A.
+// float mins [N * k_blocks], added as y[n] += sum_b m[n,b] * s[b] with the block
+// sums s computed once per row of A: of the fp32 activations (CompFp32, exact),
+// or of the int8 activations the kernel multiplies (CompInt8: s = scale_a *
+// sum(q_a), quant::quantize_row_blocks' block sums), so the result is exactly
+// dequant(W) . quantized(a), as llama.cpp's Q4_1 x Q8_1 dot. Measured on the
+// SmolLM2 Q4_1 GGUF, fp32 sums with int8 main terms double the logit error
+// (the uncentred codes' quantization error is no longer cancelled by the min).
 #include "kernels/matmul_nbits.h"
 
 #include <algorithm>
 
 #include "ops/op_util.h"
 #include "ops/ops.h"
+#include "quant/quantize_a.h"
 
 namespace nbits::ops {
 namespace {
@@ -19,8 +25,9 @@ using graph::RunContext;
 class MatMulNBitsOp final : public Op {
  public:
   MatMulNBitsOp(std::string where, std::unique_ptr<kernels::PackedMatMul> packed, std::vector<float> bias,
-                graph::MatMulNBitsInfo info, std::vector<float> mins)
-      : where_(std::move(where)),
+                graph::MatMulNBitsInfo info, std::vector<float> mins, bool int8_sums)
+      : int8_sums_(int8_sums),
+        where_(std::move(where)),
         packed_(std::move(packed)),
         bias_(std::move(bias)),
         info_(std::move(info)),
@@ -74,12 +81,19 @@ class MatMulNBitsOp final : public Op {
   bool reads_constant_at_run(size_t input) const override { return input == 0; }
 
  private:
-  // Y[m, n] += sum_b mins[n, b] * (sum of A[m, k] over block b), blocks in order.
+  // Y[m, n] += sum_b mins[n, b] * s[m, b], blocks in order; s: sums of A's block b (see the top).
   void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) {
     const int64_t K = info_.K, N = info_.N, bs = info_.block_size, kb = (K + bs - 1) / bs;
     if (block_sums_.size() < static_cast<size_t>(rows * kb))
       block_sums_.resize(static_cast<size_t>(rows * kb));
-    for (int64_t m = 0; m < rows; ++m)
+    if (int8_sums_) {
+      qa_.resize(static_cast<size_t>(kb * bs));
+      qa_scales_.resize(static_cast<size_t>(kb));
+      for (int64_t m = 0; m < rows; ++m)
+        quant::quantize_row_blocks(A + m * K, K, static_cast<int>(bs), qa_.data(), qa_scales_.data(),
+                                   block_sums_.data() + m * kb);
+    }
+    for (int64_t m = 0; m < rows && !int8_sums_; ++m)
       for (int64_t b = 0; b < kb; ++b) {
         float s = 0;
         for (int64_t k = b * bs; k < std::min(K, (b + 1) * bs); ++k) s += A[m * K + k];
@@ -98,6 +112,9 @@ class MatMulNBitsOp final : public Op {
     });
   }
 
+  bool int8_sums_ = false;        // CompInt8: block sums of the quantized activations
+  std::vector<int8_t> qa_;        // their codes (scratch)
+  std::vector<float> qa_scales_;  // and scales (scratch)
   std::string where_;
   std::unique_ptr<kernels::PackedMatMul> packed_;
   std::vector<float> bias_;
@@ -145,7 +162,7 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
   info.packed_bytes = packed->packed_bytes();
   b.set_outputs(DType::kF32);
   return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info),
-                                         std::move(mins));
+                                         std::move(mins), compute == kernels::Compute::kInt8);
 }
 
 }  // namespace

@@ -24,5 +24,7 @@ inline std::string smollm2_gguf() {
   return cache_dir() + "/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 inline std::string smollm2_llama_cpp_ref() { return cache_dir() + "/smollm2/llama_cpp_ref.json"; }
+// tools/gguf/exact_ref.py: float64 forward on the dequantized weights.
+inline std::string smollm2_exact_ref() { return cache_dir() + "/smollm2/exact_ref.json"; }
 
 }  // namespace nbits::gguf::test

@@ -1,0 +1,155 @@
+// The real SmolLM2-135M-Instruct Q4_1 GGUF run by nbits against (1) the exact math of the
+// quantized model (tools/gguf/exact_ref.py: float64 numpy on gguf-py's dequantized weights) and
+// (2) llama.cpp itself (node-llama-cpp 3.21.1, tools/gguf/llamacpp_logits_ref.mjs): first-step
+// log-probabilities over the whole vocabulary and 32 greedy tokens for 10 prompts (token ids).
+// Both references are made by tools/setup_models.sh.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf_test_data.h"
+#include "gguf/model_builder.h"
+#include "graph/session.h"
+#include "llm/generator.h"
+
+namespace nbits::gguf {
+namespace {
+
+using nlohmann::json;
+
+std::vector<double> log_softmax(std::span<const float> x) {
+  double mx = -INFINITY;
+  for (float v : x) mx = std::max(mx, static_cast<double>(v));
+  double s = 0;
+  for (float v : x) s += std::exp(static_cast<double>(v) - mx);
+  const double lse = mx + std::log(s);
+  std::vector<double> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = x[i] - lse;
+  return r;
+}
+
+double max_abs(std::span<const float> x) {
+  double m = 0;
+  for (float v : x) m = std::max(m, std::fabs(static_cast<double>(v)));
+  return m;
+}
+
+int32_t argmax(std::span<const float> x) {
+  return static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+}
+
+std::unique_ptr<llm::Generator> load_smollm2(int accuracy_level) {
+  GgufModel g = build_model(File::open(test::smollm2_gguf()));
+  EXPECT_EQ(g.hp.arch, "llama");
+  EXPECT_EQ(g.hp.n_layer, 30);
+  EXPECT_TRUE(g.hp.tied_output);
+  graph::SessionOptions so;
+  so.accuracy_level = accuracy_level;
+  return std::make_unique<llm::Generator>(g.config, graph::Session::load(std::move(g.model), so), 128);
+}
+
+// nbits against the exact math: with fp32 activations (accuracy level 0) only fp32 rounding
+// separates them; with int8 activations (level 4, the GGUF default, like llama.cpp) the
+// per-block activation rounding of 210 matmuls adds up.
+TEST(GgufExact, SmolLM2Q4_1EqualsExactMath) {
+  NBITS_REQUIRE_SHARED(test::smollm2_gguf());
+  NBITS_REQUIRE_SHARED(test::smollm2_exact_ref());
+  const json ref = json::parse(read_text_file(test::smollm2_exact_ref()));
+  for (int level : {0, 4}) {
+    auto gen = load_smollm2(level);
+    double worst = 0;
+    for (const json& c : ref["cases"]) {
+      gen->reset();
+      const std::span<const float> logits = gen->append(c["prompt_ids"].get<std::vector<int32_t>>());
+      const auto want_logits = c["logits"].get<std::vector<float>>();
+      ASSERT_EQ(want_logits.size(), logits.size());
+      // Log-probabilities: a constant shift of all logits changes nothing.
+      const std::vector<double> got = log_softmax(logits), want = log_softmax(want_logits);
+      double diff = 0;
+      for (size_t t = 0; t < want.size(); ++t) diff = std::max(diff, std::fabs(got[t] - want[t]));
+      const double mx = max_abs(want_logits);
+      worst = std::max(worst, diff / mx);
+    }
+    std::printf(
+        "SmolLM2 Q4_1, accuracy level %d: worst max|dlogp| / max|logit| against the exact math = %.2e\n",
+        level, worst);
+    // Measured: level 0 4.5e-6 (fp32 rounding); level 4 5.1e-2, as llama.cpp's own 5.3e-2 on this
+    // measure (its first-step log-probabilities against the same exact math).
+    EXPECT_LT(worst, level == 0 ? 5e-5 : 8e-2) << "level " << level;
+  }
+}
+
+// nbits against llama.cpp. Both quantize activations to int8 per block of 32 (llama.cpp: Q8_1
+// for the Q4_1 weights, Q8_0 for the Q8_0 lm_head; nbits: CompInt8), but not bit-identically
+// (llama.cpp rounds half away from zero with x * (1/d) and stores d in fp16; its KV cache,
+// K.q and softmax.V are fp16), so after a few layers the rounding noise of the two is
+// independent. Against the exact math above both are off by about the same (first step, max
+// |dlogp| / max|logit| over the vocabulary: llama.cpp 5.3e-2, nbits 5.1e-2; over the top 40
+// tokens 2.7e-2 and ~1.5e-2), so the two differ by about that much: the bounds below.
+constexpr double kFirstStepTolerance = 6e-2;  // max |dlogp| / max|logit| over the vocabulary
+// A greedy step where llama.cpp's top-2 margin is below this fraction of max|logit| is within
+// that noise (divergences were measured at margins up to 1.0e-2 * max|logit|).
+constexpr double kNearTie = 1.5e-2;
+
+TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
+  const std::string model_path = test::smollm2_gguf(), ref_path = test::smollm2_llama_cpp_ref();
+  NBITS_REQUIRE_SHARED(model_path);
+  NBITS_REQUIRE_SHARED(ref_path);
+  const json ref = json::parse(read_text_file(ref_path));
+  auto g = load_smollm2(4);
+  llm::Generator& gen = *g;
+  ASSERT_EQ(gen.vocab_size(), ref["vocab"].get<int64_t>());
+
+  double worst = 0;
+  int cases = 0, steps_equal = 0, near_ties = 0;
+  for (const json& c : ref["cases"]) {
+    const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+    const auto greedy = c["greedy"].get<std::vector<int32_t>>();
+    const auto margins = c["top2_margins"].get<std::vector<double>>();
+    gen.reset();
+    std::span<const float> logits = gen.append(prompt);
+    // First step: log-probabilities (shift-invariant) over every token llama.cpp gives a probability.
+    const std::vector<double> lp = log_softmax(logits);
+    const json& want = c["first_logprobs"];
+    ASSERT_EQ(want.size(), lp.size());
+    double diff = 0;
+    for (size_t t = 0; t < lp.size(); ++t)
+      if (!want[t].is_null()) diff = std::max(diff, std::fabs(lp[t] - want[t].get<double>()));
+    const double rel = diff / max_abs(logits);
+    worst = std::max(worst, rel);
+    EXPECT_LT(rel, kFirstStepTolerance) << "case " << cases;
+    // Greedy tokens equal until the first near-tie of llama.cpp's top two (then both are right).
+    int equal = 0;
+    std::string stop;
+    for (size_t s = 0; s < greedy.size(); ++s) {
+      const int32_t got = argmax(logits);
+      if (got != greedy[s]) {
+        const double r = margins[s] / max_abs(logits);
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      ", then %d vs llama.cpp's %d at its top-2 margin %.3f = %.1e * max|logit|", got,
+                      greedy[s], margins[s], r);
+        stop = buf;
+        EXPECT_LT(r, kNearTie) << "case " << cases << " step " << s << stop;
+        break;
+      }
+      ++equal;
+      if (s + 1 < greedy.size()) logits = gen.append(std::span<const int32_t>(&got, 1));
+    }
+    std::printf("case %d: first step max|dlogp|/max|logit| = %.2e; greedy equal %d/%zu%s\n", cases, rel,
+                equal, greedy.size(), stop.c_str());
+    near_ties += !stop.empty();
+    steps_equal += equal;
+    ++cases;
+  }
+  std::printf(
+      "SmolLM2 Q4_1 vs llama.cpp: worst first-step max|dlogp|/max|logit| = %.2e over %d prompts; "
+      "%d greedy tokens equal, %d cases diverged at a near-tie\n",
+      worst, cases, steps_equal, near_ties);
+  EXPECT_EQ(cases, 10);
+}
+
+}  // namespace
+}  // namespace nbits::gguf

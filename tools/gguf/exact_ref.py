@@ -1,0 +1,114 @@
+"""Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3
+model on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
+quantized model's own math without any activation rounding. Writes, for the prompts of
+tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
+Usage: python exact_ref.py MODEL.gguf OUT.json [--prompts '[[1,2,3], ...]']"""
+import json
+import sys
+
+import numpy as np
+import gguf
+
+PROMPTS = [
+    [504, 3575, 282, 4649, 314],
+    [1604, 3987, 46477, 24, 94, 727],
+    [6403, 1980, 253, 655, 28, 281, 253, 1165, 6560, 28],
+    [504, 2365, 6354, 16438, 27003, 690, 260, 23790, 2767, 30, 378, 2365, 6354],
+    [33, 28, 216, 34, 28, 216, 35, 28, 216, 36, 28, 216, 37, 28],
+    [1, 4093, 198, 1780, 314, 260, 16891, 1225, 282, 913, 47, 2, 198, 1, 520, 9531, 198],
+    [33580, 14870, 314, 260, 980, 411, 527],
+    [2017, 6772, 347, 2333, 198, 104, 446, 2333, 30, 4282, 4151],
+    [504, 1296, 3003, 4683, 359],
+    [788, 216, 33, 41, 38, 41, 28, 27639, 24955],
+]
+
+
+def main():
+    path, out = sys.argv[1], sys.argv[2]
+    prompts = json.loads(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--prompts" else PROMPTS
+    r = gguf.GGUFReader(path)
+    kv = {f.name: f for f in r.fields.values()}
+
+    def val(key, default=None):
+        f = kv.get(key)
+        if f is None:
+            return default
+        v = f.parts[f.data[0]]
+        return bytes(v).decode() if f.types[0] == gguf.GGUFValueType.STRING else v.item()
+
+    arch = val("general.architecture")
+    L, E = val(arch + ".block_count"), val(arch + ".embedding_length")
+    nh = val(arch + ".attention.head_count")
+    nkv = val(arch + ".attention.head_count_kv", nh)
+    H = val(arch + ".attention.key_length", E // nh)
+    rdim = val(arch + ".rope.dimension_count", H)
+    base = val(arch + ".rope.freq_base", 10000.0)
+    eps = val(arch + ".attention.layer_norm_rms_epsilon", 1e-5)
+    T = {t.name: t for t in r.tensors}
+
+    def w(name):  # [rows, cols] as ggml stores them: ne0 = cols
+        t = T[name]
+        return gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape(
+            [int(x) for x in reversed(t.shape)])
+
+    def rms(x, g):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+    def rope(x, pos):  # x [S, heads, H]; llama: adjacent pairs (ggml normal), qwen: halves (NEOX)
+        half = rdim // 2
+        inv = base ** (-2.0 * np.arange(half) / rdim)
+        th = pos[:, None] * inv[None, :]
+        c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
+        y = x.copy()
+        if arch == "llama":
+            a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
+            y[..., 0:rdim:2], y[..., 1:rdim:2] = a * c - b * s, a * s + b * c
+        else:
+            a, b = x[..., :half], x[..., half:rdim]
+            y[..., :half], y[..., half:rdim] = a * c - b * s, a * s + b * c
+        return y
+
+    emb = w("token_embd.weight")
+    head = w("output.weight") if "output.weight" in T else emb
+    layers = []
+    for l in range(L):
+        p = "blk.%d." % l
+        d = {k: w(p + k + ".weight") for k in ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                                "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
+        for k in ("attn_q", "attn_k", "attn_v"):
+            d[k + ".bias"] = w(p + k + ".bias") if p + k + ".bias" in T else 0.0
+        for k in ("attn_q_norm", "attn_k_norm"):
+            d[k] = w(p + k + ".weight") if p + k + ".weight" in T else None
+        layers.append(d)
+    norm = w("output_norm.weight")
+    res = []
+    for ids in prompts:
+        S = len(ids)
+        pos = np.arange(S, dtype=np.float64)
+        x = emb[ids]
+        mask = np.triu(np.full((S, S), -np.inf), 1)
+        for d in layers:
+            h = rms(x, d["attn_norm"])
+            q = (h @ d["attn_q"].T + d["attn_q.bias"]).reshape(S, nh, H)
+            k = (h @ d["attn_k"].T + d["attn_k.bias"]).reshape(S, nkv, H)
+            v = (h @ d["attn_v"].T + d["attn_v.bias"]).reshape(S, nkv, H)
+            if d["attn_q_norm"] is not None:
+                q, k = rms(q, d["attn_q_norm"]), rms(k, d["attn_k_norm"])
+            q, k = rope(q, pos), rope(k, pos)
+            rep = nh // nkv
+            k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+            sc = np.einsum("shd,thd->hst", q, k) / np.sqrt(H) + mask
+            sc = np.exp(sc - sc.max(-1, keepdims=True))
+            sc /= sc.sum(-1, keepdims=True)
+            att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H)
+            x = x + att @ d["attn_output"].T
+            h = rms(x, d["ffn_norm"])
+            g = h @ d["ffn_gate"].T
+            x = x + ((g / (1 + np.exp(-g))) * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
+        logits = rms(x[-1], norm) @ head.T
+        res.append({"prompt_ids": ids, "logits": [round(float(z), 6) for z in logits]})
+    json.dump({"reference": "float64 numpy forward on gguf-py dequantized weights", "arch": arch, "cases": res},
+              open(out, "w"))
+
+
+main()
