@@ -14,7 +14,7 @@ namespace {
 const char* kHelp =
     "usage: nbits bench -m MODEL_DIR [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
     "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512] [--accuracy-level L]\n"
-    "                   [--scales fp32|fp16]\n"
+    "                   [--scales fp32|fp16] [--kv-cache model|f32|f16]\n"
     "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
     "  token ids and decodes -n tokens greedily. Reports prefill tok/s (median over reps), decode\n"
     "  ms/token (median, p10, p90 over every decoded token), bytes read per token (weights\n"
@@ -25,6 +25,7 @@ const char* kHelp =
     "  --profile: time per op type, per node and per MatMulNBits kernel path (last rep).\n"
     "  --accuracy-level L: override every MatMulNBits' accuracy_level (4 = int8 activations).\n"
     "  --scales fp16: pack MatMulNBits scales in half precision (see `nbits run --help`); default fp32.\n"
+    "  --kv-cache f16: keep the KV cache in half precision (see `nbits run --help`); default: the model's.\n"
     "  JSON fields: see docs/PERFORMANCE.md.\n";
 
 void print_profile(const char* phase, const nlohmann::ordered_json& p) {
@@ -54,7 +55,7 @@ int bench_main(const std::vector<std::string>& args) {
     }
   modelgen::ArgList f(args,
                       {"--model", "--threads", "--prompt", "--decode", "--reps", "--format",
-                       "--bandwidth-gbs", "--bandwidth-mb", "--accuracy-level", "--scales"},
+                       "--bandwidth-gbs", "--bandwidth-mb", "--accuracy-level", "--scales", "--kv-cache"},
                       {"--profile"},
                       {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
   modelgen::BenchOptions o;
@@ -77,6 +78,7 @@ int bench_main(const std::vector<std::string>& args) {
   NBITS_CHECK(scales == "fp32" || scales == "fp16", "bench: --scales must be fp32 or fp16 (got '", scales,
               "')");
   o.session.fp16_scales = scales == "fp16";
+  o.session.kv_cache = graph::parse_kv_cache(f.str("--kv-cache", "model"));
   const std::string format = f.str("--format", "text");
   NBITS_CHECK(format == "text" || format == "json", "bench: --format must be text or json (got '", format,
               "')");

@@ -42,6 +42,10 @@ void add_model_flags(Flags& f) {
       "                             an 'h' (qgemv_q4x16h_avx2); a matrix whose scales do not fit fp16\n"
       "                             keeps fp32 scales",
       "fp32");
+  f.choice("--kv-cache", {"model", "f32", "f16"},
+           "KV cache dtype. model: as the file declares (fp16 exports: fp16); f16 halves the cache\n"
+           "                             bytes of fp32 models (K/V rounded to half precision as written)",
+           "model");
   f.flag("--profile", "print per-op, per-node and per-kernel timings to stderr");
 }
 
@@ -91,6 +95,7 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   if (f.has("--accuracy-level")) so.accuracy_level = static_cast<int>(f.get_i64("--accuracy-level"));
   so.profile = f.get_flag("--profile");
   so.fp16_scales = f.get_str("--scales") == "fp16";
+  so.kv_cache = graph::parse_kv_cache(f.get_str("--kv-cache"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
   if (gguf::is_gguf_path(f.get_str("--model")))
     return load_gguf(f.get_str("--model"), so, ctx, need_tokenizer);

@@ -343,4 +343,25 @@ std::set<std::string> half_matmul_weights(const std::vector<onnx::Node>& nodes, 
   return keep;
 }
 
+int set_kv_cache_dtype(const std::vector<onnx::Node>& nodes, onnx::Graph& g, onnx::DataType dtype) {
+  std::set<std::string> cache;
+  for (const onnx::Node& n : nodes) {
+    if (!is_gqa(n)) continue;
+    for (size_t i : {3, 4})
+      if (n.has_input(i)) cache.insert(n.inputs[i]);
+    for (size_t i : {1, 2})
+      if (n.has_output(i)) cache.insert(n.outputs[i]);
+  }
+  int changed = 0;
+  for (auto* list : {&g.inputs, &g.outputs})
+    for (onnx::ValueInfo& v : *list)
+      if (cache.count(v.name) != 0 && v.elem_type != dtype &&
+          (v.elem_type == onnx::DataType::kFloat || v.elem_type == onnx::DataType::kFloat16 ||
+           v.elem_type == onnx::DataType::kBfloat16)) {
+        v.elem_type = dtype;
+        ++changed;
+      }
+  return changed;
+}
+
 }  // namespace nbits::graph

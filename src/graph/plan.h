@@ -59,6 +59,11 @@ int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
 // Returns the number of layers fused.
 int fuse_mha_into_gqa(std::vector<onnx::Node>& nodes, onnx::Graph& g);
 
+// Sets the declared dtype of the KV cache graph inputs (past, GroupQueryAttention
+// inputs 3-4) and outputs (present, outputs 1-2) that GroupQueryAttention nodes
+// read and write directly to `dtype` (kFloat or kFloat16). Returns how many changed.
+int set_kv_cache_dtype(const std::vector<onnx::Node>& nodes, onnx::Graph& g, onnx::DataType dtype);
+
 // fp16/bf16 initializers that stay in half precision at load instead of being
 // widened to fp32: 2-D ones read only as the right operand (B) of ai.onnx MatMul
 // nodes, which pack them into half-precision panels (kernels/half_x16_matmul.h),

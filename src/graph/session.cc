@@ -341,6 +341,10 @@ void SessionImpl::build() {
   fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
   fuse_mha_into_gqa(nodes, model_.graph);
+  if (options_.kv_cache != SessionOptions::KvCache::kModel)
+    set_kv_cache_dtype(nodes, model_.graph,
+                       options_.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16
+                                                                          : onnx::DataType::kFloat);
   lower_float_boundaries(nodes, g);
   keep_half_ = half_matmul_weights(nodes, g);
 
@@ -575,6 +579,13 @@ std::unique_ptr<Session> Session::load(const std::string& path, const SessionOpt
 
 std::unique_ptr<Session> Session::load(onnx::Model&& model, const SessionOptions& options) {
   return std::make_unique<SessionImpl>(std::move(model), options);
+}
+
+SessionOptions::KvCache parse_kv_cache(const std::string& s) {
+  if (s == "model") return SessionOptions::KvCache::kModel;
+  if (s == "f32") return SessionOptions::KvCache::kF32;
+  if (s == "f16") return SessionOptions::KvCache::kF16;
+  fail("--kv-cache must be model, f32 or f16 (got '", s, "')");
 }
 
 }  // namespace nbits::graph

@@ -23,7 +23,15 @@ struct SessionOptions {
   std::optional<int> accuracy_level;  // override every MatMulNBits' accuracy_level
   bool profile = false;               // collect per-node timings
   bool fp16_scales = false;  // pack MatMulNBits scales as fp16 where kernels can (kernels::PackOptions)
+  // KV cache dtype where GroupQueryAttention reads and writes it in place: as the
+  // model declares, or fp32 / fp16 whatever it declares (the graph's past/present
+  // inputs and outputs then report that dtype).
+  enum class KvCache { kModel, kF32, kF16 };
+  KvCache kv_cache = KvCache::kModel;
 };
+
+// "model" | "f32" | "f16" (the --kv-cache flag); throws nbits::Error naming the value otherwise.
+SessionOptions::KvCache parse_kv_cache(const std::string& s);
 
 // One line of the profile: per node (or per op type when aggregated).
 struct ProfileEntry {
