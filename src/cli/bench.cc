@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "gguf/model_builder.h"
 #include "modelgen/arg_list.h"
 #include "modelgen/bench_run.h"
 
@@ -12,7 +13,7 @@ namespace nbits::cli {
 namespace {
 
 const char* kHelp =
-    "usage: nbits bench -m MODEL_DIR [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
+    "usage: nbits bench -m MODEL_DIR|FILE.gguf [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
     "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512] [--accuracy-level L]\n"
     "                   [--scales fp32|fp16] [--kv-cache model|f32|f16]\n"
     "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
@@ -85,6 +86,10 @@ int bench_main(const std::vector<std::string>& args) {
   NBITS_CHECK(o.bandwidth_gbs >= 0, "bench: --bandwidth-gbs must be >= 0");
   NBITS_CHECK(o.bandwidth_mb >= 1, "bench: --bandwidth-mb must be >= 1");
 
+  if (gguf::is_gguf_path(o.model_dir))  // a GGUF file: the model synthesised in memory
+    o.load = [path = o.model_dir](const graph::SessionOptions& so, int64_t max_length) {
+      return gguf::load_generator(path, so, max_length);
+    };
   const auto runs = modelgen::run_bench(o);
   const auto j = modelgen::bench_json(o, runs);
   if (format == "json") {

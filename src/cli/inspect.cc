@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +15,8 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "gguf/model_builder.h"
+#include "gguf/reader.h"
 #include "graph/op.h"
 #include "graph/session.h"
 #include "llm/genai_config.h"
@@ -64,9 +67,11 @@ struct NBitsRow {
   std::string kernel;
 };
 
-json inspect_model(const std::string& path, const std::optional<int>& accuracy_override, bool try_session,
-                   bool fp16_scales) {
-  const onnx::Model model = onnx::load_model(path);
+// load() makes the model (an ONNX file read, or a GGUF file synthesised): once to
+// inspect, once more for the session.
+json inspect_model(const std::string& path, const std::function<onnx::Model()>& load,
+                   const std::optional<int>& accuracy_override, bool try_session, bool fp16_scales) {
+  const onnx::Model model = load();
   const onnx::Graph& g = model.graph;
   json r;
   r["model"] = path;
@@ -151,7 +156,7 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
       graph::SessionOptions so;
       so.accuracy_level = accuracy_override;
       so.fp16_scales = fp16_scales;
-      auto session = graph::Session::load(path, so);
+      auto session = graph::Session::load(load(), so);
       std::map<std::string, graph::MatMulNBitsInfo> infos;
       for (const auto& i : session->matmul_nbits_info()) infos[i.node] = i;
       for (auto& row : rows)
@@ -241,7 +246,65 @@ json inspect_model(const std::string& path, const std::optional<int>& accuracy_o
 
 std::string str(const json& j) { return printable(j.get<std::string>()); }
 
+// A GGUF file: architecture, hyperparameters, tensor types, and every tensor nbits cannot run.
+json gguf_summary(const gguf::File& f) {
+  json r;
+  r["version"] = f.version();
+  r["tensors"] = f.tensors().size();
+  std::map<std::string, int64_t> types;
+  for (const auto& t : f.tensors()) types[gguf::type_name(t.type)]++;
+  r["tensor_types"] = types;
+  r["unsupported"] = gguf::unsupported_tensors(f);
+  r["tokenizer"] = {{"model", f.get_string("tokenizer.ggml.model").value_or("")},
+                    {"pre", f.get_string("tokenizer.ggml.pre").value_or("")}};
+  try {
+    const gguf::Hyperparams hp = gguf::read_hyperparams(f);
+    r["arch"] = hp.arch;
+    r["hyperparameters"] = {{"layers", hp.n_layer},
+                            {"hidden", hp.n_embd},
+                            {"heads", hp.n_head},
+                            {"kv_heads", hp.n_head_kv},
+                            {"head_dim", hp.head_dim},
+                            {"ffn", hp.n_ff},
+                            {"vocab", hp.n_vocab},
+                            {"context_length", hp.context_length},
+                            {"rope_base", hp.rope_base},
+                            {"rope_dim", hp.rope_dim},
+                            {"rope", hp.rope_interleaved ? "adjacent pairs (ggml normal)" : "halves (NEOX)"},
+                            {"rms_eps", hp.rms_eps},
+                            {"tied_output", hp.tied_output}};
+  } catch (const Error& e) {
+    r["arch"] = f.get_string("general.architecture").value_or("");
+    r["error"] = e.what();
+  }
+  return r;
+}
+
+void print_gguf(const json& g) {
+  std::printf("GGUF v%lld: arch %s, %lld tensors (", g["version"].get<long long>(), str(g["arch"]).c_str(),
+              g["tensors"].get<long long>());
+  bool first = true;
+  for (const auto& [t, n] : g["tensor_types"].items()) {
+    std::printf("%s%s %lld", first ? "" : ", ", t.c_str(), n.get<long long>());
+    first = false;
+  }
+  std::printf("); tokenizer %s/%s\n", str(g["tokenizer"]["model"]).c_str(),
+              str(g["tokenizer"]["pre"]).c_str());
+  if (g.contains("hyperparameters")) {
+    std::printf("  ");
+    for (const auto& [k, v] : g["hyperparameters"].items())
+      std::printf("%s=%s ", k.c_str(), v.dump().c_str());
+    std::printf("\n");
+  }
+  if (g.contains("error")) std::printf("  cannot run: %s\n", str(g["error"]).c_str());
+  if (!g["unsupported"].empty()) {
+    std::printf("  %zu tensor(s) of types nbits cannot run:\n", g["unsupported"].size());
+    for (const auto& u : g["unsupported"]) std::printf("    %s\n", str(u).c_str());
+  }
+}
+
 void print_text(const json& r) {
+  if (r.contains("gguf")) print_gguf(r["gguf"]);
   std::printf("model: %s\nproducer: %s\nopsets:", str(r["model"]).c_str(), str(r["producer"]).c_str());
   for (const auto& [d, v] : r["opsets"].items()) std::printf(" %s=%lld", d.c_str(), v.get<long long>());
   std::printf("\n");
@@ -300,7 +363,8 @@ int inspect_main(const std::vector<std::string>& args) {
           "Shows a model's inputs/outputs, op histogram, the MatMulNBits nodes with the kernel\n"
           "path each will take, and warnings (slow accuracy levels, wasteful layouts, unused or\n"
           "dangling tensors).");
-  f.positional("FILE_OR_DIR", "model.onnx, or a model folder (genai_config.json names the file)");
+  f.positional("FILE_OR_DIR",
+               "model.onnx, a model folder (genai_config.json names the file) or a .gguf file");
   f.choice("--format", {"text", "json"}, "output format", "text");
   f.i64("--accuracy-level", "L", "show kernels as with `nbits run --accuracy-level L`", std::nullopt, 0, 4);
   f.choice("--scales", {"fp32", "fp16"},
@@ -309,8 +373,29 @@ int inspect_main(const std::vector<std::string>& args) {
   if (auto rc = f.parse(args)) return *rc;
   std::optional<int> level;
   if (f.has("--accuracy-level")) level = static_cast<int>(f.get_i64("--accuracy-level"));
-  const json r = inspect_model(model_file(f.get_positional(0)), level, !f.get_flag("--no-session"),
-                               f.get_str("--scales") == "fp16");
+  const std::string arg = f.get_positional(0);
+  json r;
+  if (gguf::is_gguf_path(arg)) {
+    const json g = gguf_summary(gguf::File::open(arg));
+    if (g.contains("error") || !g["unsupported"].empty()) {  // nothing more to show
+      if (f.get_str("--format") == "json")
+        std::printf(
+            "%s\n",
+            json{{"model", arg}, {"gguf", g}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+      else
+        print_gguf(g);
+      return 1;
+    }
+    r = inspect_model(
+        arg, [&] { return gguf::build_model(gguf::File::open(arg), 4).model; }, level,
+        !f.get_flag("--no-session"), f.get_str("--scales") == "fp16");
+    r["gguf"] = g;
+  } else {
+    const std::string path = model_file(arg);
+    r = inspect_model(
+        path, [&] { return onnx::load_model(path); }, level, !f.get_flag("--no-session"),
+        f.get_str("--scales") == "fp16");
+  }
   if (f.get_str("--format") == "json")
     std::printf("%s\n", r.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   else

@@ -23,6 +23,13 @@ std::string blk(int64_t l, const char* name) { return "blk." + std::to_string(l)
 
 }  // namespace
 
+std::unique_ptr<llm::Generator> load_generator(const std::string& path, const graph::SessionOptions& options,
+                                               int64_t max_length) {
+  GgufModel g = build_model(File::open(path));
+  return std::make_unique<llm::Generator>(g.config, graph::Session::load(std::move(g.model), options),
+                                          max_length);
+}
+
 bool is_gguf_path(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
 }

@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gguf/reader.h"
+#include "graph/session.h"
 #include "llm/genai_config.h"
+#include "llm/generator.h"
 #include "onnx/model.h"
 
 namespace nbits::gguf {
@@ -42,6 +45,12 @@ struct GgufModel {
 // Builds the model; `f` moves into it (its mapping or bytes back the weights).
 // accuracy_level: MatMulNBits' default (4 = int8 activations, like llama.cpp).
 GgufModel build_model(File&& f, int accuracy_level = 4);
+
+// Opens `path`, builds the model and its session, and binds a Generator (KV capacity
+// max_length, 0 = the context length), as llm::Generator::load does for a folder.
+std::unique_ptr<llm::Generator> load_generator(const std::string& path,
+                                               const graph::SessionOptions& options = {},
+                                               int64_t max_length = 0);
 
 // True for a path ending in ".gguf" (what the CLI loads through build_model).
 bool is_gguf_path(const std::string& path);

@@ -81,7 +81,8 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     reset_peak_memory();
     r.rss_before_load = static_cast<int64_t>(memory_stats().rss_bytes);
     Stopwatch sw;
-    auto gen = llm::Generator::load(opt.model_dir, so, opt.prompt + opt.decode + 1);
+    auto gen = opt.load ? opt.load(so, opt.prompt + opt.decode + 1)
+                        : llm::Generator::load(opt.model_dir, so, opt.prompt + opt.decode + 1);
     r.load_ms = sw.elapsed_ms();
     r.peak_rss_load = static_cast<int64_t>(memory_stats().peak_bytes);
     r.matmuls = gen->session().matmul_nbits_info();

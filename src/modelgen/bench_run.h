@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "graph/session.h"
+#include "llm/generator.h"
 
 namespace nbits::modelgen {
 
@@ -22,6 +25,9 @@ struct BenchOptions {
   int64_t bandwidth_mb = 512;
   bool profile = false;
   graph::SessionOptions session;  // load options (threads and profile are set per run)
+  // Loads the model (KV capacity max_length); null: llm::Generator::load(model_dir). The
+  // CLI sets it for GGUF files (gguf/model_builder.h), which this room cannot see.
+  std::function<std::unique_ptr<llm::Generator>(const graph::SessionOptions&, int64_t max_length)> load;
 };
 
 struct BenchRun {
