@@ -65,15 +65,20 @@ const HalfX16Kernel& half_x16_ref() {
   return k;
 }
 
-const HalfX16Kernel& half_x16_best() {
-  static const HalfX16Kernel k = [] {
+const std::vector<HalfX16Kernel>& half_x16_available() {
+  static const std::vector<HalfX16Kernel> k = [] {
+    std::vector<HalfX16Kernel> v;
 #if defined(NBITS_ARCH_X86)
     const CpuFeatures& f = cpu_features();
-    if (f.avx2 && f.fma && f.f16c) return HalfX16Kernel{"hgemm_x16_4x16_avx2", hgemm_x16_avx2};
+    if (f.avx512f && f.avx2 && f.fma && f.f16c) v.push_back({"hgemm_x16_4x32_avx512", hgemm_x16_avx512});
+    if (f.avx2 && f.fma && f.f16c) v.push_back({"hgemm_x16_4x16_avx2", hgemm_x16_avx2});
 #endif
-    return half_x16_ref();
+    v.push_back(half_x16_ref());
+    return v;
   }();
   return k;
 }
+
+const HalfX16Kernel& half_x16_best() { return half_x16_available().front(); }
 
 }  // namespace nbits::kernels

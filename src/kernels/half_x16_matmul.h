@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "quant/packed_x16.h"
@@ -36,8 +37,10 @@ struct HalfX16Kernel {
   HalfX16Gemm gemm;
 };
 
-// The scalar reference and the best kernel for this CPU (the dispatch point).
+// The scalar reference, every kernel this CPU can run (most preferred first, the
+// reference last), and the best of them (the dispatch point).
 const HalfX16Kernel& half_x16_ref();
+const std::vector<HalfX16Kernel>& half_x16_available();
 const HalfX16Kernel& half_x16_best();
 
 }  // namespace nbits::kernels
