@@ -2,6 +2,7 @@
 # Decode/prefill of the real onnxruntime-genai builder's int4 (GroupQueryAttention) and fp16
 # (MultiHeadAttention + RotaryEmbedding, present = Concat) CPU exports of the same random
 # Qwen2.5-0.5B-shaped model, side by side: bash bench/builder_layouts.sh [THREADS] [OUT_DIR]
+# (LONG=0 skips the 2048-token context runs.)
 # Needs the venv of tools/setup_models.sh; the models (~1.3 GB) go to OUT_DIR (default
 # ~/.cache/nbits/qwen05b-layouts) and are made once.
 set -euo pipefail
@@ -32,3 +33,9 @@ for p in int4 fp16; do
 done
 [ -x build/nbits ] || bash tools/build.sh release
 for p in int4 fp16; do build/nbits bench -m "$out/$p" -t "$threads" -p 32 -n 32; done
+# Long context: decode after a 2048-token prompt, the int4 export with its fp32 cache and with
+# --kv-cache f16 (half the KV bytes), and the fp16 export (fp16 cache, MHA fused into the GQA path).
+if [ "${LONG:-1}" = 1 ]; then
+  for kv in model f16; do build/nbits bench -m "$out/int4" -t "$threads" -p 2048 -n 32 --reps 1 --kv-cache "$kv"; done
+  build/nbits bench -m "$out/fp16" -t "$threads" -p 2048 -n 32 --reps 1
+fi
