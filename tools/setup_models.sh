@@ -57,5 +57,16 @@ if [ ! -f "$gguf_dir/exact_ref.json" ]; then
   "$venv/bin/python" tools/gguf/exact_ref.py "$smol" "$gguf_dir/exact_ref.json.tmp"
   mv "$gguf_dir/exact_ref.json.tmp" "$gguf_dir/exact_ref.json"
 fi
+# Tiny random models of every architecture and quantization type nbits maps (SmolLM2's vocabulary),
+# with both references.
+tiny=$cache/gguf/tiny
+if [ ! -f "$tiny/qwen3.llama_cpp.json" ]; then
+  mkdir -p "$tiny"
+  "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny"
+  for a in llama qwen2 qwen3; do
+    "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_$a.gguf" "$tiny/$a.exact.json"
+    node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_$a.gguf" "$tiny/$a.llama_cpp.json"
+  done
+fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"

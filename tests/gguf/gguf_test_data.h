@@ -27,4 +27,12 @@ inline std::string smollm2_llama_cpp_ref() { return cache_dir() + "/smollm2/llam
 // tools/gguf/exact_ref.py: float64 forward on the dequantized weights.
 inline std::string smollm2_exact_ref() { return cache_dir() + "/smollm2/exact_ref.json"; }
 
+// tools/gguf/make_tiny_models.py's random models and their references ("exact", "llama_cpp").
+inline std::string tiny_model(const std::string& arch) {
+  return cache_dir() + "/gguf/tiny/tiny_" + arch + ".gguf";
+}
+inline std::string tiny_ref(const std::string& arch, const std::string& kind) {
+  return cache_dir() + "/gguf/tiny/" + arch + "." + kind + ".json";
+}
+
 }  // namespace nbits::gguf::test

@@ -1,0 +1,109 @@
+"""Tiny random GGUF models for tests/gguf, one per architecture nbits synthesises, with the
+SmolLM2 vocabulary (copied from the real GGUF, so llama.cpp loads them and the SmolLM2 prompt
+ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbits maps:
+  tiny_llama.gguf  q Q4_0, k Q4_1, v Q8_0 (three matmuls), o Q4_K, gate Q5_K, up Q6_K, down Q4_0,
+                   untied output Q6_K, embedding Q4_K (min term: dequantized once)
+  tiny_qwen2.gguf  q/k/v Q5_K + F32 biases, the rest Q4_K, tied Q8_0 embedding
+  tiny_qwen3.gguf  q/k/v Q6_K + per-head q/k RMS norms, o/gate/up Q8_0, down F16, tied F16 embedding
+Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
+Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR"""
+import os
+import sys
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as T
+from gguf.constants import GGML_QUANT_SIZES
+
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+r = gguf.GGUFReader(src)
+tok_fields = [f for f in r.fields.values() if f.name.startswith("tokenizer.")]
+V = len(r.fields["tokenizer.ggml.tokens"].data)
+E, NH, NKV, HD, FF, L = 256, 4, 2, 64, 512, 2
+rng = np.random.default_rng(1234)
+
+
+def kquant(rows, cols, t):
+    """Random K-quant blocks with scales that keep values about N(0, 0.05)."""
+    block, size = GGML_QUANT_SIZES[t]
+    b = rng.integers(0, 256, size=(rows * cols // block, size), dtype=np.uint8)
+    half = lambda x: np.asarray(x, dtype=np.float16).view(np.uint8).reshape(-1, 2)
+    n = b.shape[0]
+    if t in (T.Q4_K, T.Q5_K):
+        b[:, 0:2] = half(np.abs(rng.standard_normal(n)) * (2e-4 if t == T.Q4_K else 1e-4) + 1e-5)
+        b[:, 2:4] = half(np.abs(rng.standard_normal(n)) * (2e-4 if t == T.Q4_K else 2e-4))
+    else:  # Q6_K
+        b[:, 208:210] = half(np.abs(rng.standard_normal(n)) * 1.5e-5 + 1e-6)
+    return b.reshape(rows, cols // block * size)
+
+
+def weight(w, name, rows, cols, t):
+    if t in (T.Q4_K, T.Q5_K, T.Q6_K):
+        w.add_tensor(name, kquant(rows, cols, t), raw_dtype=t)
+        return
+    x = (rng.standard_normal((rows, cols)) * 0.05).astype(np.float32)
+    if t == T.F32:
+        w.add_tensor(name, x)
+    elif t == T.F16:
+        w.add_tensor(name, x.astype(np.float16))
+    else:
+        w.add_tensor(name, gguf.quants.quantize(x, t), raw_dtype=t)
+
+
+def norm(w, name, n):
+    w.add_tensor(name, (1 + 0.1 * rng.standard_normal(n)).astype(np.float32))
+
+
+def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0):
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % arch), arch)
+    w.add_block_count(L)
+    w.add_context_length(256)
+    w.add_embedding_length(E)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(NH)
+    w.add_head_count_kv(NKV)
+    w.add_key_length(HD)
+    w.add_value_length(HD)
+    w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_vocab_size(V)
+    for f in tok_fields:
+        vt = f.types[0]
+        if vt == gguf.GGUFValueType.ARRAY:
+            et = f.types[-1]
+            vals = [bytes(f.parts[i]).decode("utf-8", "surrogateescape") if et == gguf.GGUFValueType.STRING
+                    else f.parts[i].item() for i in f.data]
+            w.add_key_value(f.name, vals, vt, sub_type=et)
+        else:
+            v = f.parts[f.data[0]]
+            w.add_key_value(f.name, bytes(v).decode() if vt == gguf.GGUFValueType.STRING else v.item(), vt)
+    weight(w, "token_embd.weight", V, E, embd)
+    norm(w, "output_norm.weight", E)
+    if output is not None:
+        weight(w, "output.weight", V, E, output)
+    for l in range(L):
+        p = "blk.%d." % l
+        norm(w, p + "attn_norm.weight", E)
+        norm(w, p + "ffn_norm.weight", E)
+        for name, rows, cols in (("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
+                                 ("attn_output", E, NH * HD), ("ffn_gate", FF, E), ("ffn_up", FF, E),
+                                 ("ffn_down", E, FF)):
+            weight(w, p + name + ".weight", rows, cols, types[name])
+            if biases and name in ("attn_q", "attn_k", "attn_v"):
+                w.add_tensor(p + name + ".bias", (0.1 * rng.standard_normal(rows)).astype(np.float32))
+        if qk_norm:
+            norm(w, p + "attn_q_norm.weight", HD)
+            norm(w, p + "attn_k_norm.weight", HD)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+model("llama", dict(attn_q=T.Q4_0, attn_k=T.Q4_1, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q5_K,
+                    ffn_up=T.Q6_K, ffn_down=T.Q4_0), output=T.Q6_K, embd=T.Q4_K)
+model("qwen2", dict(attn_q=T.Q5_K, attn_k=T.Q5_K, attn_v=T.Q5_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                    ffn_up=T.Q4_K, ffn_down=T.Q4_K), biases=True)
+model("qwen3", dict(attn_q=T.Q6_K, attn_k=T.Q6_K, attn_v=T.Q6_K, attn_output=T.Q8_0, ffn_gate=T.Q8_0,
+                    ffn_up=T.Q8_0, ffn_down=T.F16), qk_norm=True, embd=T.F16)
