@@ -98,7 +98,7 @@ int fuse_matmul_nbits_bias(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
     if (bias == nullptr || n_attr == nullptr || bias->dtype != onnx::DataType::kFloat ||
         bias->dims.size() != 1 || bias->dims[0] != n_attr->i)
       continue;
-    mm.inputs.resize(6);
+    if (mm.inputs.size() < 6) mm.inputs.resize(6);  // keeps an internal input 6 (GGUF mins)
     mm.inputs[5] = other;
     mm.outputs[0] = add.outputs[0];
     removed[ai] = true;
