@@ -1,0 +1,61 @@
+// `nbits run|chat|inspect -m FILE.gguf` on the real SmolLM2 Q4_1 GGUF ($NBITS_SMOLLM2_GGUF, made by
+// tools/setup_models.sh): text in, text out through the GGUF's own tokenizer.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "support/shared_data.h"
+
+namespace nbits::testing {
+namespace {
+
+std::string smollm2_gguf() {
+  if (const char* p = std::getenv("NBITS_SMOLLM2_GGUF"); p && *p) return p;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + "/.cache/nbits/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+TEST(CliGguf, RunGeneratesTextFromTheGgufTokenizer) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  const RunResult r = run_nbits({"run", "-m", smollm2_gguf(), "-p", "The capital of France is", "-n", "4",
+                                 "--temp", "0", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_ids"], (std::vector<int>{504, 3575, 282, 4649, 314}));
+  EXPECT_EQ(j["ids"][0], 7042);  // " Paris", as llama.cpp
+  EXPECT_EQ(j["text"].get<std::string>().rfind(" Paris", 0), 0u) << j["text"];
+}
+
+TEST(CliGguf, InspectShowsArchAndKernels) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  const RunResult r = run_nbits({"inspect", smollm2_gguf(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gguf"]["arch"], "llama");
+  EXPECT_EQ(j["gguf"]["tensor_types"]["Q4_1"], 210);
+  EXPECT_EQ(j["gguf"]["hyperparameters"]["layers"], 30);
+  EXPECT_EQ(j["matmul_nbits"].size(), 151u);  // 30 x (qkv, o, gate, up, down) + lm_head
+  EXPECT_TRUE(j["session"]["loads"].get<bool>());
+}
+
+TEST(CliGguf, NonGgufBytesRefusedWithOneLine) {
+  NBITS_REQUIRE_BIN();
+  const std::string path = std::filesystem::temp_directory_path().string() + "/nbits_not_really.gguf";
+  {
+    std::ofstream f(path);
+    f << "GGML this is not a gguf file";
+  }
+  const RunResult r = run_nbits({"run", "-m", path, "--ids", "1", "-n", "1"});
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_EQ(r.err_lines()[0],
+            "nbits run: error: " + path + ": not a GGUF file (the first 4 bytes are not 'GGUF')");
+}
+
+}  // namespace
+}  // namespace nbits::testing
