@@ -1,5 +1,6 @@
-"""Writes a small valid GGUF file (every metadata value type, string arrays, a few
-tensors of several ggml types) as the seed corpus of fuzz_gguf_reader.
+"""Writes a small valid GGUF file as the seed corpus of fuzz_gguf_reader: every metadata value
+type, string arrays, and a complete one-layer llama model (hidden 32, vocab 4) whose matrices are
+Q8_0, Q4_0, Q4_1 and F16, so the fuzzer reaches the model synthesis too.
 Usage: python make_seed.py OUT.gguf   (needs the `gguf` package; tools/setup_models.sh's venv)"""
 import sys
 
@@ -8,6 +9,11 @@ import gguf
 
 w = gguf.GGUFWriter(sys.argv[1], "llama")
 w.add_uint32("llama.block_count", 1)
+w.add_uint32("llama.context_length", 64)
+w.add_uint32("llama.embedding_length", 32)
+w.add_uint32("llama.attention.head_count", 2)
+w.add_uint32("llama.attention.head_count_kv", 1)
+w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
 w.add_uint8("t.u8", 200)
 w.add_int8("t.i8", -5)
 w.add_uint16("t.u16", 60000)
@@ -22,10 +28,28 @@ w.add_array("tokenizer.ggml.tokens", ["a", "bc", "", "<s>"])
 w.add_array("tokenizer.ggml.scores", [0.0, -1.0, -2.0, 0.5])
 w.add_array("tokenizer.ggml.token_type", [1, 1, 1, 3])
 rng = np.random.default_rng(0)
+T = gguf.GGMLQuantizationType
+
+
+def mat(name, rows, cols, t):
+    x = rng.standard_normal((rows, cols), dtype=np.float32) * 0.1
+    if t == T.F16:
+        w.add_tensor(name, x.astype(np.float16))
+    else:
+        w.add_tensor(name, gguf.quants.quantize(x, t), raw_dtype=t)
+
+
 w.add_tensor("token_embd.weight", rng.standard_normal((4, 32), dtype=np.float32))
-w.add_tensor("output_norm.weight", np.ones(32, dtype=np.float16))
-q8 = gguf.quants.quantize(rng.standard_normal((2, 64), dtype=np.float32), gguf.GGMLQuantizationType.Q8_0)
-w.add_tensor("blk.0.attn_q.weight", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+w.add_tensor("output_norm.weight", np.ones(32, dtype=np.float32))
+w.add_tensor("blk.0.attn_norm.weight", np.ones(32, dtype=np.float32))
+w.add_tensor("blk.0.ffn_norm.weight", np.ones(32, dtype=np.float32))
+mat("blk.0.attn_q.weight", 32, 32, T.Q8_0)
+mat("blk.0.attn_k.weight", 16, 32, T.Q8_0)
+mat("blk.0.attn_v.weight", 16, 32, T.Q8_0)
+mat("blk.0.attn_output.weight", 32, 32, T.Q4_0)
+mat("blk.0.ffn_gate.weight", 64, 32, T.Q4_1)
+mat("blk.0.ffn_up.weight", 64, 32, T.Q4_1)
+mat("blk.0.ffn_down.weight", 32, 64, T.F16)
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()
