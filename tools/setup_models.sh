@@ -21,7 +21,7 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 # Packages added later install into the same venv (their own stamp: no torch reinstall).
-extras=(gguf==0.19.0)
+extras=(gguf==0.19.0 accelerate==1.15.0)
 xstamp=$venv/.nbits-extras-$(printf '%s\n' "${extras[@]}" | md5sum | cut -c1-12)
 if [ ! -f "$xstamp" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "${extras[@]}"

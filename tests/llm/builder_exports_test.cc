@@ -3,7 +3,8 @@
 // git) against ONNX Runtime's greedy run of the same file (ref.json):
 //  * first-step logits: max |nbits - ORT| / max |ORT| within the precision's tolerance;
 //  * greedy ids equal to ORT's until the first near-tie (ORT's top-1/top-2 margin
-//    below 1e-3 x max|logit| at the step where they differ), at least 32 of 40.
+//    below 1e-3 x max|logit| at the step where they differ), at least 32 of 40;
+//  * real weights with int8 activations (CompInt8): see compint8_real below.
 // The cache is $NBITS_BUILDER_MODELS (default ~/.cache/nbits/builder-models);
 // missing data fails in CI (CI=true) and skips elsewhere.
 #include <gtest/gtest.h>
@@ -29,7 +30,11 @@ namespace {
 
 struct Case {
   std::string name, family, precision;
+  int accuracy_level = 4;  // the builder's default for int4/int8 CPU exports
 };
+
+// Families made from real trained weights (tools/builder_models/make.py REAL).
+bool real_weights(const Case& c) { return c.family == "smollm2"; }
 
 std::vector<Case> load_cases() {
   std::vector<Case> cases;
@@ -39,7 +44,10 @@ std::vector<Case> load_cases() {
     line = line.substr(0, line.find('#'));
     std::istringstream in(line);
     Case c;
-    if (in >> c.name >> c.family >> c.precision) cases.push_back(c);
+    if (!(in >> c.name >> c.family >> c.precision)) continue;
+    for (std::string opt; in >> opt;)
+      if (opt.rfind("accuracy_level=", 0) == 0) c.accuracy_level = std::stoi(opt.substr(15));
+    cases.push_back(c);
   }
   return cases;
 }
@@ -116,14 +124,41 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
     mx = std::max(mx, std::abs(first[i]));
   }
   const double rel = diff / mx;
-  EXPECT_LE(rel, tolerance(c.precision)) << c.name << ": first-step logits differ from ORT";
+  // Real weights through int8 activations (CompInt8): both runtimes round the activations of
+  // real (outlier-heavy) hidden states to int8, and the two roundings differ by a few percent of
+  // max|logit| (random small weights agree to ~1e-7). There the claim is accuracy instead:
+  // nbits is at least as close as ORT to the exact dequantized product (nbits at
+  // accuracy_level 0, which equals ORT's accuracy_level 0 to ~1e-6), and greedy may part from
+  // ORT only where ORT's margin is within that measured rounding noise.
+  const bool compint8_real =
+      real_weights(c) && (c.precision == "int4" || c.precision == "int8") && c.accuracy_level == 4;
+  double tie = 1e-3;  // near-tie threshold, relative to max|logit|
+  if (compint8_real) {
+    graph::SessionOptions exact_opt;
+    exact_opt.accuracy_level = 0;
+    auto exact = Generator::load(dir, exact_opt, 128);
+    const auto e = exact->append(prompt);
+    double d_nbits = 0, d_ort = 0;
+    for (size_t i = 0; i < first.size(); ++i) {
+      d_nbits = std::max(d_nbits, std::abs(static_cast<double>(logits[i]) - e[i]));
+      d_ort = std::max(d_ort, std::abs(first[i] - e[i]));
+    }
+    std::printf(
+        "[builder] %-20s CompInt8 vs the exact dequantized product: nbits %.2e, ORT %.2e of max|logit|\n",
+        c.name.c_str(), d_nbits / mx, d_ort / mx);
+    EXPECT_LE(d_nbits, 1.1 * d_ort) << c.name << ": nbits' int8 activations are less accurate than ORT's";
+    EXPECT_LE(rel, 0.1) << c.name << ": first-step logits far from ORT's";
+    tie = 2 * rel;
+  } else {
+    EXPECT_LE(rel, tolerance(c.precision)) << c.name << ": first-step logits differ from ORT";
+  }
 
   size_t matched = 0;
   bool near_tie = false;
   for (size_t step = 0; step < want.size(); ++step) {
     const int32_t got = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     if (got != want[step]) {
-      near_tie = margins[step] < 1e-3 * maxabs[step];
+      near_tie = margins[step] < tie * maxabs[step];
       EXPECT_TRUE(near_tie) << c.name << ": greedy step " << step << " gives " << got << ", ORT "
                             << want[step] << " with margin " << margins[step] << " (max|logit| "
                             << maxabs[step] << ")";
@@ -135,7 +170,7 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
       logits = gen->append(next);
     }
   }
-  if (near_tie) {
+  if (near_tie && !compint8_real) {
     EXPECT_GE(matched, 32u) << c.name << ": near-tie before 32 tokens";
   }
   std::printf(

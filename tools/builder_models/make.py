@@ -48,7 +48,31 @@ PROMPT = [1, 17, 42, 99, 7, 300, 12, 5]
 STEPS = 40
 
 
+# Real trained weights: SmolLM2-135M-Instruct from its Q4_1 GGUF (tools/setup_models.sh fetches it),
+# dequantized by transformers into a float32 Hugging Face folder.
+REAL = {"smollm2": os.path.join(os.environ.get("NBITS_CACHE", os.path.expanduser("~/.cache/nbits")), "smollm2",
+                                "SmolLM2-135M-Instruct.Q4_1.gguf")}
+
+
+def make_real_hf(family, out):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    path = REAL[family]
+    d, f = os.path.dirname(path), os.path.basename(path)
+    q = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+    cfg = q.config
+    if hasattr(cfg, "quantization_config"):
+        del cfg.quantization_config
+    m = AutoModelForCausalLM.from_config(cfg)  # a plain float model holding the dequantized weights
+    m.load_state_dict(q.state_dict(), strict=False)
+    m.tie_weights()
+    m.save_pretrained(out)
+    AutoTokenizer.from_pretrained(d, gguf_file=f).save_pretrained(out)
+
+
 def make_hf(family, out):
+    if family in REAL:
+        return make_real_hf(family, out)
     import torch
     import transformers
     from transformers import AutoModelForCausalLM
