@@ -13,18 +13,9 @@ py=${NBITS_CACHE:-$HOME/.cache/nbits}/venv/bin/python
 [ -x "$py" ] || bash tools/setup_models.sh
 mkdir -p "$out"
 if [ ! -f "$out/hf/config.json" ]; then
-  "$py" - "$out/hf" <<'PY'
-import sys, torch, transformers
-from transformers import AutoModelForCausalLM
-cfg = transformers.Qwen2Config(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-    num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, tie_word_embeddings=True, rope_theta=1e6)
-torch.manual_seed(0)
-m = AutoModelForCausalLM.from_config(cfg)
-with torch.no_grad():
-    for p in m.parameters():
-        p.normal_(0, 0.02)
-m.save_pretrained(sys.argv[1])
-PY
+  "$py" bench/random_hf.py "$out/hf" Qwen2Config hidden_size=896 intermediate_size=4864 num_hidden_layers=24 \
+    num_attention_heads=14 num_key_value_heads=2 vocab_size=151936 max_position_embeddings=32768 \
+    tie_word_embeddings=True rope_theta=1e6
   cp ../shared/tokenizers/qwen2.5/tokenizer* "$out/hf/"
 fi
 for p in int4 fp16; do
