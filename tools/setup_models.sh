@@ -62,6 +62,7 @@ fi
 tiny=$cache/gguf/tiny
 if [ ! -f "$tiny/qwen3.llama_cpp.json" ]; then
   mkdir -p "$tiny"
+  bash bench/peers/install.sh >/dev/null
   "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny"
   for a in llama qwen2 qwen3; do
     "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_$a.gguf" "$tiny/$a.exact.json"
