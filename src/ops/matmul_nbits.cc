@@ -25,13 +25,15 @@ using graph::RunContext;
 class MatMulNBitsOp final : public Op {
  public:
   MatMulNBitsOp(std::string where, std::unique_ptr<kernels::PackedMatMul> packed, std::vector<float> bias,
-                graph::MatMulNBitsInfo info, std::vector<float> mins, bool int8_sums)
+                graph::MatMulNBitsInfo info, std::vector<float> mins, bool int8_sums,
+                std::vector<int32_t> perm)
       : int8_sums_(int8_sums),
         where_(std::move(where)),
         packed_(std::move(packed)),
         bias_(std::move(bias)),
         info_(std::move(info)),
-        mins_(std::move(mins)) {}
+        mins_(std::move(mins)),
+        perm_(std::move(perm)) {}
 
   void infer(const OpArgs& a) override {
     const Shape& s = a.in[0]->shape;
@@ -49,6 +51,7 @@ class MatMulNBitsOp final : public Op {
     float* Y = a.out[0]->as<float>();
     const float* bias = bias_.empty() ? nullptr : bias_.data();
     const int64_t rows = a.in[0]->numel() / info_.K;
+    if (!perm_.empty()) A = permuted(A, rows);
     if (last_only_ && s.rank >= 2) {
       const int64_t S = s[s.rank - 2], batch = S ? rows / S : 0;
       last_m_ = 1;
@@ -81,6 +84,15 @@ class MatMulNBitsOp final : public Op {
   bool reads_constant_at_run(size_t input) const override { return input == 0; }
 
  private:
+  // g_idx: A's columns in the order the codes were permuted to at load (A'[m, j] = A[m, perm[j]]).
+  const float* permuted(const float* A, int64_t rows) {
+    const int64_t K = info_.K;
+    if (a_perm_.size() < static_cast<size_t>(rows * K)) a_perm_.resize(static_cast<size_t>(rows * K));
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t j = 0; j < K; ++j) a_perm_[static_cast<size_t>(m * K + j)] = A[m * K + perm_[j]];
+    return a_perm_.data();
+  }
+
   // Y[m, n] += sum_b mins[n, b] * s[m, b], blocks in order; s: sums of A's block b (see the top).
   void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) {
     const int64_t K = info_.K, N = info_.N, bs = info_.block_size, kb = (K + bs - 1) / bs;
@@ -121,6 +133,8 @@ class MatMulNBitsOp final : public Op {
   graph::MatMulNBitsInfo info_;
   std::vector<float> mins_;        // internal input 6, [N * k_blocks]; empty = none
   std::vector<float> block_sums_;  // [rows * k_blocks] scratch, grown once
+  std::vector<int32_t> perm_;      // g_idx: column order of the packed codes; empty = K order
+  std::vector<float> a_perm_;      // A with its columns in that order (scratch)
   bool last_only_ = false;
   int64_t last_m_ = 1;
 };
@@ -132,10 +146,13 @@ namespace {
 // Packs w (+ bias) for the kernels and builds the op. release_rows: w's rows view
 // the mapped file, so their pages may go as they are packed.
 std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, std::vector<float> bias,
-                                int default_level, bool release_rows, std::vector<float> mins = {}) {
+                                int default_level, bool release_rows, std::vector<float> mins = {},
+                                std::vector<int32_t> perm = {}) {
   const onnx::Node& n = b.node;
   const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
-  const int level = b.options.accuracy_level.value_or(default_level);
+  // With a g_idx (perm) ONNX Runtime dequantizes B and multiplies in fp32 whatever the
+  // accuracy_level says: so does nbits (int8 blocks of the permuted A would round differently).
+  const int level = perm.empty() ? b.options.accuracy_level.value_or(default_level) : 0;
   const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
   kernels::PackOptions pack_options;
   pack_options.fp16_scales = b.options.fp16_scales;
@@ -162,7 +179,8 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
   info.packed_bytes = packed->packed_bytes();
   b.set_outputs(DType::kF32);
   return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info),
-                                         std::move(mins), compute == kernels::Compute::kInt8);
+                                         std::move(mins), compute == kernels::Compute::kInt8,
+                                         std::move(perm));
 }
 
 }  // namespace
@@ -220,7 +238,52 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
       w.zero_points_f = zp_f.data();
     }
   }
-  b.check(!b.has_input(4), "g_idx (input 4) is not supported");
+  // g_idx (GPTQ act-order): element k of a row belongs to block g_idx[k]. When every block
+  // holds as many elements as K order gives it, the codes are permuted at load so blocks are
+  // contiguous again (position j holds original column perm[j]) and A's columns follow at run.
+  std::vector<int32_t> perm;
+  std::vector<uint8_t> permuted_codes;
+  if (b.has_input(4)) {
+    const Tensor& G = b.constant(4, "g_idx");
+    b.require_type(4, {DType::kI32, DType::kI64}, "g_idx");
+    b.check(G.numel() == w.K || G.numel() == kb * w.block_size, "g_idx '", n.inputs[4], "' has ", G.numel(),
+            " elements, expected K=", w.K, " or k_blocks*block_size=", kb * w.block_size);
+    std::vector<std::vector<int32_t>> members(static_cast<size_t>(kb));
+    bool identity = true;
+    for (int64_t k = 0; k < w.K; ++k) {
+      const int64_t g = read_int(G, k);
+      b.check(g >= 0 && g < kb, "g_idx[", k, "]=", g, " is outside [0, k_blocks=", kb, ")");
+      members[static_cast<size_t>(g)].push_back(static_cast<int32_t>(k));
+      identity = identity && g == k / w.block_size;
+    }
+    if (!identity) {
+      b.check(zp_f.empty(), "g_idx with float zero points is not supported");
+      b.check(!b.has_input(6), "g_idx with block mins is not supported");
+      for (int64_t g = 0; g < kb; ++g) {
+        const int64_t want = std::min<int64_t>(w.block_size, w.K - g * w.block_size);
+        b.check(static_cast<int64_t>(members[static_cast<size_t>(g)].size()) == want, "g_idx puts ",
+                members[static_cast<size_t>(g)].size(), " elements in block ", g, " where ", want,
+                " fit: only a permutation of K's blocks is supported");
+        perm.insert(perm.end(), members[static_cast<size_t>(g)].begin(),
+                    members[static_cast<size_t>(g)].end());
+      }
+      permuted_codes.assign(w.codes, w.codes + w.N * kb * blob);  // padding past K kept as is
+      for (int64_t r = 0; r < w.N; ++r)
+        for (int64_t j = 0; j < w.K; ++j) {
+          const int c = w.code(r, perm[static_cast<size_t>(j)]);
+          uint8_t* byte = permuted_codes.data() + (r * kb + j / w.block_size) * blob;
+          const int64_t i = j % w.block_size;
+          if (w.bits == 8) {
+            byte[i] = static_cast<uint8_t>(c);
+          } else {
+            const int per = 8 / w.bits, shift = static_cast<int>(i % per) * w.bits;
+            const int mask = ((1 << w.bits) - 1) << shift;
+            byte[i / per] = static_cast<uint8_t>((byte[i / per] & ~mask) | (c << shift));
+          }
+        }
+      w.codes = permuted_codes.data();
+    }
+  }
   std::vector<float> bias;
   if (b.has_input(5)) {
     const Tensor& Bi = b.constant(5, "bias");
@@ -238,7 +301,7 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
   }
   // fp32 scales and the codes view the file: their pages can go as rows are packed.
   return pack_matmul(b, w, std::move(bias), static_cast<int>(n.attr_int("accuracy_level", 0)),
-                     S.dtype == DType::kF32, std::move(mins));
+                     S.dtype == DType::kF32 && perm.empty(), std::move(mins), std::move(perm));
 }
 
 // MatMul(A, DequantizeLinear(W, scale, zero_point)) with a constant block-wise
