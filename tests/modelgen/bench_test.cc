@@ -96,15 +96,16 @@ TEST(Bench, JsonFields) {
 
 #if !defined(__SANITIZE_ADDRESS__)
 TEST(Bench, DecodeIsNotFasterThanTheBandwidthFloor) {
-  // ~87 MB of int8 weights: larger than the last-level cache of the CI machines.
+  // ~217 MB of int8 weights: twice the largest last-level cache seen on the CI machines (a
+  // 105 MiB L3 on the Xeon; 87 MB of weights fitted in it and decoded faster than DRAM allows).
   BenchOptions o;
-  o.model_dir = make("floor", 1024, 4, 4096, 16000, 8);
+  o.model_dir = make("floor", 1024, 12, 4096, 16000, 8);
   o.threads = {1};
   o.prompt = 4, o.decode = 6, o.reps = 1;
   o.bandwidth_gbs = measure_read_bandwidth(1, 256 << 20, 3).best_gbs;
   const auto j = bench_json(o, run_bench(o));
   const auto& r = j["runs"][0];
-  EXPECT_GT(r["weight_bytes_per_token"].get<int64_t>(), 80'000'000);
+  EXPECT_GT(r["weight_bytes_per_token"].get<int64_t>(), 210'000'000);
   // Half the floor as margin for bandwidth noise: faster than that is physically impossible.
   EXPECT_GE(r["decode_ms_median"].get<double>(), 0.5 * r["floor_ms"].get<double>());
   fs::remove_all(o.model_dir);
