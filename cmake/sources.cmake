@@ -29,3 +29,18 @@ function(nbits_isa_flags_x86 files)
     endif()
   endforeach()
 endfunction()
+
+# arm64 kernel files likewise: *_dotprod.cc (SDOT, ARMv8.2-A+dotprod: Cortex-A76/Pi 5, Neoverse N1)
+# and *_i8mm.cc (SMMLA; +dotprod). armv8.2-a+i8mm rather than armv8.6-a: cores with i8mm but below
+# v8.6 (Neoverse V1 is v8.4) exist, and these files must not use anything else of v8.6. Other files
+# build for the toolchain's baseline (plain ARMv8-A NEON). Only called after the HWCAP check.
+function(nbits_isa_flags_arm64 files)
+  foreach(f ${files})
+    get_filename_component(n ${f} NAME_WE)
+    if(n MATCHES "_i8mm$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm")
+    elseif(n MATCHES "_dotprod$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod")
+    endif()
+  endforeach()
+endfunction()

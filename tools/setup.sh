@@ -17,3 +17,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# The arm64 cross build + QEMU leg's packages (aarch64 sysroot, clang-22/lld-22, qemu-user).
+bash "$(dirname "$0")/arm64/setup.sh"
