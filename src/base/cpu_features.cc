@@ -7,7 +7,7 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
 #endif
-#if defined(__riscv)
+#if defined(__riscv) || defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
 
@@ -33,6 +33,10 @@ std::string CpuFeatures::describe() const {
   add(avx512vnni, "avx512vnni");
   if (rvv) os << sep << "rvv(vlen=" << vlen_bits << ")", sep = " ";
   add(ime, "ime");
+  add(neon, "neon");
+  add(dotprod, "dotprod");
+  add(i8mm, "i8mm");
+  add(sve, "sve");
   std::string s = os.str();
   return s.empty() ? "scalar" : s;
 }
@@ -83,13 +87,23 @@ CpuFeatures detect_cpu_features() {
   }
 #endif
   // IME availability is decided by the IME kernels' own safe probe.
+#elif defined(__aarch64__)
+  // Bit numbers of the Linux arm64 ABI (asm/hwcap.h), spelled out so an old libc's headers do not
+  // matter: HWCAP_ASIMD 1, HWCAP_ASIMDDP 20, HWCAP_SVE 22; HWCAP2_I8MM 13.
+  const unsigned long hw = getauxval(AT_HWCAP);
+  const unsigned long hw2 = getauxval(AT_HWCAP2);
+  f.neon = (hw & (1ul << 1)) != 0;
+  f.dotprod = f.neon && (hw & (1ul << 20)) != 0;
+  f.i8mm = f.neon && (hw2 & (1ul << 13)) != 0;
+  f.sve = (hw & (1ul << 22)) != 0;
 #endif
   return f;
 }
 
 // NBITS_ISA lowers the detected level for testing and comparison:
 //   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avx512 or avx512vnni
-//   (the AVX-512 kernels, VNNI included; no AVX-VNNI), rvv, ime.
+//   (the AVX-512 kernels, VNNI included; no AVX-VNNI), rvv, ime; arm64: neon (no dotprod, i8mm,
+//   sve), dotprod (no i8mm, sve), i8mm (all detected).
 static CpuFeatures apply_env_override(CpuFeatures f) {
   const char* env = std::getenv("NBITS_ISA");
   if (env == nullptr || *env == 0) return f;
@@ -101,6 +115,10 @@ static CpuFeatures apply_env_override(CpuFeatures f) {
     f.avx_vnni = false;
   } else if (v == "rvv") {
     f.ime = false;
+  } else if (v == "neon") {
+    f.dotprod = f.i8mm = f.sve = false;
+  } else if (v == "dotprod") {
+    f.i8mm = f.sve = false;
   }
   return f;
 }
