@@ -12,6 +12,9 @@
 #if defined(NBITS_ARCH_RISCV)
 #include "kernels/rvv/register_rvv.h"
 #endif
+#if defined(NBITS_ARCH_ARM64)
+#include "kernels/arm64/register_arm64.h"
+#endif
 
 namespace nbits::kernels {
 
@@ -54,6 +57,9 @@ std::span<const MatMulNBitsKernel> matmul_nbits_kernels() {
 #endif
 #if defined(NBITS_ARCH_RISCV)
     register_rvv_matmul_nbits(t);
+#endif
+#if defined(NBITS_ARCH_ARM64)
+    register_arm64_matmul_nbits(t);
 #endif
     register_ref_matmul_nbits(t);
     return t;

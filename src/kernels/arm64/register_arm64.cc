@@ -1,0 +1,94 @@
+// The arm64 kernel sets on x16 panels (quant/packed_x16.h), most preferred first:
+//   x16_i8mm_int8    M = 1 SDOT GEMV, M >= 2 SMMLA GEMM      (HWCAP_ASIMDDP + HWCAP2_I8MM)
+//   x16_dotprod_int8 M = 1 SDOT GEMV, M >= 2 SDOT 4x8 GEMM   (HWCAP_ASIMDDP)
+//   x16_neon_int8    the same dots with SMULL (ARMv8.0)      (HWCAP_ASIMD)
+//   x16_neon_fp32    CompFp32, FMLA                          (HWCAP_ASIMD)
+// All quantize activations with quantize_row_blocks_neon and plug into the x16 driver.
+#include "kernels/arm64/register_arm64.h"
+
+#include "kernels/arm64/x16_arm64.h"
+#include "kernels/x16_matmul.h"
+
+namespace nbits::kernels {
+namespace {
+
+bool neon_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.neon && quant::x16_packable(w); }
+bool dotprod_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.dotprod && neon_ok(w, cpu); }
+bool i8mm_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.i8mm && dotprod_ok(w, cpu); }
+
+enum class Level { kNeon, kDotprod, kI8mm };
+
+// Kernel names: "h" after the format marks fp16 scales (q4x16h).
+template <Level L, bool kAsym, bool kF16>
+X16Int8Kernels int8_kernels(int bits) {
+  if constexpr (L == Level::kNeon) {
+    if (bits == 4)
+      return {kF16 ? "qgemv_q4x16h_neon" : "qgemv_q4x16_neon",
+              kF16 ? "qgemm_q4x16h_4x8_neon" : "qgemm_q4x16_4x8_neon", quantize_row_blocks_neon,
+              qgemv_q4x16_neon<kAsym, kF16>, qgemm_q4x16_4x8_neon<kAsym, kF16>};
+    return {kF16 ? "qgemv_q8x16h_neon" : "qgemv_q8x16_neon",
+            kF16 ? "qgemm_q8x16h_4x8_neon" : "qgemm_q8x16_4x8_neon", quantize_row_blocks_neon,
+            qgemv_q8x16_neon<kAsym, kF16>, qgemm_q8x16_4x8_neon<kAsym, kF16>};
+  } else if constexpr (L == Level::kDotprod) {
+    if (bits == 4)
+      return {kF16 ? "qgemv_q4x16h_dotprod" : "qgemv_q4x16_dotprod",
+              kF16 ? "qgemm_q4x16h_4x8_dotprod" : "qgemm_q4x16_4x8_dotprod", quantize_row_blocks_neon,
+              qgemv_q4x16_dotprod<kAsym, kF16>, qgemm_q4x16_4x8_dotprod<kAsym, kF16>};
+    return {kF16 ? "qgemv_q8x16h_dotprod" : "qgemv_q8x16_dotprod",
+            kF16 ? "qgemm_q8x16h_4x8_dotprod" : "qgemm_q8x16_4x8_dotprod", quantize_row_blocks_neon,
+            qgemv_q8x16_dotprod<kAsym, kF16>, qgemm_q8x16_4x8_dotprod<kAsym, kF16>};
+  } else {
+    if (bits == 4)
+      return {kF16 ? "qgemv_q4x16h_dotprod" : "qgemv_q4x16_dotprod",
+              kF16 ? "qgemm_q4x16h_4x8_i8mm" : "qgemm_q4x16_4x8_i8mm", quantize_row_blocks_neon,
+              qgemv_q4x16_dotprod<kAsym, kF16>, qgemm_q4x16_4x8_i8mm<kAsym, kF16>};
+    return {kF16 ? "qgemv_q8x16h_dotprod" : "qgemv_q8x16_dotprod",
+            kF16 ? "qgemm_q8x16h_4x8_i8mm" : "qgemm_q8x16_4x8_i8mm", quantize_row_blocks_neon,
+            qgemv_q8x16_dotprod<kAsym, kF16>, qgemm_q8x16_4x8_i8mm<kAsym, kF16>};
+  }
+}
+
+template <bool kAsym, bool kF16>
+X16Fp32Kernels fp32_kernels(int bits) {
+  if (bits == 4)
+    return {kF16 ? "fgemv_q4x16h_neon" : "fgemv_q4x16_neon",
+            kF16 ? "fgemm_q4x16h_4x8_neon" : "fgemm_q4x16_4x8_neon", fgemv_q4x16_neon<kAsym, kF16>,
+            fgemm_q4x16_4x8_neon<kAsym, kF16>};
+  return {kF16 ? "fgemv_q8x16h_neon" : "fgemv_q8x16_neon",
+          kF16 ? "fgemm_q8x16h_4x8_neon" : "fgemm_q8x16_4x8_neon", fgemv_q8x16_neon<kAsym, kF16>,
+          fgemm_q8x16_4x8_neon<kAsym, kF16>};
+}
+
+template <Level L>
+std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr)
+    return make_x16_int8(w, o, int8_kernels<L, true, false>(w.bits), int8_kernels<L, true, true>(w.bits));
+  return make_x16_int8(w, o, int8_kernels<L, false, false>(w.bits), int8_kernels<L, false, true>(w.bits));
+}
+
+template <Level L>
+std::unique_ptr<PackedMatMul> pack_int8(const QuantizedMatrix& w) {
+  return pack_int8_with<L>(w, {});
+}
+
+std::unique_ptr<PackedMatMul> pack_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr)
+    return make_x16_fp32(w, o, fp32_kernels<true, false>(w.bits), fp32_kernels<true, true>(w.bits));
+  return make_x16_fp32(w, o, fp32_kernels<false, false>(w.bits), fp32_kernels<false, true>(w.bits));
+}
+
+std::unique_ptr<PackedMatMul> pack_fp32(const QuantizedMatrix& w) { return pack_fp32_with(w, {}); }
+
+}  // namespace
+
+void register_arm64_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
+  t.push_back(
+      {"x16_i8mm_int8", Compute::kInt8, i8mm_ok, pack_int8<Level::kI8mm>, pack_int8_with<Level::kI8mm>});
+  t.push_back({"x16_dotprod_int8", Compute::kInt8, dotprod_ok, pack_int8<Level::kDotprod>,
+               pack_int8_with<Level::kDotprod>});
+  t.push_back(
+      {"x16_neon_int8", Compute::kInt8, neon_ok, pack_int8<Level::kNeon>, pack_int8_with<Level::kNeon>});
+  t.push_back({"x16_neon_fp32", Compute::kFp32, neon_ok, pack_fp32, pack_fp32_with});
+}
+
+}  // namespace nbits::kernels
