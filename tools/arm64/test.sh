@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# arm64 leg: cross-builds the kernel tests and the CLI for aarch64 (clang-22 + lld-22, GCC 12
+# sysroot; cmake/toolchains/aarch64-clang.cmake) and runs them under qemu-aarch64 (QEMU 7.2):
+#   1. -cpu max (dotprod + i8mm + sve): dispatch must pick x16_i8mm_int8 (SMMLA GEMM, SDOT GEMV);
+#      the table-driven kernel tests run every set the CPU allows (i8mm, dotprod, neon) against the
+#      scalar reference (bit-exact for the x16 CompInt8 sets)
+#   2. -cpu cortex-a76 (dotprod, no i8mm: Raspberry Pi 5's core): x16_dotprod_int8
+#   3. -cpu max with NBITS_ISA=neon: x16_neon_int8 (the ARMv8.0 SMULL path; QEMU 7.2's ARMv8.0
+#      models, cortex-a72/a53, behave the same: no dotprod in HWCAP)
+#   4. stories260K int4/int8/int4_asym: 16 greedy tokens under QEMU (-cpu max and cortex-a76)
+#      == the x86 build's (NBITS_X86_BIN, else build/nbits built if stale); also --scales fp16 at
+#      accuracy levels 4 and 0. NBITS_ARM64_E2E=0 skips it.
+# Self-contained: installs its Debian packages when missing (tools/arm64/setup.sh). Usage:
+#   bash tools/arm64/test.sh       (from anywhere; builds in build-arm64/, NBITS_ARM64_BUILD overrides)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+t0=$(date +%s)
+bash tools/arm64/setup.sh
+
+JOBS=${NBITS_JOBS:-$(nproc)}
+B=${NBITS_ARM64_BUILD:-build-arm64}
+LAUNCHER=()
+command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+SYSROOT=/usr/aarch64-linux-gnu
+qemu() { local cpu=$1; shift; qemu-aarch64 -L "$SYSROOT" -cpu "$cpu" "$@"; }
+
+echo "== arm64: cross build ($B)"
+cmake -S . -B "$B" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-clang.cmake \
+  -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=ON \
+  "${LAUNCHER[@]}" >/dev/null
+cmake --build "$B" --target test_kernels -j "$JOBS"
+for o in qgemm_x16_dotprod qgemm_x16_i8mm; do  # the kernels really use the instructions
+  obj=$(find "$B" -name "$o.cc.o" | head -1)
+  want=sdot; [ "$o" = qgemm_x16_i8mm ] && want=smmla
+  n=$(llvm-objdump-22 -d "$obj" 2>/dev/null | grep -c "$want" || true)
+  echo "-- $o: $n $want instructions"
+  [ "$n" -ge 8 ] || { echo "expected $want in $obj"; exit 1; }
+done
+
+suite() {  # label, cpu, expected level, env...
+  local label=$1 cpu=$2 level=$3; shift 3
+  echo "-- $label (-cpu $cpu): test_kernels, expect $level"
+  env NBITS_EXPECT_ARM64="$level" "$@" qemu-aarch64 -L "$SYSROOT" -cpu "$cpu" "$B/tests/test_kernels" --gtest_brief=1
+}
+suite "dotprod + i8mm + sve" max i8mm NBITS_EXPECT_SVE=1 NBITS_ISA=
+suite "dotprod only" cortex-a76 dotprod NBITS_EXPECT_SVE=0 NBITS_ISA=
+suite "ARMv8.0 NEON (NBITS_ISA=neon)" max neon NBITS_ISA=neon
+
+if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then
+  echo "== arm64: stories260K greedy tokens (-cpu max, -cpu cortex-a76) vs the x86 build"
+  model=../shared/models/stories260K
+  if [ ! -d "$model" ]; then
+    [ "${CI:-}" = true ] && { echo "missing $model"; exit 1; }
+    echo "(skipped: $model not found)"
+  else
+    cmake --build "$B" --target nbits -j "$JOBS"
+    X86=${NBITS_X86_BIN:-build/nbits}  # the x86 reference binary; built (current) unless given
+    if [ -z "${NBITS_X86_BIN:-}" ]; then
+      if [ -f build/build.ninja ]; then cmake --build build --target nbits -j "$JOBS"; else bash tools/build.sh release; fi
+    fi
+    ids() { python3 -c 'import json,sys; print(json.load(sys.stdin)["ids"])'; }
+    for v in onnx_int4 onnx_int8 onnx_int4_asym; do
+      for extra in "" "--scales fp16 --accuracy-level 4" "--scales fp16 --accuracy-level 0"; do
+        # shellcheck disable=SC2086
+        want=$("$X86" run -m "$model/$v" --ids 1 -n 16 $extra --format json | ids)
+        for cpu in max cortex-a76; do
+          # shellcheck disable=SC2086
+          got=$(qemu "$cpu" "$B/nbits" run -m "$model/$v" --ids 1 -n 16 $extra --format json | ids)
+          [ "$want" = "$got" ] || { echo "$v $extra (-cpu $cpu): arm64 $got != x86 $want"; exit 1; }
+        done
+        echo "-- $v ${extra:-(fp32 scales, model's accuracy level)}: 16 greedy tokens equal (max, cortex-a76): $want"
+      done
+    done
+  fi
+fi
+echo "== arm64 leg passed in $(( $(date +%s) - t0 )) s"
