@@ -8,6 +8,7 @@
 #   2. ASan+UBSan build + ctest
 #   3. libFuzzer targets, bounded (NBITS_FUZZ_SECONDS, default 60 s each)
 #   4. riscv64 leg under QEMU (tools/riscv/test.sh; NBITS_SKIP_RISCV=1 skips it outside CI)
+#   5. arm64 leg under QEMU (tools/arm64/test.sh; NBITS_SKIP_ARM64=1 skips it outside CI)
 # Test data comes from ../shared (NBITS_SHARED overrides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,11 @@ done
 if [ "${NBITS_SKIP_RISCV:-0}" != 1 ]; then
   stamp "riscv64 leg (QEMU)"
   NBITS_RV_E2E=${NBITS_RV_E2E:-1} bash tools/riscv/test.sh
+fi
+
+if [ "${NBITS_SKIP_ARM64:-0}" != 1 ] || [ "${CI:-}" = true ]; then
+  stamp "arm64 leg (QEMU)"
+  NBITS_ARM64_E2E=${NBITS_ARM64_E2E:-1} bash tools/arm64/test.sh
 fi
 
 stamp "all suites passed"
