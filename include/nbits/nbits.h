@@ -1,45 +1,66 @@
-// nbits public API: load an onnxruntime-genai model folder and generate.
+// nbits public API: load a model once, run any number of conversations on it.
 //
-//   auto model = nbits::Model::load("models/qwen2.5-0.5b-int4");
+//   auto model = nbits::Model::load("models/qwen2.5-0.5b-int4");   // or a .gguf file
 //   nbits::GenerationOptions go;
 //   go.max_new_tokens = 64;
-//   nbits::Generator gen(*model, go);
-//   auto r = gen.generate("Once upon a time", [](std::string_view piece) { std::fputs(...); });
+//   nbits::Generator gen(model, go);
+//   auto r = gen.generate("Once upon a time", [](std::string_view piece) { std::fwrite(...); });
 //   auto r2 = gen.generate(" And then");   // continues on the same KV cache
+//
+// Token level, with onnxruntime-genai's names:
+//   nbits::Generator g(model, go);
+//   g.append_tokens(model->encode("Hello"));
+//   while (!g.is_done()) { g.generate_next_token(); use(g.next_token()); }
+//
+// Threads: a Model is immutable once loaded and may be shared by many Generators used
+// from different threads at once (each Generator owns its KV cache and scratch). One
+// Generator must be used by one thread at a time. The Model's worker threads
+// (ModelOptions::threads) are shared: Generators running at once take turns for each
+// parallel section of a step.
 //
 // Errors throw nbits::Error (a std::runtime_error) with one line naming the problem.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "nbits/chat_message.h"
+#include "nbits/error.h"
+
 namespace nbits {
 
 struct ModelOptions {
-  int threads = 0;                    // 0 = all hardware threads
+  int threads = 0;                    // worker threads incl. the caller; 0 = all hardware threads
   std::optional<int> accuracy_level;  // override every MatMulNBits (4 = int8 activations)
-  int64_t context = 0;                // KV cache length; 0 = the config's max_length / context_length
-  bool profile = false;
+  int64_t context = 0;                // default KV cache length; 0 = the config's max_length / context_length
+  bool profile = false;               // per-node timings (the CLI's --profile)
   // Store MatMulNBits scales as fp16 (~2^-11 relative per scale; ~10% fewer bytes
   // per token for int4 block 32). Default fp32: exact agreement with ONNX Runtime.
   bool fp16_scales = false;
+  // KV cache dtype: as the model declares, or fp32 / fp16 whatever it declares.
+  enum class KvCache { kModel, kF32, kF16 };
+  KvCache kv_cache = KvCache::kModel;
 };
 
-// Unset fields take genai_config.json's "search" defaults.
+// Unset fields take the model's defaults (genai_config.json "search", GGUF: greedy).
 struct GenerationOptions {
-  int64_t max_new_tokens = 128;
-  std::optional<float> temperature;  // 0 = greedy
+  int64_t max_new_tokens = 128;       // generate() stops after this many tokens
+  std::optional<int64_t> max_length;  // is_done() once the sequence (prompt + generated) is this long
+  std::optional<float> temperature;   // 0 = greedy
   std::optional<int64_t> top_k;
   std::optional<float> top_p;
   float min_p = 0.0f;
   std::optional<float> repetition_penalty;
   uint64_t seed = 0;
   bool add_special = true;  // BOS etc. on the first text of a conversation
+  int64_t context = 0;      // this Generator's KV cache length; 0 = ModelOptions::context
 };
 
 struct GenerationResult {
@@ -50,36 +71,92 @@ struct GenerationResult {
   double prefill_tok_s = 0, decode_ms_per_token = 0;
 };
 
+class Generator;
+class TokenStream;
+
 class Model {
  public:
-  // DIR holds genai_config.json, the model file it names, and tokenizer.json.
-  static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& options = {});
+  // PATH: an onnxruntime-genai folder (genai_config.json, the model file it names,
+  // tokenizer.json), a model.onnx inside one, or a .gguf file.
+  static std::shared_ptr<Model> load(const std::string& path, const ModelOptions& options = {});
   ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special) const;
-  std::string decode(const std::vector<int32_t>& ids) const;
-  int64_t context_length() const;  // KV capacity in tokens
+  bool has_tokenizer() const;  // false for a folder without tokenizer.json (ids only)
+  std::vector<int32_t> encode(std::string_view text, bool add_special = true) const;
+  std::string decode(std::span<const int32_t> ids, bool skip_special = true) const;
+  // The model's chat template (transformers' apply_chat_template), rendered to text.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                  bool add_generation_prompt = true) const;
 
-  struct Impl;
-  Impl& impl() { return *impl_; }
+  int64_t context_length() const;      // default KV capacity of a Generator, in tokens
+  int64_t max_context_length() const;  // the most the model supports
+  int64_t vocab_size() const;
+  std::vector<int32_t> eos_token_ids() const;
+  bool is_eos(int32_t id) const;
+  std::string model_type() const;  // "qwen2", "llama", ...
+  size_t weight_bytes() const;     // packed weights + other initializers in use
+
+  class Impl;
 
  private:
+  friend class Generator;
+  friend class TokenStream;
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
-// A conversation on a Model's KV cache (one Generator per Model at a time).
+// Turns generated ids into text as they come: push() returns the text that became
+// complete (never half a UTF-8 character), flush() whatever is left.
+class TokenStream {
+ public:
+  explicit TokenStream(std::shared_ptr<const Model> model, bool skip_special = true);
+  ~TokenStream();
+  TokenStream(const TokenStream&) = delete;
+  TokenStream& operator=(const TokenStream&) = delete;
+  std::string push(int32_t id);
+  std::string flush();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// One conversation: its own KV cache on a shared Model.
 class Generator {
  public:
-  explicit Generator(Model& model, const GenerationOptions& options = {});
+  explicit Generator(std::shared_ptr<const Model> model, const GenerationOptions& options = {});
   ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
 
+  // --- token level (onnxruntime-genai's Generator) ---
+  // Runs `ids` on top of the cache (after the token generate_next_token() sampled last).
+  void append_tokens(std::span<const int32_t> ids);
+  // Runs the last sampled token if any, then samples the next one from the logits.
+  void generate_next_token();
+  // An eos token was sampled, or the sequence reached max_length or the KV capacity.
+  bool is_done() const;
+  int32_t next_token() const;  // the token generate_next_token() sampled last (-1 before)
+  // Logits of the last position run, [vocab_size()] (what the next sample is drawn from,
+  // before any sampling transform). Valid until the next call that runs the model.
+  std::span<const float> logits() const;
+  std::vector<int32_t> sequence() const;  // every token: appended and generated
+  void rewind_to(int64_t length);         // keep the first `length` tokens of sequence()
+
+  // --- text level ---
   using OnText = std::function<void(std::string_view)>;
-  // Prefills `text` (only the new tokens: the cache keeps what came before) and generates.
+  // Prefills `text` (only the new tokens: the cache keeps what came before) and generates
+  // up to max_new_tokens, streaming the text to on_text.
   GenerationResult generate(std::string_view text, const OnText& on_text = {});
-  GenerationResult generate_ids(const std::vector<int32_t>& ids, const OnText& on_text = {});
-  void reset();            // forget the conversation
-  int64_t length() const;  // tokens in the cache
+  GenerationResult generate_ids(std::span<const int32_t> ids, const OnText& on_text = {});
+
+  void reset();              // forget the conversation
+  int64_t length() const;    // tokens in sequence()
+  int64_t capacity() const;  // KV capacity in tokens
+  size_t kv_cache_bytes() const;
+  const Model& model() const;
 
  private:
   struct State;

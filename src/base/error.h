@@ -8,12 +8,9 @@
 #include <string>
 #include <utility>
 
-namespace nbits {
+#include "nbits/error.h"
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
-};
+namespace nbits {
 
 namespace detail {
 template <typename... Args>
@@ -33,14 +30,13 @@ template <typename... Args>
 }  // namespace nbits
 
 // NBITS_CHECK(cond, "message parts", value, ...): user-facing validation.
-#define NBITS_CHECK(cond, ...)          \
-  do {                                  \
+#define NBITS_CHECK(cond, ...)               \
+  do {                                       \
     if (!(cond)) ::nbits::fail(__VA_ARGS__); \
   } while (0)
 
 // NBITS_ASSERT(cond): internal invariant; a failure is a bug in nbits.
-#define NBITS_ASSERT(cond)                                                                  \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      ::nbits::fail("internal error: ", #cond, " failed at ", __FILE__, ":", __LINE__);     \
+#define NBITS_ASSERT(cond)                                                                         \
+  do {                                                                                             \
+    if (!(cond)) ::nbits::fail("internal error: ", #cond, " failed at ", __FILE__, ":", __LINE__); \
   } while (0)

@@ -68,6 +68,8 @@ void ThreadPool::drain() {
 }
 
 void ThreadPool::run(int64_t num_tasks, Call call, void* ctx) {
+  // Callers on different threads (sessions sharing one pool) take turns.
+  std::lock_guard<std::mutex> turn(caller_mutex_);
   call_ = call;
   ctx_ = ctx;
   num_tasks_ = num_tasks;

@@ -7,12 +7,14 @@
 // caller spins for the last worker the same way: a call costs about a cache
 // line round trip when the pool is busy, a futex wake when it was idle. The
 // spin budget adapts (0..200 us) so oversubscribed machines do not spin.
-// One thread calls parallel_for at a time (calls from inside a task run inline).
+// Calls from several threads are serialised: each takes the whole pool in turn
+// (sessions forked from one model share its pool). Calls from inside a task run inline.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -64,6 +66,7 @@ class ThreadPool {
 
   int num_threads_ = 1;
   std::vector<std::thread> workers_;
+  std::mutex caller_mutex_;  // one parallel call at a time
   // The current job, published by a release increment of generation_.
   Call call_ = nullptr;
   void* ctx_ = nullptr;

@@ -1,28 +1,14 @@
 #include "cli/model_setup.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "api/model_loader.h"
 #include "base/error.h"
-#include "base/mapped_file.h"
-#include "gguf/model_builder.h"
-#include "gguf/vocab.h"
-#include "tokenizer/gguf_vocab.h"
 
 namespace nbits::cli {
-
-namespace {
-
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-}  // namespace
 
 void add_model_flags(Flags& f) {
   f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json) or a .gguf file",
@@ -62,34 +48,7 @@ void add_sampling_flags(Flags& f, int64_t default_n) {
   f.i64("--seed", "S", "sampling seed", 0, 0);
 }
 
-namespace {
-
-// A GGUF file: the model synthesised in memory (gguf/model_builder.h), the tokenizer
-// from its tokenizer.ggml.* metadata (needed only when the prompt is text).
-ModelSetup load_gguf(const std::string& path, const graph::SessionOptions& so, int64_t ctx,
-                     bool need_tokenizer) {
-  ModelSetup m;
-  gguf::File file = gguf::File::open(path);
-  try {
-    m.tokenizer = std::make_unique<Tokenizer>(tokenizer_from_gguf(gguf::read_vocab(file)));
-  } catch (const Error&) {
-    if (need_tokenizer) throw;
-  }
-  gguf::GgufModel g = gguf::build_model(std::move(file));
-  auto session = graph::Session::load(std::move(g.model), so);
-  m.generator = std::make_unique<llm::Generator>(g.config, std::move(session), ctx);
-  return m;
-}
-
-}  // namespace
-
 ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
-  std::string dir = f.get_str("--model");
-  if (!is_dir(dir)) {
-    NBITS_CHECK(file_exists(dir), "model folder '", dir, "' does not exist");
-    const size_t slash = dir.rfind('/');
-    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
-  }
   graph::SessionOptions so;
   so.threads = static_cast<int>(f.get_i64("--threads"));
   if (f.has("--accuracy-level")) so.accuracy_level = static_cast<int>(f.get_i64("--accuracy-level"));
@@ -97,18 +56,11 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.fp16_scales = f.get_str("--scales") == "fp16";
   so.kv_cache = graph::parse_kv_cache(f.get_str("--kv-cache"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
-  if (gguf::is_gguf_path(f.get_str("--model")))
-    return load_gguf(f.get_str("--model"), so, ctx, need_tokenizer);
-  ModelSetup m;
-  // The tokenizer first: it is quick and its errors should not wait for the weights.
-  const std::string tok_path = dir + "/tokenizer.json";
-  if (file_exists(tok_path)) {
-    m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(dir));
-  } else {
-    NBITS_CHECK(!need_tokenizer, "no tokenizer.json in ", dir, " (give the prompt as --ids)");
-  }
-  m.generator = llm::Generator::load(dir, so, ctx);
-  return m;
+  api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer);
+  ModelSetup setup;
+  setup.tokenizer = std::move(m.tokenizer);
+  setup.generator = std::make_unique<llm::Generator>(m.config, std::move(m.session), ctx);
+  return setup;
 }
 
 llm::SamplerOptions sampling_options(const Flags& f, const llm::GenaiConfig& config) {

@@ -3,6 +3,11 @@
 // validated, weights packed), then each run the session calls infer() (output
 // shapes from input shapes, and from the values of small shape tensors) and
 // run() (compute into outputs whose memory the session assigned).
+//
+// An Op is immutable once built: infer() and run() are const and keep nothing
+// between calls (what run() needs from infer() it recomputes from the args;
+// scratch is per thread), so sessions forked from one load (Session::fork) run
+// the same ops on different threads at once.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,9 @@ struct OpArgs {
   size_t n_in = 0;
   Tensor* const* out = nullptr;
   size_t n_out = 0;
+  // Compute only the last row of each sequence (the lm_head of a step whose other
+  // logits nobody reads); set only for ops whose last_position_only() is true.
+  bool last_position = false;
 
   const Tensor* input(size_t i) const { return i < n_in ? in[i] : nullptr; }
   Tensor* output(size_t i) const { return i < n_out ? out[i] : nullptr; }
@@ -71,18 +79,18 @@ class Op {
  public:
   virtual ~Op() = default;
   // Sets the shape of every produced output (dtype already fixed at load).
-  virtual void infer(const OpArgs& a) = 0;
+  virtual void infer(const OpArgs& a) const = 0;
   // Computes the outputs; their memory holds at least bytes() each.
-  virtual void run(const OpArgs& a, RunContext& ctx) = 0;
+  virtual void run(const OpArgs& a, RunContext& ctx) const = 0;
   // >= 0: output 0 is a view of that input's data (Reshape, Identity, ...).
   virtual int alias_input() const { return -1; }
-  // Non-null (after infer): output i is a view of memory the op owns (If choosing
-  // between constant branches); run() then writes nothing there.
-  virtual const void* output_view(size_t /*i*/) const { return nullptr; }
-  // Kernel path of the last run, for the profile ("" when not interesting).
-  virtual std::string kernel_name() const { return ""; }
-  // Restrict a MatMul-like op to the last row of each sequence (lm_head).
-  virtual bool set_last_position_only(bool /*on*/) { return false; }
+  // Non-null (after infer with these args): output i is a view of memory the op
+  // owns (If choosing between constant branches); run() then writes nothing there.
+  virtual const void* output_view(const OpArgs& /*a*/, size_t /*i*/) const { return nullptr; }
+  // Kernel path a run with these args takes, for the profile ("" when not interesting).
+  virtual const char* kernel_name(const OpArgs& /*a*/) const { return ""; }
+  // True when the op honours OpArgs::last_position (MatMul-like ops: the lm_head).
+  virtual bool last_position_only() const { return false; }
   // MatMulNBits reports its packed weight here (and bytes() of packed data).
   virtual std::optional<MatMulNBitsInfo> nbits_info() const { return std::nullopt; }
   virtual size_t packed_weight_bytes() const { return 0; }

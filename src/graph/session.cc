@@ -38,12 +38,26 @@ struct Value {
 
 struct PlanNode {
   std::string name, op_type;
-  std::unique_ptr<Op> op;
+  std::shared_ptr<const Op> op;  // shared by every fork of the session
   std::vector<int> in, out;
+  // Per session:
   std::vector<const Tensor*> in_ptrs;
   std::vector<Tensor*> out_ptrs;
+  bool last_position = false;  // OpArgs::last_position
   int64_t calls = 0;
   double ms = 0.0;
+  const char* kernel = "";  // kernel path of the last profiled run (static strings)
+};
+
+// What every session forked from one load shares, read-only once built: the
+// options, the worker pool, the model (its file mappings back constants) and the
+// constants folded or realigned at load.
+struct Shared {
+  explicit Shared(const SessionOptions& o) : options(o), pool(o.threads) {}
+  SessionOptions options;
+  ThreadPool pool;
+  onnx::Model model;
+  std::deque<std::vector<uint8_t>> storage;
 };
 
 // One reusable memory block of the arena; grows, never shrinks.
@@ -73,14 +87,18 @@ struct Buffer {
 class SessionImpl final : public Session {
  public:
   SessionImpl(const std::string& path, const SessionOptions& options)
-      : options_(options), pool_(options.threads) {
-    model_ = onnx::load_model(path);
+      : shared_(std::make_shared<Shared>(options)) {
+    shared_->model = onnx::load_model(path);
     build();
   }
   SessionImpl(onnx::Model&& model, const SessionOptions& options)
-      : options_(options), pool_(options.threads) {
-    model_ = std::move(model);
+      : shared_(std::make_shared<Shared>(options)) {
+    shared_->model = std::move(model);
     build();
+  }
+
+  std::unique_ptr<Session> fork() const override {
+    return std::unique_ptr<Session>(new SessionImpl(*this, 0));
   }
 
   std::vector<std::string> input_names() const override { return names(inputs_); }
@@ -134,8 +152,9 @@ class SessionImpl final : public Session {
         v = p.in[a];
         continue;
       }
-      NBITS_CHECK(p.op->set_last_position_only(on), "set_last_position_only: '", logits_name,
+      NBITS_CHECK(p.op->last_position_only(), "set_last_position_only: '", logits_name,
                   "' is produced by node '", p.name, "' (", p.op_type, "), not by a MatMul or MatMulNBits");
+      p.last_position = on;
       return;
     }
   }
@@ -149,7 +168,7 @@ class SessionImpl final : public Session {
 
   std::vector<ProfileEntry> profile() const override {
     std::vector<ProfileEntry> r;
-    for (const PlanNode& p : plan_) r.push_back({p.name, p.op_type, p.op->kernel_name(), p.calls, p.ms});
+    for (const PlanNode& p : plan_) r.push_back({p.name, p.op_type, p.kernel, p.calls, p.ms});
     return r;
   }
 
@@ -169,6 +188,43 @@ class SessionImpl final : public Session {
   }
 
  private:
+  // A fork: the ops, constants and buffer plan of `o`, its own bindings and buffers.
+  SessionImpl(const SessionImpl& o, int /*fork*/)
+      : shared_(o.shared_),
+        values_(o.values_),
+        ids_(o.ids_),
+        inputs_(o.inputs_),
+        outputs_(o.outputs_),
+        plan_(o.plan_),
+        weight_bytes_(o.weight_bytes_),
+        packed_weight_bytes_(o.packed_weight_bytes_),
+        mapped_weight_bytes_(o.mapped_weight_bytes_),
+        released_bytes_(o.released_bytes_) {
+    for (Value& v : values_)
+      if (v.kind != Kind::kConstant) {
+        v.bound = false;
+        v.binding = Tensor{};
+        v.t.data = nullptr;
+      }
+    for (size_t i = 0; i < o.buffers_.size(); ++i) buffers_.push_back(std::make_unique<Buffer>());
+    for (PlanNode& p : plan_) {
+      p.calls = 0;
+      p.ms = 0;
+      p.kernel = "";
+    }
+    link_plan();
+  }
+
+  // Points each node's argument lists at this session's values.
+  void link_plan() {
+    for (PlanNode& p : plan_) {
+      p.in_ptrs.clear();
+      p.out_ptrs.clear();
+      for (int i : p.in) p.in_ptrs.push_back(i >= 0 ? &values_[i].t : nullptr);
+      for (int o : p.out) p.out_ptrs.push_back(o >= 0 ? &values_[o].t : nullptr);
+    }
+  }
+
   static std::vector<std::string> names_of(const std::vector<Value>& values, const std::vector<int>& ids) {
     std::vector<std::string> r;
     for (int i : ids) r.push_back(values[i].name);
@@ -194,7 +250,7 @@ class SessionImpl final : public Session {
   int value_id(const std::string& name) {
     auto it = ids_.find(name);
     if (it != ids_.end()) return it->second;
-    const onnx::Tensor* init = model_.graph.initializer(name);
+    const onnx::Tensor* init = shared_->model.graph.initializer(name);
     NBITS_ASSERT(init != nullptr);
     return add_constant(*init);
   }
@@ -215,7 +271,7 @@ class SessionImpl final : public Session {
       // fp16/bf16 weights are widened once (the session computes in fp32); the
       // file pages behind the original can go.
       const int64_t n = v.t.numel();
-      auto& store = storage_.emplace_back(static_cast<size_t>(n) * sizeof(float));
+      auto& store = shared_->storage.emplace_back(static_cast<size_t>(n) * sizeof(float));
       auto* wide = reinterpret_cast<float*>(store.data());
       const auto* half = reinterpret_cast<const uint16_t*>(init.bytes.data());
       for (int64_t i = 0; i < n; ++i)
@@ -227,7 +283,7 @@ class SessionImpl final : public Session {
       v.t.dtype = DType::kF32;
       p = store.data();
     } else if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {  // unaligned raw_data: copy
-      auto& store = storage_.emplace_back(init.bytes.begin(), init.bytes.end());
+      auto& store = shared_->storage.emplace_back(init.bytes.begin(), init.bytes.end());
       p = store.data();
     }
     v.t.data = const_cast<void*>(p);
@@ -245,18 +301,16 @@ class SessionImpl final : public Session {
             const std::vector<int>& out);
   void plan_buffers();
 
-  SessionOptions options_;
-  ThreadPool pool_;
-  onnx::Model model_;
+  std::shared_ptr<Shared> shared_;
   std::vector<Value> values_;
   std::map<std::string, int> ids_;
   std::vector<int> inputs_, outputs_;
   std::vector<PlanNode> plan_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
-  std::deque<std::vector<uint8_t>> storage_;  // folded constants, realigned initializers
-  std::map<std::string, int> loads_left_;     // initializer -> node inputs not yet built
-  std::set<std::string> keep_half_;           // fp16/bf16 initializers not widened (graph/plan.h)
-  std::vector<bool> read_at_run_;             // by value id: some op reads it at run time
+  // Used while building only:
+  std::map<std::string, int> loads_left_;  // initializer -> node inputs not yet built
+  std::set<std::string> keep_half_;        // fp16/bf16 initializers not widened (graph/plan.h)
+  std::vector<bool> read_at_run_;          // by value id: some op reads it at run time
   struct Range {
     const MappedFile* file;
     const uint8_t* p;
@@ -268,8 +322,9 @@ class SessionImpl final : public Session {
 };
 
 const MappedFile* SessionImpl::mapping_of(const void* p, size_t n) const {
-  if (model_.file && model_.file->contains(p, n)) return model_.file.get();
-  for (const auto& [location, f] : model_.external_files)
+  const onnx::Model& model = shared_->model;
+  if (model.file && model.file->contains(p, n)) return model.file.get();
+  for (const auto& [location, f] : model.external_files)
     if (f && f->contains(p, n)) return f.get();
   return nullptr;
 }
@@ -335,16 +390,17 @@ void SessionImpl::advise_mapped_constants() {
 }
 
 void SessionImpl::build() {
-  const onnx::Graph& g = model_.graph;
+  const SessionOptions& options = shared_->options;
+  const onnx::Graph& g = shared_->model.graph;
   std::vector<onnx::Node> nodes = sorted_nodes(g);
   fuse_matmul_nbits_bias(nodes, g);
   fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
-  fuse_mha_into_gqa(nodes, model_.graph);
-  if (options_.kv_cache != SessionOptions::KvCache::kModel)
-    set_kv_cache_dtype(nodes, model_.graph,
-                       options_.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16
-                                                                          : onnx::DataType::kFloat);
+  fuse_mha_into_gqa(nodes, shared_->model.graph);
+  if (options.kv_cache != SessionOptions::KvCache::kModel)
+    set_kv_cache_dtype(nodes, shared_->model.graph,
+                       options.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16
+                                                                         : onnx::DataType::kFloat);
   lower_float_boundaries(nodes, g);
   keep_half_ = half_matmul_weights(nodes, g);
 
@@ -374,9 +430,9 @@ void SessionImpl::build() {
     const OpFactory make = find_op(node.domain, node.op_type);
     NBITS_CHECK(make != nullptr, "unsupported op '", node.op_type, "' (domain '",
                 node.domain.empty() ? "ai.onnx" : node.domain, "') at node '", node.name, "'");
-    OpBuild b{node, {}, {}, {}, options_};
-    b.pool = &pool_;
-    b.opset = model_.opset(node.domain);
+    OpBuild b{node, {}, {}, {}, options};
+    b.pool = &shared_->pool;
+    b.opset = shared_->model.opset(node.domain);
     b.release_pages = [this](const void* p, size_t n) {
       if (const MappedFile* f = mapping_of(p, n)) f->release(p, n);
     };
@@ -436,10 +492,9 @@ void SessionImpl::build() {
   }
 
   // Pointers into values_ are stable from here on.
+  link_plan();
   std::vector<bool> counted(values_.size(), false);
   for (PlanNode& p : plan_) {
-    for (int i : p.in) p.in_ptrs.push_back(i >= 0 ? &values_[i].t : nullptr);
-    for (int o : p.out) p.out_ptrs.push_back(o >= 0 ? &values_[o].t : nullptr);
     const size_t packed = p.op->packed_weight_bytes();
     weight_bytes_ += packed;
     packed_weight_bytes_ += packed;
@@ -471,12 +526,12 @@ void SessionImpl::fold(const onnx::Node& node, std::unique_ptr<Op> op, const std
     if (alias >= 0 && i == 0) {
       v.t.data = ins[alias]->data;
     } else {
-      auto& store = storage_.emplace_back(std::max<size_t>(v.t.bytes(), 1));
+      auto& store = shared_->storage.emplace_back(std::max<size_t>(v.t.bytes(), 1));
       v.t.data = store.data();
     }
   }
   if (alias < 0) {
-    RunContext ctx{pool_};
+    RunContext ctx{shared_->pool};
     op->run(args, ctx);
   }
   (void)node;
@@ -536,10 +591,12 @@ void SessionImpl::plan_buffers() {
 void SessionImpl::run() {
   for (int i : inputs_)
     NBITS_CHECK(values_[i].bound, "run: graph input '", values_[i].name, "' is not bound");
-  RunContext ctx{pool_};
+  const bool profile = shared_->options.profile;
+  RunContext ctx{shared_->pool};
   for (PlanNode& p : plan_) {
-    const int64_t t0 = options_.profile ? now_ns() : 0;
-    const OpArgs args{p.in_ptrs.data(), p.in_ptrs.size(), p.out_ptrs.data(), p.out_ptrs.size()};
+    const int64_t t0 = profile ? now_ns() : 0;
+    const OpArgs args{p.in_ptrs.data(), p.in_ptrs.size(), p.out_ptrs.data(), p.out_ptrs.size(),
+                      p.last_position};
     p.op->infer(args);
     const int alias = p.op->alias_input();
     bool copy_alias = false;
@@ -553,7 +610,7 @@ void SessionImpl::run() {
         copy_alias = copy_alias || (alias >= 0 && i == 0);
       } else if (alias >= 0 && i == 0 && p.in[alias] >= 0) {
         v.t.data = p.in_ptrs[alias]->data;
-      } else if (const void* view = p.op->output_view(i)) {
+      } else if (const void* view = p.op->output_view(args, i)) {
         v.t.data = const_cast<void*>(view);
       } else {
         v.t.data = buffers_[values_[v.root].buffer]->ensure(std::max<size_t>(v.t.bytes(), 1));
@@ -564,9 +621,10 @@ void SessionImpl::run() {
     } else if (copy_alias && p.out_ptrs[0]->data != p.in_ptrs[alias]->data) {
       std::memcpy(p.out_ptrs[0]->data, p.in_ptrs[alias]->data, p.out_ptrs[0]->bytes());
     }
-    if (options_.profile) {
+    if (profile) {
       ++p.calls;
       p.ms += static_cast<double>(now_ns() - t0) * 1e-6;
+      p.kernel = p.op->kernel_name(args);
     }
   }
 }

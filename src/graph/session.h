@@ -2,6 +2,12 @@
 // ops resolved (unsupported ops/dtypes refused here, naming them), weights
 // packed once, an execution plan with tensor lifetimes and one arena.
 // After the first run with a given input shape, run() allocates nothing.
+//
+// fork() makes another session over the same load: the ops, packed weights,
+// constants and worker pool are shared (immutable), the bindings, arena and
+// profile are its own. Forks may run on different threads at once (their
+// parallel sections take turns on the shared pool); one session is used by one
+// thread at a time.
 #pragma once
 
 #include <memory>
@@ -59,6 +65,9 @@ class Session {
   // From a model built in memory (GGUF files: gguf/model_builder.h); the session keeps it.
   static std::unique_ptr<Session> load(onnx::Model&& model, const SessionOptions& options = {});
   virtual ~Session() = default;
+
+  // Another session over this load (see the top). The load stays alive while any fork does.
+  virtual std::unique_ptr<Session> fork() const = 0;
 
   virtual std::vector<std::string> input_names() const = 0;
   virtual std::vector<std::string> output_names() const = 0;

@@ -46,14 +46,15 @@ struct QuantizedMatrix {
 };
 
 // A weight packed for one kernel set. The packed weights are immutable; run()
-// keeps per-instance scratch (grown to the largest M seen) and splits its own
-// work over the pool, so one instance must not be run by two callers at once.
+// keeps its scratch per calling thread (grown to the largest M seen) and splits
+// its own work over the pool, so one instance may be run by several callers at
+// once (sessions forked from one load).
 class PackedMatMul {
  public:
   virtual ~PackedMatMul() = default;
   // Y[M,N] = A[M,K] * W^T (+ bias[N]). A and Y are dense row-major.
   // Uses `pool` to split N (panel-aligned). Allocates nothing after the first
-  // call with a given M (scratch is kept per instance or per thread).
+  // call with a given M on a thread (scratch is kept per thread).
   virtual void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const = 0;
   // The micro-kernel that a call with this M takes, e.g. "qgemv_q4x16_avx512vnni"
   // ("q4x16h...": the x16 format with fp16 scales).

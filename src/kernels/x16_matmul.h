@@ -40,9 +40,9 @@ struct X16Fp32Kernels {
 void quantize_row_blocks_isum(const float* a, int64_t K, int block, int8_t* qa, float* sa, int32_t* qsum);
 
 // Packs `w` as x16 and wraps it with the given micro-kernels.
-// The returned object keeps per-instance scratch that grows to the largest M
-// seen; run() must not be called concurrently on one instance (one Session run
-// at a time owns it), but each run() uses the pool's threads internally.
+// The returned object keeps its activation scratch per calling thread (grown to
+// the largest M seen), so sessions forked from one load may run it at once;
+// each run() uses the pool's threads internally.
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k);
 // The same honouring `options`: fp16 scales (when asked and the scales fit,

@@ -16,13 +16,13 @@ using graph::RunContext;
 class AttentionMaskLengthsOp final : public Op {
  public:
   explicit AttentionMaskLengthsOp(std::string where) : where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& m = a.in[0]->shape;
     NBITS_CHECK(m.rank == 2, where_, ": attention_mask must be [batch, total_length], got ", m.str());
     a.out[0]->shape = Shape{m[0]};
     a.out[1]->shape = Shape{};
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const Tensor& m = *a.in[0];
     const int64_t B = m.shape[0], T = m.shape[1];
     NBITS_CHECK(T <= INT32_MAX, where_, ": total length ", T, " does not fit int32");

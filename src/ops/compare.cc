@@ -32,16 +32,16 @@ template <CmpKind K>
 class CompareOp final : public Op {
  public:
   CompareOp(DType t, std::string where) : type_(t), where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     a.out[0]->shape = broadcast_shapes(a.in[0]->shape, a.in[1]->shape, where_);
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     dispatch_type(type_, [&](auto t) { run_typed<decltype(t)>(a, ctx); });
   }
 
  private:
   template <typename T>
-  void run_typed(const OpArgs& a, RunContext& ctx) {
+  void run_typed(const OpArgs& a, RunContext& ctx) const {
     const Tensor &ta = *a.in[0], &tb = *a.in[1];
     Tensor& ty = *a.out[0];
     const T* x = ta.as<const T>();
@@ -75,8 +75,8 @@ std::unique_ptr<Op> make_compare(OpBuild& b) {
 
 class NotOp final : public Op {
  public:
-  void infer(const OpArgs& a) override { a.out[0]->shape = a.in[0]->shape; }
-  void run(const OpArgs& a, RunContext&) override {
+  void infer(const OpArgs& a) const override { a.out[0]->shape = a.in[0]->shape; }
+  void run(const OpArgs& a, RunContext&) const override {
     const uint8_t* x = a.in[0]->as<const uint8_t>();
     uint8_t* y = a.out[0]->as<uint8_t>();
     for (int64_t i = 0; i < a.in[0]->numel(); ++i) y[i] = x[i] == 0;
@@ -86,11 +86,11 @@ class NotOp final : public Op {
 class WhereOp final : public Op {
  public:
   WhereOp(size_t elem, std::string where) : elem_(elem), where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     a.out[0]->shape =
         broadcast_shapes(broadcast_shapes(a.in[0]->shape, a.in[1]->shape, where_), a.in[2]->shape, where_);
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     // Where only moves elements: dispatch on their size.
     if (elem_ == 8) return select<uint64_t>(a, ctx);
     if (elem_ == 4) return select<uint32_t>(a, ctx);
@@ -99,7 +99,7 @@ class WhereOp final : public Op {
 
  private:
   template <typename T>
-  void select(const OpArgs& a, RunContext& ctx) {
+  void select(const OpArgs& a, RunContext& ctx) const {
     const Tensor &tc = *a.in[0], &tx = *a.in[1], &tz = *a.in[2];
     Tensor& ty = *a.out[0];
     const uint8_t* c = tc.as<const uint8_t>();

@@ -36,21 +36,19 @@ class DequantizeLinearOp final : public Op {
  public:
   DequantizeLinearOp(std::string where, int64_t axis, int64_t block)
       : where_(std::move(where)), axis_(axis), block_(block) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& x = a.in[0]->shape;
     const Shape& s = a.in[1]->shape;
-    if (s.numel() == 1 && block_ == 0) {
-      ax_ = -1;
-    } else {
-      ax_ = normalize_axis(axis_, x.rank, where_);
+    const int ax = scale_axis(x, s);
+    if (ax >= 0) {
       if (block_ > 0) {
         NBITS_CHECK(s.rank == x.rank, where_, ": block-wise scale ", s.str(), " must have x's rank ",
                     x.str());
         for (int d = 0; d < x.rank; ++d)
-          NBITS_CHECK(d == ax_ ? s[d] == (x[d] + block_ - 1) / block_ : s[d] == x[d], where_, ": scale ",
-                      s.str(), " does not fit x ", x.str(), " with block_size ", block_, " on axis ", ax_);
+          NBITS_CHECK(d == ax ? s[d] == (x[d] + block_ - 1) / block_ : s[d] == x[d], where_, ": scale ",
+                      s.str(), " does not fit x ", x.str(), " with block_size ", block_, " on axis ", ax);
       } else {
-        NBITS_CHECK(s.rank == 1 && s[0] == x[ax_], where_, ": per-axis scale ", s.str(), " must be [", x[ax_],
+        NBITS_CHECK(s.rank == 1 && s[0] == x[ax], where_, ": per-axis scale ", s.str(), " must be [", x[ax],
                     "]");
       }
     }
@@ -58,13 +56,14 @@ class DequantizeLinearOp final : public Op {
       NBITS_CHECK(z->shape == s, where_, ": zero_point ", z->shape.str(), " and scale ", s.str(), " differ");
     a.out[0]->shape = x;
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const Tensor& x = *a.in[0];
     const float* scale = a.in[1]->as<const float>();
     const Tensor* zp = a.input(2);
     float* y = a.out[0]->as<float>();
     const Shape& s = x.shape;
     const int64_t n = x.numel();
+    const int ax_ = scale_axis(s, a.in[1]->shape);
     const int64_t inner = ax_ < 0 ? 1 : dims_product(s, ax_ + 1, s.rank), dim = ax_ < 0 ? 1 : s[ax_];
     for (int64_t i = 0; i < n; ++i) {
       int64_t q = 0;  // index into scale / zero_point
@@ -79,7 +78,11 @@ class DequantizeLinearOp final : public Op {
  private:
   std::string where_;
   int64_t axis_, block_;
-  int ax_ = -1;
+
+  // The axis the scales run along; -1 for one per-tensor scale.
+  int scale_axis(const Shape& x, const Shape& s) const {
+    return s.numel() == 1 && block_ == 0 ? -1 : normalize_axis(axis_, x.rank, where_);
+  }
 };
 
 }  // namespace

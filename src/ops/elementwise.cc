@@ -112,10 +112,10 @@ template <BinKind K>
 class BinaryOp final : public Op {
  public:
   BinaryOp(DType t, std::string where) : type_(t), where_(std::move(where)) {}
-  void infer(const graph::OpArgs& a) override {
+  void infer(const graph::OpArgs& a) const override {
     a.out[0]->shape = broadcast_shapes(a.in[0]->shape, a.in[1]->shape, where_);
   }
-  void run(const graph::OpArgs& a, graph::RunContext& ctx) override {
+  void run(const graph::OpArgs& a, graph::RunContext& ctx) const override {
     switch (type_) {
       case DType::kF32:
         return binary<K, float>(*a.in[0], *a.in[1], *a.out[0], ctx.pool, where_);
@@ -145,8 +145,8 @@ std::unique_ptr<Op> make_binary(OpBuild& b) {
 
 class SigmoidOp final : public Op {
  public:
-  void infer(const graph::OpArgs& a) override { a.out[0]->shape = a.in[0]->shape; }
-  void run(const graph::OpArgs& a, graph::RunContext& ctx) override {
+  void infer(const graph::OpArgs& a) const override { a.out[0]->shape = a.in[0]->shape; }
+  void run(const graph::OpArgs& a, graph::RunContext& ctx) const override {
     const float* x = a.in[0]->as<const float>();
     float* y = a.out[0]->as<float>();
     ctx.pool.parallel_range(a.in[0]->numel(), 8192,
@@ -158,19 +158,19 @@ class SigmoidOp final : public Op {
 class SiluMulOp final : public Op {
  public:
   explicit SiluMulOp(std::string where) : where_(std::move(where)) {}
-  void infer(const graph::OpArgs& a) override {
+  void infer(const graph::OpArgs& a) const override {
     NBITS_CHECK(a.in[0]->shape == a.in[1]->shape, where_, ": gate ", a.in[0]->shape.str(), " and up ",
                 a.in[1]->shape.str(), " differ");
     a.out[0]->shape = a.in[0]->shape;
   }
-  void run(const graph::OpArgs& a, graph::RunContext& ctx) override {
+  void run(const graph::OpArgs& a, graph::RunContext& ctx) const override {
     const float* g = a.in[0]->as<const float>();
     const float* u = a.in[1]->as<const float>();
     float* y = a.out[0]->as<float>();
     ctx.pool.parallel_range(a.in[0]->numel(), 8192,
                             [&](int64_t s, int64_t e) { kernels::vec_silu_mul(g + s, u + s, y + s, e - s); });
   }
-  std::string kernel_name() const override { return "silu_mul"; }
+  const char* kernel_name(const graph::OpArgs&) const override { return "silu_mul"; }
 
  private:
   std::string where_;
@@ -179,8 +179,8 @@ class SiluMulOp final : public Op {
 class CastOp final : public Op {
  public:
   CastOp(DType from, DType to) : from_(from), to_(to) {}
-  void infer(const graph::OpArgs& a) override { a.out[0]->shape = a.in[0]->shape; }
-  void run(const graph::OpArgs& a, graph::RunContext&) override {
+  void infer(const graph::OpArgs& a) const override { a.out[0]->shape = a.in[0]->shape; }
+  void run(const graph::OpArgs& a, graph::RunContext&) const override {
     const Tensor& x = *a.in[0];
     Tensor& y = *a.out[0];
     const int64_t n = x.numel();

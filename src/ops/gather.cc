@@ -15,7 +15,7 @@ using graph::RunContext;
 class GatherOp final : public Op {
  public:
   GatherOp(std::string where, int64_t axis) : where_(std::move(where)), axis_(axis) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& d = a.in[0]->shape;
     const Shape& idx = a.in[1]->shape;
     const int ax = normalize_axis(axis_, d.rank, where_);
@@ -26,7 +26,7 @@ class GatherOp final : public Op {
     for (int i = ax + 1; i < d.rank; ++i) s.push_back(d[i]);
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const Tensor& data = *a.in[0];
     const Tensor& idx = *a.in[1];
     const int ax = normalize_axis(axis_, data.shape.rank, where_);
@@ -76,7 +76,7 @@ class GatherBlockQuantizedOp final : public Op {
   };
   GatherBlockQuantizedOp(std::string where, Params p) : where_(std::move(where)), p_(std::move(p)) {}
 
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& idx = a.in[1]->shape;
     NBITS_CHECK(idx.rank + 1 <= Shape::kMaxRank, where_, ": indices rank too large");
     Shape s = idx;
@@ -84,7 +84,7 @@ class GatherBlockQuantizedOp final : public Op {
     a.out[0]->shape = s;
   }
 
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const Tensor& idx = *a.in[1];
     Tensor& y = *a.out[0];
     const int64_t kb = k_blocks();

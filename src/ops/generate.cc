@@ -70,8 +70,10 @@ class ConstantOfShapeOp final : public Op {
   ConstantOfShapeOp(std::string where, const uint8_t* value, size_t es) : where_(std::move(where)), es_(es) {
     std::memcpy(value_, value, es);
   }
-  void infer(const OpArgs& a) override { a.out[0]->shape = shape_from_values(*a.in[0], where_, "input"); }
-  void run(const OpArgs& a, RunContext&) override {
+  void infer(const OpArgs& a) const override {
+    a.out[0]->shape = shape_from_values(*a.in[0], where_, "input");
+  }
+  void run(const OpArgs& a, RunContext&) const override {
     const int64_t n = a.out[0]->numel();
     if (es_ == 8) return fill<uint64_t>(a.out[0]->data, n);
     if (es_ == 4) return fill<uint32_t>(a.out[0]->data, n);
@@ -95,7 +97,7 @@ class ConstantOfShapeOp final : public Op {
 class RangeOp final : public Op {
  public:
   RangeOp(DType t, std::string where) : type_(t), where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     for (size_t i = 0; i < 3; ++i)
       NBITS_CHECK(a.in[i]->numel() == 1, where_, ": input ", i, " must be a scalar, got ",
                   a.in[i]->shape.str());
@@ -115,7 +117,7 @@ class RangeOp final : public Op {
     }
     a.out[0]->shape = Shape{std::max<int64_t>(n, 0)};
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const int64_t n = a.out[0]->numel();
     if (type_ == DType::kF32) {
       const float s = a.in[0]->as<const float>()[0], d = a.in[2]->as<const float>()[0];
@@ -140,10 +142,10 @@ class RangeOp final : public Op {
 class ExpandOp final : public Op {
  public:
   explicit ExpandOp(std::string where) : where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     a.out[0]->shape = broadcast_shapes(a.in[0]->shape, shape_from_values(*a.in[1], where_, "shape"), where_);
   }
-  void run(const OpArgs& a, RunContext&) override { TileCopy(*a.in[0], *a.out[0]); }
+  void run(const OpArgs& a, RunContext&) const override { TileCopy(*a.in[0], *a.out[0]); }
 
  private:
   std::string where_;
@@ -152,7 +154,7 @@ class ExpandOp final : public Op {
 class TileOp final : public Op {
  public:
   explicit TileOp(std::string where) : where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& in = a.in[0]->shape;
     const Tensor& reps = *a.in[1];
     NBITS_CHECK(reps.shape.rank == 1 && reps.numel() == in.rank, where_, ": repeats ", reps.shape.str(),
@@ -165,7 +167,7 @@ class TileOp final : public Op {
     }
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext&) override { TileCopy(*a.in[0], *a.out[0]); }
+  void run(const OpArgs& a, RunContext&) const override { TileCopy(*a.in[0], *a.out[0]); }
 
  private:
   std::string where_;
@@ -180,20 +182,54 @@ class SplitOp final : public Op {
         axis_(axis),
         split_attr_(std::move(split_attr)),
         num_outputs_(num_outputs),
-        sizes_(n_out) {}
-  void infer(const OpArgs& a) override {
+        n_out_(n_out) {}
+  void infer(const OpArgs& a) const override {
     const Shape& in = a.in[0]->shape;
     const int ax = normalize_axis(axis_, in.rank, where_);
-    const int64_t dim = in[ax], n = static_cast<int64_t>(sizes_.size());
+    const std::vector<int64_t>& sizes = split_sizes(a);
+    for (size_t i = 0; i < a.n_out; ++i)
+      if (a.out[i]) {
+        Shape s = in;
+        s[ax] = sizes[i];
+        a.out[i]->shape = s;
+      }
+  }
+  void run(const OpArgs& a, RunContext&) const override {
+    const std::vector<int64_t>& sizes = split_sizes(a);
+    const Tensor& x = *a.in[0];
+    const int ax = normalize_axis(axis_, x.shape.rank, where_);
+    const size_t es = graph::dtype_size(x.dtype);
+    const int64_t outer = dims_product(x.shape, 0, ax), inner = dims_product(x.shape, ax + 1, x.shape.rank);
+    const auto* src = static_cast<const uint8_t*>(x.data);
+    int64_t offset = 0;  // in elements of one outer slice
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const size_t bytes = static_cast<size_t>(sizes[i] * inner) * es;
+      if (Tensor* y = a.output(i); y && bytes > 0) {
+        auto* dst = static_cast<uint8_t*>(y->data);
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(dst + o * bytes, src + (o * x.shape[ax] * inner + offset) * es, bytes);
+      }
+      offset += sizes[i] * inner;
+    }
+  }
+
+ private:
+  // The size of each output along the axis (in scratch of the calling thread).
+  const std::vector<int64_t>& split_sizes(const OpArgs& a) const {
+    thread_local std::vector<int64_t> sizes;
+    sizes.resize(n_out_);
+    const Shape& in = a.in[0]->shape;
+    const int ax = normalize_axis(axis_, in.rank, where_);
+    const int64_t dim = in[ax], n = static_cast<int64_t>(sizes.size());
     const Tensor* split = a.input(1);
     if (split || !split_attr_.empty()) {
       const int64_t m = split ? split->numel() : static_cast<int64_t>(split_attr_.size());
       NBITS_CHECK(m == n, where_, ": split has ", m, " entries for ", n, " outputs");
       int64_t total = 0;
       for (int64_t i = 0; i < n; ++i) {
-        sizes_[i] = split ? read_int(*split, i) : split_attr_[i];
-        NBITS_CHECK(sizes_[i] >= 0, where_, ": negative split size ", sizes_[i]);
-        total += sizes_[i];
+        sizes[i] = split ? read_int(*split, i) : split_attr_[i];
+        NBITS_CHECK(sizes[i] >= 0, where_, ": negative split size ", sizes[i]);
+        total += sizes[i];
       }
       NBITS_CHECK(total == dim, where_, ": split sizes add up to ", total, ", axis ", ax, " of ", in.str(),
                   " has ", dim);
@@ -201,43 +237,19 @@ class SplitOp final : public Op {
       const int64_t chunk = (dim + n - 1) / n;
       NBITS_CHECK(chunk * (n - 1) <= dim, where_, ": axis ", ax, " of ", in.str(), " cannot be split into ",
                   n, " chunks of ", chunk);
-      for (int64_t i = 0; i < n; ++i) sizes_[i] = i + 1 < n ? chunk : dim - chunk * (n - 1);
+      for (int64_t i = 0; i < n; ++i) sizes[i] = i + 1 < n ? chunk : dim - chunk * (n - 1);
     } else {
       NBITS_CHECK(dim % n == 0, where_, ": axis ", ax, " of ", in.str(), " does not split evenly into ", n,
                   " outputs");
-      for (int64_t i = 0; i < n; ++i) sizes_[i] = dim / n;
+      for (int64_t i = 0; i < n; ++i) sizes[i] = dim / n;
     }
-    for (size_t i = 0; i < a.n_out; ++i)
-      if (a.out[i]) {
-        Shape s = in;
-        s[ax] = sizes_[i];
-        a.out[i]->shape = s;
-      }
+    return sizes;
   }
-  void run(const OpArgs& a, RunContext&) override {
-    const Tensor& x = *a.in[0];
-    const int ax = normalize_axis(axis_, x.shape.rank, where_);
-    const size_t es = graph::dtype_size(x.dtype);
-    const int64_t outer = dims_product(x.shape, 0, ax), inner = dims_product(x.shape, ax + 1, x.shape.rank);
-    const auto* src = static_cast<const uint8_t*>(x.data);
-    int64_t offset = 0;  // in elements of one outer slice
-    for (size_t i = 0; i < sizes_.size(); ++i) {
-      const size_t bytes = static_cast<size_t>(sizes_[i] * inner) * es;
-      if (Tensor* y = a.output(i); y && bytes > 0) {
-        auto* dst = static_cast<uint8_t*>(y->data);
-        for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(dst + o * bytes, src + (o * x.shape[ax] * inner + offset) * es, bytes);
-      }
-      offset += sizes_[i] * inner;
-    }
-  }
-
- private:
   std::string where_;
   int64_t axis_;
   std::vector<int64_t> split_attr_;
   bool num_outputs_;
-  std::vector<int64_t> sizes_;
+  size_t n_out_;
 };
 
 void require_shape_input(OpBuild& b, size_t i, const char* what) {

@@ -48,85 +48,101 @@ class GroupQueryAttentionOp final : public Op {
   GroupQueryAttentionOp(std::string where, GqaAttrs at, bool kv_f16)
       : where_(std::move(where)), at_(at), kv_f16_(kv_f16) {}
 
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
+    const Geometry g = geometry(a);
+    a.out[0]->shape = Shape{g.B, g.S, at_.num_heads * g.H};
+    for (size_t i = 1; i <= 2; ++i)
+      if (Tensor* t = a.output(i)) t->shape = Shape{g.B, at_.kv_heads, g.present_len, g.H};
+  }
+
+  void run(const OpArgs& a, RunContext& ctx) const override {
+    Geometry g = geometry(a);
+    const Tensor& seqlens = *a.in[5];
+    NBITS_CHECK(seqlens.numel() == g.B, where_, ": seqlens_k has ", seqlens.numel(), " values for batch ",
+                g.B);
+    const int64_t S = g.S, L = g.present_len;
+    const bool first_prompt = S == g.total;
+    for (int64_t b = 0; b < g.B; ++b) {
+      const int64_t total_b = read_int(seqlens, b) + 1;
+      const int64_t past_b = first_prompt ? 0 : total_b - S;
+      NBITS_CHECK(total_b >= 1 && total_b <= L && past_b >= 0 && past_b + S <= L, where_, ": seqlens_k[", b,
+                  "]=", total_b - 1, " is inconsistent with sequence length ", S, ", total ", g.total,
+                  " and cache length ", L);
+      g.past[b] = past_b;
+      g.total_b[b] = total_b;
+    }
+    if (at_.rotary) check_rotary(a, g);
+
+    if (kv_f16_)
+      attend(a, g, ctx, a.out[1]->as<uint16_t>(), a.out[2]->as<uint16_t>());
+    else
+      attend(a, g, ctx, a.out[1]->as<float>(), a.out[2]->as<float>());
+  }
+
+ private:
+  static constexpr int kMaxBatch = 64;
+  // The geometry of one run, from the input shapes (and, in run(), seqlens_k and the rotary caches).
+  struct Geometry {
+    int64_t B = 0, S = 0, H = 0, past_len = 0, total = 0, present_len = 0, half = 0;
+    bool packed = true;
+    int64_t past[kMaxBatch] = {}, total_b[kMaxBatch] = {};
+  };
+
+  Geometry geometry(const OpArgs& a) const {
+    Geometry g;
     const Shape& q = a.in[0]->shape;
     NBITS_CHECK(q.rank == 3, where_, ": query must be [B,S,hidden], got ", q.str());
-    B_ = q[0];
-    S_ = q[1];
-    NBITS_CHECK(B_ <= kMaxBatch, where_, ": batch ", B_, " above the supported ", kMaxBatch);
-    packed_ = a.input(1) == nullptr;
-    const int64_t div = packed_ ? at_.num_heads + 2 * at_.kv_heads : at_.num_heads;
+    g.B = q[0];
+    g.S = q[1];
+    NBITS_CHECK(g.B <= kMaxBatch, where_, ": batch ", g.B, " above the supported ", kMaxBatch);
+    g.packed = a.input(1) == nullptr;
+    const int64_t div = g.packed ? at_.num_heads + 2 * at_.kv_heads : at_.num_heads;
     NBITS_CHECK(q[2] % div == 0, where_, ": query hidden size ", q[2], " is not a multiple of ", div,
                 " heads");
-    H_ = q[2] / div;
-    if (!packed_) {
-      const Shape want{B_, S_, at_.kv_heads * H_};
+    g.H = q[2] / div;
+    if (!g.packed) {
+      const Shape want{g.B, g.S, at_.kv_heads * g.H};
       NBITS_CHECK(a.in[1]->shape == want && a.in[2]->shape == want, where_, ": key/value must be ",
                   want.str(), ", got ", a.in[1]->shape.str(), " and ", a.in[2]->shape.str());
     }
     const Tensor* past = a.input(3);
-    past_len_ = 0;
     if (past) {
       const Shape& p = past->shape;
-      NBITS_CHECK(p.rank == 4 && p[0] == B_ && p[1] == at_.kv_heads && p[3] == H_ && a.in[4]->shape == p,
-                  where_, ": past key/value must be [", B_, ",", at_.kv_heads, ",L,", H_, "], got ", p.str(),
-                  " and ", a.in[4]->shape.str());
-      past_len_ = p[2];
+      NBITS_CHECK(p.rank == 4 && p[0] == g.B && p[1] == at_.kv_heads && p[3] == g.H && a.in[4]->shape == p,
+                  where_, ": past key/value must be [", g.B, ",", at_.kv_heads, ",L,", g.H, "], got ",
+                  p.str(), " and ", a.in[4]->shape.str());
+      g.past_len = p[2];
     }
     const Tensor& total = *a.in[6];
     NBITS_CHECK(total.numel() == 1, where_, ": total_sequence_length must hold one value");
-    total_ = read_int(total, 0);
-    NBITS_CHECK(total_ >= S_ && total_ >= 1, where_, ": total_sequence_length ", total_,
-                " < sequence length ", S_);
-    present_len_ = std::max(total_, past_len_);
-    a.out[0]->shape = Shape{B_, S_, at_.num_heads * H_};
-    for (size_t i = 1; i <= 2; ++i)
-      if (Tensor* t = a.output(i)) t->shape = Shape{B_, at_.kv_heads, present_len_, H_};
+    g.total = read_int(total, 0);
+    NBITS_CHECK(g.total >= g.S && g.total >= 1, where_, ": total_sequence_length ", g.total,
+                " < sequence length ", g.S);
+    g.present_len = std::max(g.total, g.past_len);
+    return g;
   }
 
-  void run(const OpArgs& a, RunContext& ctx) override {
-    const Tensor& seqlens = *a.in[5];
-    NBITS_CHECK(seqlens.numel() == B_, where_, ": seqlens_k has ", seqlens.numel(), " values for batch ", B_);
-    const int64_t S = S_, L = present_len_;
-    const bool first_prompt = S == total_;
-    for (int64_t b = 0; b < B_; ++b) {
-      const int64_t total_b = read_int(seqlens, b) + 1;
-      const int64_t past_b = first_prompt ? 0 : total_b - S;
-      NBITS_CHECK(total_b >= 1 && total_b <= L && past_b >= 0 && past_b + S <= L, where_, ": seqlens_k[", b,
-                  "]=", total_b - 1, " is inconsistent with sequence length ", S, ", total ", total_,
-                  " and cache length ", L);
-      past_[b] = past_b;
-      total_b_[b] = total_b;
-    }
-    if (at_.rotary) check_rotary(a);
-
-    if (kv_f16_)
-      attend(a, ctx, a.out[1]->as<uint16_t>(), a.out[2]->as<uint16_t>());
-    else
-      attend(a, ctx, a.out[1]->as<float>(), a.out[2]->as<float>());
-  }
-
- private:
   // The cache update and attention over K/V rows of type T (float, or IEEE fp16 bits).
   template <typename T>
-  void attend(const OpArgs& a, RunContext& ctx, T* pk, T* pv) {
-    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
-    update_cache(a, pk, pv);
+  void attend(const OpArgs& a, const Geometry& g, RunContext& ctx, T* pk, T* pv) const {
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
+    update_cache(a, g, pk, pv);
 
     // Rotated queries, [B, S, Nq, H].
     Scratch& sc = scratch();
     std::vector<float>& qbuf = sc.q;
     std::vector<float>& scores_buf = sc.scores;
-    if (qbuf.size() < static_cast<size_t>(B_ * S * Nq * H)) qbuf.resize(B_ * S * Nq * H);
+    if (qbuf.size() < static_cast<size_t>(g.B * S * Nq * H)) qbuf.resize(g.B * S * Nq * H);
     const float* q_in = a.in[0]->as<const float>();
     const int64_t q_stride = a.in[0]->shape[2];
-    for (int64_t b = 0; b < B_; ++b)
+    for (int64_t b = 0; b < g.B; ++b)
       for (int64_t s = 0; s < S; ++s)
         for (int64_t h = 0; h < Nq; ++h) {
           const float* x = q_in + (b * S + s) * q_stride + h * H;
           float* y = qbuf.data() + ((b * S + s) * Nq + h) * H;
           if (at_.rotary) {
-            rotate(x, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H, y);
+            rotate(x, cos_row(a, g, g.past[b] + s), sin_row(a, g, g.past[b] + s), g.half, at_.interleaved, H,
+                   y);
           } else {
             std::memcpy(y, x, H * sizeof(float));
           }
@@ -135,11 +151,11 @@ class GroupQueryAttentionOp final : public Op {
     // One task = one (batch, kv head, position) and a chunk of that kv head's query heads, so the
     // K/V rows are read once per chunk. Decode has few such groups: split the heads of each group
     // into chunks so every thread gets work.
-    const int64_t G = Nq / Nkv, groups = B_ * Nkv * S;
+    const int64_t G = Nq / Nkv, groups = g.B * Nkv * S;
     // Attention over a short context is a few microseconds: not worth waking a thread.
     int64_t longest = 0;
-    for (int64_t b = 0; b < B_; ++b) longest = std::max<int64_t>(longest, total_b_[b]);
-    const bool tiny = B_ * Nq * S * longest * H < 32 * 1024;
+    for (int64_t b = 0; b < g.B; ++b) longest = std::max<int64_t>(longest, g.total_b[b]);
+    const bool tiny = g.B * Nq * S * longest * H < 32 * 1024;
     const int64_t threads = tiny ? 1 : ctx.pool.num_threads();
     const int64_t want_chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
     const int64_t per_chunk = (G + want_chunks - 1) / want_chunks;
@@ -163,7 +179,7 @@ class GroupQueryAttentionOp final : public Op {
         const int64_t h0 = kvh * G + c * per_chunk, nh = std::min(per_chunk, G - c * per_chunk);
         const T* K = pk + (b * Nkv + kvh) * L * H;
         const T* V = pv + (b * Nkv + kvh) * L * H;
-        const int64_t end = at_.causal ? past_[b] + s + 1 : total_b_[b];
+        const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
         kernels::attend_group(qbuf.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
                               end - start, ap, scores, out + (b * S + s) * Nq * H + h0 * H, H);
@@ -171,54 +187,56 @@ class GroupQueryAttentionOp final : public Op {
     });
   }
 
-  void check_rotary(const OpArgs& a) {
+  void check_rotary(const OpArgs& a, Geometry& g) const {
     const Tensor& c = *a.in[7];
     const Tensor& s = *a.in[8];
     NBITS_CHECK(c.shape.rank == 2 && c.shape == s.shape, where_,
                 ": cos/sin caches must be equal 2-D shapes, got ", c.shape.str(), " and ", s.shape.str());
-    half_ = c.shape[1];
-    NBITS_CHECK(2 * half_ <= H_ && half_ > 0, where_, ": rotary dim ", 2 * half_, " exceeds head size ", H_);
-    for (int64_t b = 0; b < B_; ++b)
-      NBITS_CHECK(past_[b] + S_ <= c.shape[0], where_, ": position ", past_[b] + S_ - 1, " is beyond the ",
-                  c.shape[0], " rows of cos_cache");
+    g.half = c.shape[1];
+    NBITS_CHECK(2 * g.half <= g.H && g.half > 0, where_, ": rotary dim ", 2 * g.half, " exceeds head size ",
+                g.H);
+    for (int64_t b = 0; b < g.B; ++b)
+      NBITS_CHECK(g.past[b] + g.S <= c.shape[0], where_, ": position ", g.past[b] + g.S - 1,
+                  " is beyond the ", c.shape[0], " rows of cos_cache");
   }
-  const float* cos_row(const OpArgs& a, int64_t pos) const {
-    return a.in[7]->as<const float>() + pos * half_;
+  const float* cos_row(const OpArgs& a, const Geometry& g, int64_t pos) const {
+    return a.in[7]->as<const float>() + pos * g.half;
   }
-  const float* sin_row(const OpArgs& a, int64_t pos) const {
-    return a.in[8]->as<const float>() + pos * half_;
+  const float* sin_row(const OpArgs& a, const Geometry& g, int64_t pos) const {
+    return a.in[8]->as<const float>() + pos * g.half;
   }
 
   // Copies past rows when present is a separate buffer, then writes the new
   // (rotated) K and V rows at [past, past + S), rounded to fp16 for an fp16 cache.
   template <typename T>
-  void update_cache(const OpArgs& a, T* pk, T* pv) {
-    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = H_, S = S_, L = present_len_;
+  void update_cache(const OpArgs& a, const Geometry& g, T* pk, T* pv) const {
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
     const Tensor* past_k = a.input(3);
     const Tensor* past_v = a.input(4);
     for (int which = 0; which < 2; ++which) {
       T* present = which == 0 ? pk : pv;
       const Tensor* past = which == 0 ? past_k : past_v;
       if (past && past->data == present) continue;  // shared buffer: rows already in place
-      for (int64_t b = 0; b < B_; ++b)
+      for (int64_t b = 0; b < g.B; ++b)
         for (int64_t h = 0; h < Nkv; ++h) {
           T* dst = present + (b * Nkv + h) * L * H;
           int64_t keep = 0;
           if (past) {
-            keep = std::min(past_[b], past_len_);
-            NBITS_CHECK(keep == past_[b], where_, ": past holds ", past_len_, " rows, ", past_[b], " needed");
-            std::memcpy(dst, past->as<const T>() + (b * Nkv + h) * past_len_ * H, keep * H * sizeof(T));
+            keep = std::min(g.past[b], g.past_len);
+            NBITS_CHECK(keep == g.past[b], where_, ": past holds ", g.past_len, " rows, ", g.past[b],
+                        " needed");
+            std::memcpy(dst, past->as<const T>() + (b * Nkv + h) * g.past_len * H, keep * H * sizeof(T));
           }
           std::fill(dst + keep * H, dst + L * H, T{0});
         }
     }
     const float* q_in = a.in[0]->as<const float>();
     const int64_t stride = a.in[0]->shape[2];
-    for (int64_t b = 0; b < B_; ++b)
+    for (int64_t b = 0; b < g.B; ++b)
       for (int64_t s = 0; s < S; ++s)
         for (int64_t h = 0; h < Nkv; ++h) {
           const float *k, *v;
-          if (packed_) {
+          if (g.packed) {
             const float* row = q_in + (b * S + s) * stride;
             k = row + (Nq + h) * H;
             v = row + (Nq + Nkv + h) * H;
@@ -226,11 +244,11 @@ class GroupQueryAttentionOp final : public Op {
             k = a.in[1]->as<const float>() + (b * S + s) * Nkv * H + h * H;
             v = a.in[2]->as<const float>() + (b * S + s) * Nkv * H + h * H;
           }
-          const int64_t row = (b * Nkv + h) * L + past_[b] + s;
+          const int64_t row = (b * Nkv + h) * L + g.past[b] + s;
           if constexpr (std::is_same_v<T, float>) {
             if (at_.rotary) {
-              rotate(k, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H,
-                     pk + row * H);
+              rotate(k, cos_row(a, g, g.past[b] + s), sin_row(a, g, g.past[b] + s), g.half, at_.interleaved,
+                     H, pk + row * H);
             } else {
               std::memcpy(pk + row * H, k, H * sizeof(float));
             }
@@ -239,7 +257,8 @@ class GroupQueryAttentionOp final : public Op {
             float kr[kMaxHead];
             NBITS_CHECK(H <= kMaxHead, where_, ": head size ", H, " above ", kMaxHead, " with an fp16 cache");
             if (at_.rotary) {
-              rotate(k, cos_row(a, past_[b] + s), sin_row(a, past_[b] + s), half_, at_.interleaved, H, kr);
+              rotate(k, cos_row(a, g, g.past[b] + s), sin_row(a, g, g.past[b] + s), g.half, at_.interleaved,
+                     H, kr);
               k = kr;
             }
             for (int64_t i = 0; i < H; ++i) {
@@ -254,11 +273,6 @@ class GroupQueryAttentionOp final : public Op {
   GqaAttrs at_;
   bool kv_f16_ = false;  // past/present hold IEEE fp16
   static constexpr int64_t kMaxHead = 512;
-  // Per-run geometry (set by infer).
-  int64_t B_ = 0, S_ = 0, H_ = 0, past_len_ = 0, total_ = 0, present_len_ = 0, half_ = 0;
-  bool packed_ = true;
-  static constexpr int kMaxBatch = 64;
-  int64_t past_[kMaxBatch] = {}, total_b_[kMaxBatch] = {};
 };
 
 }  // namespace

@@ -24,22 +24,26 @@ class IfOp final : public Op {
  public:
   IfOp(std::vector<BranchValue> then_v, std::vector<BranchValue> else_v)
       : then_(std::move(then_v)), else_(std::move(else_v)) {}
-  void infer(const OpArgs& a) override {
-    NBITS_CHECK(a.in[0]->numel() == 1, "If: cond must hold one value, got ", a.in[0]->shape.str());
-    taken_ = *a.in[0]->as<const uint8_t>() != 0 ? &then_ : &else_;
+  void infer(const OpArgs& a) const override {
+    const std::vector<BranchValue>& taken = branch(a);
     for (size_t i = 0; i < a.n_out; ++i)
-      if (a.out[i]) a.out[i]->shape = (*taken_)[i].t.shape;
+      if (a.out[i]) a.out[i]->shape = taken[i].t.shape;
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
+    const std::vector<BranchValue>& taken = branch(a);
     for (size_t i = 0; i < a.n_out; ++i)
-      if (a.out[i] && a.out[i]->data != (*taken_)[i].t.data)  // bound or folded: copy
-        std::memcpy(a.out[i]->data, (*taken_)[i].t.data, (*taken_)[i].t.bytes());
+      if (a.out[i] && a.out[i]->data != taken[i].t.data)  // bound or folded: copy
+        std::memcpy(a.out[i]->data, taken[i].t.data, taken[i].t.bytes());
   }
-  const void* output_view(size_t i) const override { return taken_ ? (*taken_)[i].t.data : nullptr; }
+  const void* output_view(const OpArgs& a, size_t i) const override { return branch(a)[i].t.data; }
 
  private:
+  const std::vector<BranchValue>& branch(const OpArgs& a) const {
+    NBITS_CHECK(a.in[0]->numel() == 1, "If: cond must hold one value, got ", a.in[0]->shape.str());
+    return *a.in[0]->as<const uint8_t>() != 0 ? then_ : else_;
+  }
+
   std::vector<BranchValue> then_, else_;
-  const std::vector<BranchValue>* taken_ = nullptr;
 };
 
 std::vector<BranchValue> constant_branch(OpBuild& b, const char* name) {

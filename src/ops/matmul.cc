@@ -35,7 +35,7 @@ inline void gemm_rows(const float* A, int64_t a_stride, int64_t M, int64_t K, co
 class MatMulOp final : public Op {
  public:
   explicit MatMulOp(std::string where) : where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& sa = a.in[0]->shape;
     const Shape& sb = a.in[1]->shape;
     NBITS_CHECK(sa.rank >= 1 && sb.rank >= 2, where_, ": unsupported shapes ", sa.str(), " x ", sb.str());
@@ -49,16 +49,16 @@ class MatMulOp final : public Op {
     }
     Shape s = sa;
     s[s.rank - 1] = sb[sb.rank - 1];
-    if (last_only_ && s.rank >= 2) s[s.rank - 2] = 1;
+    if (a.last_position && s.rank >= 2) s[s.rank - 2] = 1;
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const Shape& sa = a.in[0]->shape;
     const Shape& sb = a.in[1]->shape;
     const int64_t K = sa[sa.rank - 1], N = sb[sb.rank - 1];
     const int64_t M = sa.rank >= 2 ? sa[sa.rank - 2] : 1;
     const int64_t batch = a.in[0]->numel() / (M * K);
-    const bool last = last_only_ && sa.rank >= 2;
+    const bool last = a.last_position && sa.rank >= 2;
     const int64_t rows = last ? 1 : M;
     const float* A = a.in[0]->as<const float>();
     const float* B = a.in[1]->as<const float>();
@@ -71,15 +71,11 @@ class MatMulOp final : public Op {
                               [&](int64_t n0, int64_t n1) { gemm_rows(Ab, K, rows, K, Bb, N, Yb, n0, n1); });
     }
   }
-  bool set_last_position_only(bool on) override {
-    last_only_ = on;
-    return true;
-  }
-  std::string kernel_name() const override { return "sgemm_rows4"; }
+  bool last_position_only() const override { return true; }
+  const char* kernel_name(const OpArgs&) const override { return "sgemm_rows4"; }
 
  private:
   std::string where_;
-  bool last_only_ = false;
 };
 
 // A [..., M, K] x constant half B [K, N], packed once.
@@ -87,21 +83,21 @@ class HalfWeightMatMulOp final : public Op {
  public:
   HalfWeightMatMulOp(std::string where, kernels::PackedHalfX16 w)
       : where_(std::move(where)), w_(std::move(w)), kernel_(kernels::half_x16_best()) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& sa = a.in[0]->shape;
     NBITS_CHECK(sa.rank >= 1 && sa[sa.rank - 1] == w_.K, where_, ": A ", sa.str(), " but B has ", w_.K,
                 " rows");
     Shape s = sa;
     s[s.rank - 1] = w_.N;
-    if (last_only_ && s.rank >= 2) s[s.rank - 2] = 1;
+    if (a.last_position && s.rank >= 2) s[s.rank - 2] = 1;
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const Shape& sa = a.in[0]->shape;
     const int64_t K = w_.K, N = w_.N;
     const int64_t M = sa.rank >= 2 ? sa[sa.rank - 2] : 1;
     const int64_t batch = a.in[0]->numel() / (M * K);
-    const bool last = last_only_ && sa.rank >= 2;
+    const bool last = a.last_position && sa.rank >= 2;
     const int64_t rows = last ? 1 : M;
     const float* A = a.in[0]->as<const float>();
     float* Y = a.out[0]->as<float>();
@@ -112,11 +108,8 @@ class HalfWeightMatMulOp final : public Op {
                               [&](int64_t p0, int64_t p1) { kernel_.gemm(w_, p0, p1, rows, Ab, K, Yb, N); });
     }
   }
-  bool set_last_position_only(bool on) override {
-    last_only_ = on;
-    return true;
-  }
-  std::string kernel_name() const override { return kernel_.name; }
+  bool last_position_only() const override { return true; }
+  const char* kernel_name(const OpArgs&) const override { return kernel_.name; }
   size_t packed_weight_bytes() const override { return w_.data.size(); }
   bool reads_constant_at_run(size_t input) const override { return input != 1; }
 
@@ -124,7 +117,6 @@ class HalfWeightMatMulOp final : public Op {
   std::string where_;
   kernels::PackedHalfX16 w_;
   const kernels::HalfX16Kernel& kernel_;
-  bool last_only_ = false;
 };
 
 }  // namespace

@@ -35,26 +35,25 @@ class MatMulNBitsOp final : public Op {
         mins_(std::move(mins)),
         perm_(std::move(perm)) {}
 
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& s = a.in[0]->shape;
     NBITS_CHECK(s.rank >= 1 && s[s.rank - 1] == info_.K, where_, ": input A ", s.str(),
                 " must end in K=", info_.K);
     Shape y = s;
     y[y.rank - 1] = info_.N;
-    if (last_only_ && y.rank >= 2) y[y.rank - 2] = 1;
+    if (a.last_position && y.rank >= 2) y[y.rank - 2] = 1;
     a.out[0]->shape = y;
   }
 
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const Shape& s = a.in[0]->shape;
     const float* A = a.in[0]->as<const float>();
     float* Y = a.out[0]->as<float>();
     const float* bias = bias_.empty() ? nullptr : bias_.data();
     const int64_t rows = a.in[0]->numel() / info_.K;
     if (!perm_.empty()) A = permuted(A, rows);
-    if (last_only_ && s.rank >= 2) {
+    if (a.last_position && s.rank >= 2) {
       const int64_t S = s[s.rank - 2], batch = S ? rows / S : 0;
-      last_m_ = 1;
       for (int64_t b = 0; b < batch; ++b) {
         const float* row = A + ((b + 1) * S - 1) * info_.K;
         packed_->run(row, 1, Y + b * info_.N, bias, ctx.pool);
@@ -62,16 +61,16 @@ class MatMulNBitsOp final : public Op {
       }
       return;
     }
-    last_m_ = rows;
     if (rows > 0) packed_->run(A, rows, Y, bias, ctx.pool);
     if (rows > 0 && !mins_.empty()) add_min_term(A, rows, Y, ctx.pool);
   }
 
-  bool set_last_position_only(bool on) override {
-    last_only_ = on;
-    return true;
+  bool last_position_only() const override { return true; }
+  const char* kernel_name(const OpArgs& a) const override {
+    const Shape& s = a.in[0]->shape;
+    const int64_t rows = a.in[0]->numel() / info_.K;
+    return packed_->kernel_name(a.last_position && s.rank >= 2 ? 1 : rows);
   }
-  std::string kernel_name() const override { return packed_->kernel_name(last_m_); }
   std::optional<graph::MatMulNBitsInfo> nbits_info() const override {
     graph::MatMulNBitsInfo i = info_;
     i.kernel = packed_->kernel_name(1);
@@ -85,35 +84,41 @@ class MatMulNBitsOp final : public Op {
 
  private:
   // g_idx: A's columns in the order the codes were permuted to at load (A'[m, j] = A[m, perm[j]]).
-  const float* permuted(const float* A, int64_t rows) {
+  const float* permuted(const float* A, int64_t rows) const {
     const int64_t K = info_.K;
-    if (a_perm_.size() < static_cast<size_t>(rows * K)) a_perm_.resize(static_cast<size_t>(rows * K));
+    thread_local std::vector<float> a_perm;  // scratch of the calling thread
+    if (a_perm.size() < static_cast<size_t>(rows * K)) a_perm.resize(static_cast<size_t>(rows * K));
     for (int64_t m = 0; m < rows; ++m)
-      for (int64_t j = 0; j < K; ++j) a_perm_[static_cast<size_t>(m * K + j)] = A[m * K + perm_[j]];
-    return a_perm_.data();
+      for (int64_t j = 0; j < K; ++j) a_perm[static_cast<size_t>(m * K + j)] = A[m * K + perm_[j]];
+    return a_perm.data();
   }
 
   // Y[m, n] += sum_b mins[n, b] * s[m, b], blocks in order; s: sums of A's block b (see the top).
-  void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) {
+  void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) const {
     const int64_t K = info_.K, N = info_.N, bs = info_.block_size, kb = (K + bs - 1) / bs;
-    if (block_sums_.size() < static_cast<size_t>(rows * kb))
-      block_sums_.resize(static_cast<size_t>(rows * kb));
+    // Scratch of the calling thread (the workers below only read block_sums).
+    thread_local std::vector<float> block_sums;
+    thread_local std::vector<int8_t> qa;
+    thread_local std::vector<float> qa_scales;
+    if (block_sums.size() < static_cast<size_t>(rows * kb)) block_sums.resize(static_cast<size_t>(rows * kb));
     if (int8_sums_) {
-      qa_.resize(static_cast<size_t>(kb * bs));
-      qa_scales_.resize(static_cast<size_t>(kb));
+      qa.resize(static_cast<size_t>(kb * bs));
+      qa_scales.resize(static_cast<size_t>(kb));
       for (int64_t m = 0; m < rows; ++m)
-        quant::quantize_row_blocks(A + m * K, K, static_cast<int>(bs), qa_.data(), qa_scales_.data(),
-                                   block_sums_.data() + m * kb);
+        quant::quantize_row_blocks(A + m * K, K, static_cast<int>(bs), qa.data(), qa_scales.data(),
+                                   block_sums.data() + m * kb);
     }
     for (int64_t m = 0; m < rows && !int8_sums_; ++m)
       for (int64_t b = 0; b < kb; ++b) {
         float s = 0;
         for (int64_t k = b * bs; k < std::min(K, (b + 1) * bs); ++k) s += A[m * K + k];
-        block_sums_[static_cast<size_t>(m * kb + b)] = s;
+        block_sums[static_cast<size_t>(m * kb + b)] = s;
       }
+    // The workers read the caller's sums (a thread_local named in the lambda would be theirs).
+    const float* all_sums = block_sums.data();
     pool.parallel_range(N, 64, [&](int64_t n0, int64_t n1) {
       for (int64_t m = 0; m < rows; ++m) {
-        const float* sums = block_sums_.data() + m * kb;
+        const float* sums = all_sums + m * kb;
         for (int64_t n = n0; n < n1; ++n) {
           const float* mn = mins_.data() + n * kb;
           float acc = 0;
@@ -124,19 +129,13 @@ class MatMulNBitsOp final : public Op {
     });
   }
 
-  bool int8_sums_ = false;        // CompInt8: block sums of the quantized activations
-  std::vector<int8_t> qa_;        // their codes (scratch)
-  std::vector<float> qa_scales_;  // and scales (scratch)
+  bool int8_sums_ = false;  // CompInt8: block sums of the quantized activations
   std::string where_;
   std::unique_ptr<kernels::PackedMatMul> packed_;
   std::vector<float> bias_;
   graph::MatMulNBitsInfo info_;
-  std::vector<float> mins_;        // internal input 6, [N * k_blocks]; empty = none
-  std::vector<float> block_sums_;  // [rows * k_blocks] scratch, grown once
-  std::vector<int32_t> perm_;      // g_idx: column order of the packed codes; empty = K order
-  std::vector<float> a_perm_;      // A with its columns in that order (scratch)
-  bool last_only_ = false;
-  int64_t last_m_ = 1;
+  std::vector<float> mins_;    // internal input 6, [N * k_blocks]; empty = none
+  std::vector<int32_t> perm_;  // g_idx: column order of the packed codes; empty = K order
 };
 
 }  // namespace

@@ -37,64 +37,30 @@ class MultiHeadAttentionOp final : public Op {
  public:
   MultiHeadAttentionOp(std::string where, MhaAttrs at) : where_(std::move(where)), at_(at) {}
 
-  void infer(const OpArgs& a) override {
-    const Shape& q = a.in[0]->shape;
-    NBITS_CHECK(q.rank == 3, where_, ": query must be [B,S,hidden], got ", q.str());
-    B_ = q[0];
-    S_ = q[1];
+  void infer(const OpArgs& a) const override {
+    const Geometry g = geometry(a);
     const int64_t N = at_.num_heads;
-    NBITS_CHECK(q[2] % N == 0, where_, ": query hidden size ", q[2], " is not a multiple of ", N, " heads");
-    H_ = q[2] / N;
-    const Shape& k = a.in[1]->shape;
-    const Shape& v = a.in[2]->shape;
-    k4_ = k.rank == 4;
-    NBITS_CHECK(k == v, where_, ": key ", k.str(), " and value ", v.str(), " differ");
-    if (k4_) {
-      NBITS_CHECK(k[0] == B_ && k[1] == N && k[3] == H_, where_, ": key must be [", B_, ",", N, ",L,", H_,
-                  "], got ", k.str());
-    } else {
-      NBITS_CHECK(k.rank == 3 && k[0] == B_ && k[2] == N * H_, where_, ": key must be [", B_, ",L,", N * H_,
-                  "], got ", k.str());
-    }
-    L_ = k4_ ? k[2] : k[1];
-    P_ = 0;
-    if (const Tensor* pk = a.input(6)) {
-      NBITS_CHECK(!k4_, where_, ": past_key with a 4-D key is not supported");
-      const Shape& p = pk->shape;
-      NBITS_CHECK(p.rank == 4 && p[0] == B_ && p[1] == N && p[3] == H_ && a.in[7]->shape == p, where_,
-                  ": past key/value must be [", B_, ",", N, ",P,", H_, "], got ", p.str());
-      P_ = p[2];
-    }
-    T_ = P_ + L_;
-    if (const Tensor* m = a.input(4)) {
-      NBITS_CHECK(m->shape.rank == 2 && m->shape[0] == B_ && m->shape[1] == T_, where_,
-                  ": key_padding_mask must be [", B_, ",", T_, "], got ", m->shape.str());
-    }
-    if (const Tensor* bias = a.input(5)) {
-      const Shape& s = bias->shape;
-      NBITS_CHECK(
-          s.rank == 4 && (s[0] == 1 || s[0] == B_) && (s[1] == 1 || s[1] == N) && s[2] == S_ && s[3] == T_,
-          where_, ": attention_bias must be [", B_, "|1,", N, "|1,", S_, ",", T_, "], got ", s.str());
-    }
-    a.out[0]->shape = Shape{B_, S_, N * H_};
+    a.out[0]->shape = Shape{g.B, g.S, N * g.H};
     for (size_t i = 1; i <= 2; ++i)
-      if (Tensor* t = a.output(i)) t->shape = Shape{B_, N, T_, H_};
+      if (Tensor* t = a.output(i)) t->shape = Shape{g.B, N, g.T, g.H};
   }
 
-  void run(const OpArgs& a, RunContext& ctx) override {
-    const int64_t N = at_.num_heads, H = H_, S = S_, T = T_;
+  void run(const OpArgs& a, RunContext& ctx) const override {
+    const Geometry g = geometry(a);
+    const int64_t N = at_.num_heads, H = g.H, S = g.S, T = g.T;
     // Keys and values as [B, N, T, H]: the present outputs when asked for, else
     // the key/value inputs themselves when they need no concatenation.
     const float *K, *V;
-    if (a.output(1) != nullptr || a.output(2) != nullptr || P_ > 0 || !k4_) {
+    if (a.output(1) != nullptr || a.output(2) != nullptr || g.P > 0 || !g.k4) {
       Tensor* pk = a.output(1);
       Tensor* pv = a.output(2);
+      thread_local std::vector<float> kv;  // keys/values when no present output holds them
       if (pk == nullptr || pv == nullptr) {
-        kv_.resize(static_cast<size_t>(2 * B_ * N * T * H));
+        kv.resize(static_cast<size_t>(2 * g.B * N * T * H));
       }
-      float* k_dst = pk ? pk->as<float>() : kv_.data();
-      float* v_dst = pv ? pv->as<float>() : kv_.data() + B_ * N * T * H;
-      gather_kv(a, k_dst, v_dst);
+      float* k_dst = pk ? pk->as<float>() : kv.data();
+      float* v_dst = pv ? pv->as<float>() : kv.data() + g.B * N * T * H;
+      gather_kv(g, a, k_dst, v_dst);
       K = k_dst;
       V = v_dst;
     } else {
@@ -106,9 +72,9 @@ class MultiHeadAttentionOp final : public Op {
     const Tensor* bias = a.input(5);
     const float scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
     float* out = a.out[0]->as<float>();
-    const int64_t tasks = B_ * N * S;
+    const int64_t tasks = g.B * N * S;
     const int64_t parts =
-        std::min<int64_t>(tasks, B_ * N * S * T * H < 32 * 1024 ? 1 : ctx.pool.num_threads());
+        std::min<int64_t>(tasks, g.B * N * S * T * H < 32 * 1024 ? 1 : ctx.pool.num_threads());
     std::vector<float>& scratch = score_scratch();
     if (scratch.size() < static_cast<size_t>(parts * T)) scratch.resize(static_cast<size_t>(parts * T));
     ctx.pool.parallel_for(parts, [&](int64_t part) {
@@ -140,23 +106,72 @@ class MultiHeadAttentionOp final : public Op {
   }
 
  private:
+  // The geometry of one run, from the input shapes.
+  struct Geometry {
+    int64_t B = 0, S = 0, H = 0, L = 0, P = 0, T = 0;
+    bool k4 = false;
+  };
+
+  Geometry geometry(const OpArgs& a) const {
+    Geometry g;
+    const Shape& q = a.in[0]->shape;
+    NBITS_CHECK(q.rank == 3, where_, ": query must be [B,S,hidden], got ", q.str());
+    g.B = q[0];
+    g.S = q[1];
+    const int64_t N = at_.num_heads;
+    NBITS_CHECK(q[2] % N == 0, where_, ": query hidden size ", q[2], " is not a multiple of ", N, " heads");
+    g.H = q[2] / N;
+    const Shape& k = a.in[1]->shape;
+    const Shape& v = a.in[2]->shape;
+    g.k4 = k.rank == 4;
+    NBITS_CHECK(k == v, where_, ": key ", k.str(), " and value ", v.str(), " differ");
+    if (g.k4) {
+      NBITS_CHECK(k[0] == g.B && k[1] == N && k[3] == g.H, where_, ": key must be [", g.B, ",", N, ",L,", g.H,
+                  "], got ", k.str());
+    } else {
+      NBITS_CHECK(k.rank == 3 && k[0] == g.B && k[2] == N * g.H, where_, ": key must be [", g.B, ",L,",
+                  N * g.H, "], got ", k.str());
+    }
+    g.L = g.k4 ? k[2] : k[1];
+    g.P = 0;
+    if (const Tensor* pk = a.input(6)) {
+      NBITS_CHECK(!g.k4, where_, ": past_key with a 4-D key is not supported");
+      const Shape& p = pk->shape;
+      NBITS_CHECK(p.rank == 4 && p[0] == g.B && p[1] == N && p[3] == g.H && a.in[7]->shape == p, where_,
+                  ": past key/value must be [", g.B, ",", N, ",P,", g.H, "], got ", p.str());
+      g.P = p[2];
+    }
+    g.T = g.P + g.L;
+    if (const Tensor* m = a.input(4)) {
+      NBITS_CHECK(m->shape.rank == 2 && m->shape[0] == g.B && m->shape[1] == g.T, where_,
+                  ": key_padding_mask must be [", g.B, ",", g.T, "], got ", m->shape.str());
+    }
+    if (const Tensor* bias = a.input(5)) {
+      const Shape& s = bias->shape;
+      NBITS_CHECK(
+          s.rank == 4 && (s[0] == 1 || s[0] == g.B) && (s[1] == 1 || s[1] == N) && s[2] == g.S && s[3] == g.T,
+          where_, ": attention_bias must be [", g.B, "|1,", N, "|1,", g.S, ",", g.T, "], got ", s.str());
+    }
+    return g;
+  }
+
   // present = [past ; new] as [B, N, T, H].
-  void gather_kv(const OpArgs& a, float* k_dst, float* v_dst) const {
-    const int64_t N = at_.num_heads, H = H_, T = T_;
+  void gather_kv(const Geometry& g, const OpArgs& a, float* k_dst, float* v_dst) const {
+    const int64_t N = at_.num_heads, H = g.H, T = g.T;
     for (int which = 0; which < 2; ++which) {
       float* dst = which == 0 ? k_dst : v_dst;
       const Tensor* past = a.input(which == 0 ? 6 : 7);
       const float* src = a.in[which == 0 ? 1 : 2]->as<const float>();
-      for (int64_t b = 0; b < B_; ++b)
+      for (int64_t b = 0; b < g.B; ++b)
         for (int64_t n = 0; n < N; ++n) {
           float* d = dst + (b * N + n) * T * H;
-          if (past) std::memcpy(d, past->as<const float>() + (b * N + n) * P_ * H, P_ * H * sizeof(float));
-          d += P_ * H;
-          if (k4_) {
-            std::memcpy(d, src + (b * N + n) * L_ * H, L_ * H * sizeof(float));
+          if (past) std::memcpy(d, past->as<const float>() + (b * N + n) * g.P * H, g.P * H * sizeof(float));
+          d += g.P * H;
+          if (g.k4) {
+            std::memcpy(d, src + (b * N + n) * g.L * H, g.L * H * sizeof(float));
           } else {
-            for (int64_t l = 0; l < L_; ++l)
-              std::memcpy(d + l * H, src + ((b * L_ + l) * N + n) * H, H * sizeof(float));
+            for (int64_t l = 0; l < g.L; ++l)
+              std::memcpy(d + l * H, src + ((b * g.L + l) * N + n) * H, H * sizeof(float));
           }
         }
     }
@@ -164,9 +179,6 @@ class MultiHeadAttentionOp final : public Op {
 
   std::string where_;
   MhaAttrs at_;
-  int64_t B_ = 0, S_ = 0, H_ = 0, L_ = 0, P_ = 0, T_ = 0;
-  bool k4_ = false;
-  std::vector<float> kv_;  // keys/values when no present output holds them
 };
 
 }  // namespace

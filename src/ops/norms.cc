@@ -37,7 +37,7 @@ class SimplifiedLayerNormOp final : public Op {
  public:
   SimplifiedLayerNormOp(std::string where, std::vector<float> gamma, float eps)
       : where_(std::move(where)), gamma_(std::move(gamma)), eps_(eps) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& s = a.in[0]->shape;
     NBITS_CHECK(s.rank >= 1 && s[s.rank - 1] == static_cast<int64_t>(gamma_.size()), where_, ": input ",
                 s.str(), " does not end in the scale's size ", gamma_.size());
@@ -48,7 +48,7 @@ class SimplifiedLayerNormOp final : public Op {
       inv->shape = is;
     }
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const int64_t n = static_cast<int64_t>(gamma_.size()), rows = a.in[0]->numel() / n;
     const float* x = a.in[0]->as<const float>();
     float* y = a.out[0]->as<float>();
@@ -67,7 +67,7 @@ class SkipSimplifiedLayerNormOp final : public Op {
  public:
   SkipSimplifiedLayerNormOp(std::string where, std::vector<float> gamma, std::vector<float> bias, float eps)
       : where_(std::move(where)), gamma_(std::move(gamma)), bias_(std::move(bias)), eps_(eps) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& s = a.in[0]->shape;
     const int64_t n = static_cast<int64_t>(gamma_.size());
     NBITS_CHECK(s.rank >= 1 && s[s.rank - 1] == n, where_, ": input ", s.str(),
@@ -78,7 +78,7 @@ class SkipSimplifiedLayerNormOp final : public Op {
     for (size_t i = 0; i < a.n_out; ++i)
       if (a.out[i]) a.out[i]->shape = s;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const int64_t n = static_cast<int64_t>(gamma_.size()), rows = a.in[0]->numel() / n;
     const bool skip_row = a.in[1]->numel() == n && rows > 1;
     const float* x = a.in[0]->as<const float>();
@@ -160,7 +160,7 @@ class LayerNormOp final : public Op {
  public:
   LayerNormOp(std::string where, int64_t axis, float eps, ParamInput scale, ParamInput bias)
       : where_(std::move(where)), axis_(axis), eps_(eps), scale_(std::move(scale)), bias_(std::move(bias)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& s = a.in[0]->shape;
     const int ax = normalize_axis(axis_, s.rank, where_);
     const int64_t n = dims_product(s, ax, s.rank);
@@ -170,7 +170,7 @@ class LayerNormOp final : public Op {
     for (size_t i = 1; i < a.n_out; ++i)
       if (a.out[i]) a.out[i]->shape = stats_shape(s, ax);
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const Shape& s = a.in[0]->shape;
     const int ax = normalize_axis(axis_, s.rank, where_);
     const int64_t n = dims_product(s, ax, s.rank), rows = dims_product(s, 0, ax);
@@ -205,7 +205,7 @@ class SkipLayerNormOp final : public Op {
         gamma_(std::move(gamma)),
         beta_(std::move(beta)),
         bias_(std::move(bias)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& s = a.in[0]->shape;
     NBITS_CHECK(s.rank >= 1, where_, ": input must have rank >= 1");
     const int64_t n = s[s.rank - 1];
@@ -223,7 +223,7 @@ class SkipLayerNormOp final : public Op {
     for (size_t i = 1; i < a.n_out; ++i)
       if (a.out[i]) a.out[i]->shape = i == 3 ? s : stats_shape(s, s.rank - 1);
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const int64_t n = a.in[0]->shape[a.in[0]->shape.rank - 1];
     if (n == 0) return;
     const int64_t rows = a.in[0]->numel() / n, skip_size = a.in[1]->numel();

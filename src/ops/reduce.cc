@@ -53,39 +53,48 @@ class ReduceOp final : public Op {
         axes_(std::move(axes)),
         keepdims_(keepdims),
         noop_empty_(noop_empty) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& in = a.in[0]->shape;
-    reduced(a, in.rank);
+    Axes red;
+    reduced(a, in.rank, red);
     Shape s;
     for (int i = 0; i < in.rank; ++i) {
-      if (!red_[i])
+      if (!red.on[i])
         s.push_back(in[i]);
       else if (keepdims_)
         s.push_back(1);
     }
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
-    reduced(a, a.in[0]->shape.rank);
-    dispatch_type(type_, [&](auto t) { reduce<decltype(t)>(*a.in[0], *a.out[0], ctx); });
+  void run(const OpArgs& a, RunContext& ctx) const override {
+    Axes red;
+    reduced(a, a.in[0]->shape.rank, red);
+    dispatch_type(type_, [&](auto t) { reduce<decltype(t)>(red, *a.in[0], *a.out[0], ctx); });
   }
 
  private:
-  void reduced(const OpArgs& a, int rank) {
+  struct Axes {
+    bool on[Shape::kMaxRank] = {};
+  };
+  // Which axes this run reduces.
+  void reduced(const OpArgs& a, int rank, Axes& red) const {
+    bool* reduced_axis = red.on;
     const Tensor* t = a.input(1);
     const int64_t n = t ? t->numel() : static_cast<int64_t>(axes_.size());
-    std::fill(red_, red_ + Shape::kMaxRank, n == 0 && !noop_empty_);
-    for (int64_t i = 0; i < n; ++i) red_[normalize_axis(t ? read_int(*t, i) : axes_[i], rank, where_)] = true;
+    std::fill(reduced_axis, reduced_axis + Shape::kMaxRank, n == 0 && !noop_empty_);
+    for (int64_t i = 0; i < n; ++i)
+      reduced_axis[normalize_axis(t ? read_int(*t, i) : axes_[i], rank, where_)] = true;
   }
   template <typename T>
-  void reduce(const Tensor& x, Tensor& y, RunContext& ctx) {
+  void reduce(const Axes& red, const Tensor& x, Tensor& y, RunContext& ctx) const {
+    const bool* reduced_axis = red.on;
     const int rank = x.shape.rank;
     const T* px = x.as<const T>();
     T* py = y.as<T>();
     int first = rank;  // reduced axes [first, rank) when they are a trailing block
-    while (first > 0 && red_[first - 1]) --first;
+    while (first > 0 && reduced_axis[first - 1]) --first;
     bool trailing = true;
-    for (int d = 0; d < first; ++d) trailing = trailing && !red_[d];
+    for (int d = 0; d < first; ++d) trailing = trailing && !reduced_axis[d];
     if (trailing) {
       const int64_t inner = dims_product(x.shape, first, rank), rows = dims_product(x.shape, 0, first);
       ctx.pool.parallel_range(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(inner, 1)),
@@ -103,9 +112,9 @@ class ReduceOp final : public Op {
     int64_t ost[Shape::kMaxRank], idx[Shape::kMaxRank] = {};
     int64_t s = 1, count = 1;
     for (int i = rank - 1; i >= 0; --i) {
-      ost[i] = red_[i] ? 0 : s;
-      if (!red_[i]) s *= x.shape[i];
-      if (red_[i]) count *= x.shape[i];
+      ost[i] = reduced_axis[i] ? 0 : s;
+      if (!reduced_axis[i]) s *= x.shape[i];
+      if (reduced_axis[i]) count *= x.shape[i];
     }
     std::fill(py, py + y.numel(), red_init<K, T>());
     int64_t o = 0;
@@ -124,7 +133,6 @@ class ReduceOp final : public Op {
   DType type_;
   std::vector<int64_t> axes_;
   bool keepdims_, noop_empty_;
-  bool red_[Shape::kMaxRank] = {};
 };
 
 template <RedKind K>
@@ -145,11 +153,11 @@ class SoftmaxOp final : public Op {
  public:
   SoftmaxOp(std::string where, int64_t axis, bool flatten)
       : where_(std::move(where)), axis_(axis), flatten_(flatten) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     normalize_axis(axis_, a.in[0]->shape.rank, where_);
     a.out[0]->shape = a.in[0]->shape;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const Shape& s = a.in[0]->shape;
     const int ax = normalize_axis(axis_, s.rank, where_);
     const int64_t outer = dims_product(s, 0, ax);

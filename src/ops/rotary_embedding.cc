@@ -19,43 +19,19 @@ class RotaryEmbeddingOp final : public Op {
   RotaryEmbeddingOp(std::string where, int64_t num_heads, int64_t rotary_dim, bool interleaved)
       : where_(std::move(where)), num_heads_(num_heads), rotary_dim_(rotary_dim), interleaved_(interleaved) {}
 
-  void infer(const OpArgs& a) override {
-    const Shape& x = a.in[0]->shape;
-    const Shape& c = a.in[2]->shape;
-    NBITS_CHECK(x.rank == 3 || x.rank == 4, where_, ": input must be [B,S,hidden] or [B,N,S,H], got ",
-                x.str());
-    NBITS_CHECK(c.rank == 2 && c == a.in[3]->shape, where_, ": cos/sin caches must be equal 2-D shapes, got ",
-                c.str(), " and ", a.in[3]->shape.str());
-    half_ = c[1];
-    if (x.rank == 4) {
-      N_ = x[1];
-      S_ = x[2];
-      H_ = x[3];
-    } else {
-      S_ = x[1];
-      // num_heads = 0: each head is what the caches rotate (rotary dim = head size).
-      H_ = num_heads_ > 0 ? x[2] / num_heads_ : 2 * half_;
-      NBITS_CHECK(H_ > 0 && x[2] % H_ == 0, where_, ": hidden size ", x[2],
-                  " is not a multiple of head size ", H_);
-      N_ = x[2] / H_;
-    }
-    B_ = x[0];
-    const int64_t rd = rotary_dim_ > 0 ? rotary_dim_ : H_;
-    NBITS_CHECK(rd == 2 * half_ && rd <= H_, where_, ": rotary dim ", rd, " needs caches of ", rd / 2,
-                " columns and at most head size ", H_, " (caches ", c.str(), ")");
-    const Shape& p = a.in[1]->shape;
-    NBITS_CHECK(p.numel() == 1 || (p.rank == 2 && p[0] == B_ && p[1] == S_), where_,
-                ": position_ids must be [1] or [", B_, ",", S_, "], got ", p.str());
-    a.out[0]->shape = x;
+  void infer(const OpArgs& a) const override {
+    geometry(a);
+    a.out[0]->shape = a.in[0]->shape;
   }
 
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
+    const Geometry g = geometry(a);
     const Tensor& pos = *a.in[1];
     const int64_t max_pos = a.in[2]->shape[0];
     const bool offset = pos.numel() == 1;  // [1]: an offset ([1,1] reads the same)
-    for (int64_t b = 0; b < B_; ++b)
-      for (int64_t s = 0; s < S_; ++s) {
-        const int64_t p = offset ? read_int(pos, 0) + s : read_int(pos, b * S_ + s);
+    for (int64_t b = 0; b < g.B; ++b)
+      for (int64_t s = 0; s < g.S; ++s) {
+        const int64_t p = offset ? read_int(pos, 0) + s : read_int(pos, b * g.S + s);
         NBITS_CHECK(p >= 0 && p < max_pos, where_, ": position ", p, " is outside the ", max_pos,
                     " rows of cos_cache");
       }
@@ -64,29 +40,64 @@ class RotaryEmbeddingOp final : public Op {
     const float* sin = a.in[3]->as<const float>();
     float* y = a.out[0]->as<float>();
     const bool bnsh = a.in[0]->shape.rank == 4;
-    const int64_t rows = B_ * N_ * S_;
+    const int64_t rows = g.B * g.N * g.S;
     ctx.pool.parallel_range(rows, 64, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         // r enumerates (b, s, n) for [B,S,hidden] and (b, n, s) for [B,N,S,H]: both are memory order.
         int64_t b, s;
         if (bnsh) {
-          b = r / (N_ * S_);
-          s = r % S_;
+          b = r / (g.N * g.S);
+          s = r % g.S;
         } else {
-          b = r / (S_ * N_);
-          s = (r / N_) % S_;
+          b = r / (g.S * g.N);
+          s = (r / g.N) % g.S;
         }
-        const int64_t p = offset ? read_int(pos, 0) + s : read_int(pos, b * S_ + s);
-        rotate(x + r * H_, cos + p * half_, sin + p * half_, half_, interleaved_, H_, y + r * H_);
+        const int64_t p = offset ? read_int(pos, 0) + s : read_int(pos, b * g.S + s);
+        rotate(x + r * g.H, cos + p * g.half, sin + p * g.half, g.half, interleaved_, g.H, y + r * g.H);
       }
     });
   }
 
  private:
+  struct Geometry {
+    int64_t B = 0, N = 0, S = 0, H = 0, half = 0;
+  };
+
+  // The geometry of one run, from the input shapes.
+  Geometry geometry(const OpArgs& a) const {
+    Geometry g;
+    const Shape& x = a.in[0]->shape;
+    const Shape& c = a.in[2]->shape;
+    NBITS_CHECK(x.rank == 3 || x.rank == 4, where_, ": input must be [B,S,hidden] or [B,N,S,H], got ",
+                x.str());
+    NBITS_CHECK(c.rank == 2 && c == a.in[3]->shape, where_, ": cos/sin caches must be equal 2-D shapes, got ",
+                c.str(), " and ", a.in[3]->shape.str());
+    g.half = c[1];
+    if (x.rank == 4) {
+      g.N = x[1];
+      g.S = x[2];
+      g.H = x[3];
+    } else {
+      g.S = x[1];
+      // num_heads = 0: each head is what the caches rotate (rotary dim = head size).
+      g.H = num_heads_ > 0 ? x[2] / num_heads_ : 2 * g.half;
+      NBITS_CHECK(g.H > 0 && x[2] % g.H == 0, where_, ": hidden size ", x[2],
+                  " is not a multiple of head size ", g.H);
+      g.N = x[2] / g.H;
+    }
+    g.B = x[0];
+    const int64_t rd = rotary_dim_ > 0 ? rotary_dim_ : g.H;
+    NBITS_CHECK(rd == 2 * g.half && rd <= g.H, where_, ": rotary dim ", rd, " needs caches of ", rd / 2,
+                " columns and at most head size ", g.H, " (caches ", c.str(), ")");
+    const Shape& p = a.in[1]->shape;
+    NBITS_CHECK(p.numel() == 1 || (p.rank == 2 && p[0] == g.B && p[1] == g.S), where_,
+                ": position_ids must be [1] or [", g.B, ",", g.S, "], got ", p.str());
+    return g;
+  }
+
   std::string where_;
   int64_t num_heads_, rotary_dim_;
   bool interleaved_;
-  int64_t B_ = 0, N_ = 0, S_ = 0, H_ = 0, half_ = 0;
 };
 
 }  // namespace

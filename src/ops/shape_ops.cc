@@ -16,18 +16,18 @@ using graph::RunContext;
 class ViewOp : public Op {
  public:
   int alias_input() const override { return 0; }
-  void run(const OpArgs&, RunContext&) override {}
+  void run(const OpArgs&, RunContext&) const override {}
 };
 
 class IdentityOp final : public ViewOp {
  public:
-  void infer(const OpArgs& a) override { a.out[0]->shape = a.in[0]->shape; }
+  void infer(const OpArgs& a) const override { a.out[0]->shape = a.in[0]->shape; }
 };
 
 class ReshapeOp final : public ViewOp {
  public:
   ReshapeOp(std::string where, bool allowzero) : where_(std::move(where)), allowzero_(allowzero) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Tensor& x = *a.in[0];
     const Tensor& spec = *a.in[1];
     NBITS_CHECK(spec.shape.rank == 1 && spec.numel() <= Shape::kMaxRank, where_, ": shape input must be 1-D");
@@ -68,7 +68,7 @@ class SqueezeOp final : public ViewOp {
  public:
   SqueezeOp(std::string where, std::vector<int64_t> axes)
       : where_(std::move(where)), axes_(std::move(axes)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& in = a.in[0]->shape;
     bool drop[Shape::kMaxRank] = {};
     const Tensor* t = a.input(1);
@@ -93,7 +93,7 @@ class UnsqueezeOp final : public ViewOp {
  public:
   UnsqueezeOp(std::string where, std::vector<int64_t> axes)
       : where_(std::move(where)), axes_(std::move(axes)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& in = a.in[0]->shape;
     const Tensor* t = a.input(1);
     const int64_t n = t ? t->numel() : static_cast<int64_t>(axes_.size());
@@ -119,7 +119,7 @@ class TransposeOp final : public Op {
  public:
   TransposeOp(std::string where, std::vector<int64_t> perm)
       : where_(std::move(where)), perm_(std::move(perm)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& in = a.in[0]->shape;
     NBITS_CHECK(perm_.empty() || static_cast<int>(perm_.size()) == in.rank, where_, ": perm has ",
                 perm_.size(), " entries for rank ", in.rank);
@@ -127,7 +127,7 @@ class TransposeOp final : public Op {
     for (int i = 0; i < in.rank; ++i) s.push_back(in[axis(i, in.rank)]);
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const Tensor& x = *a.in[0];
     Tensor& y = *a.out[0];
     const int rank = x.shape.rank;
@@ -159,26 +159,26 @@ class TransposeOp final : public Op {
 class ShapeOp final : public Op {
  public:
   ShapeOp(int64_t start, std::optional<int64_t> end) : start_(start), end_(end) {}
-  void infer(const OpArgs& a) override {
-    range(a.in[0]->shape.rank);
-    a.out[0]->shape = Shape{e_ - s_};
+  void infer(const OpArgs& a) const override {
+    const auto [s, e] = range(a.in[0]->shape.rank);
+    a.out[0]->shape = Shape{e - s};
   }
-  void run(const OpArgs& a, RunContext&) override {
-    range(a.in[0]->shape.rank);
-    for (int i = s_; i < e_; ++i) a.out[0]->as<int64_t>()[i - s_] = a.in[0]->shape[i];
+  void run(const OpArgs& a, RunContext&) const override {
+    const auto [s, e] = range(a.in[0]->shape.rank);
+    for (int i = s; i < e; ++i) a.out[0]->as<int64_t>()[i - s] = a.in[0]->shape[i];
   }
 
  private:
-  void range(int rank) {
+  // [start, end) of the dims reported, clamped to the rank.
+  std::pair<int, int> range(int rank) const {
     auto clamp = [rank](int64_t v) {
       return static_cast<int>(std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank));
     };
-    s_ = clamp(start_);
-    e_ = std::max(s_, clamp(end_.value_or(rank)));
+    const int s = clamp(start_);
+    return {s, std::max(s, clamp(end_.value_or(rank)))};
   }
   int64_t start_;
   std::optional<int64_t> end_;
-  int s_ = 0, e_ = 0;
 };
 
 class ConstantOp final : public Op {
@@ -191,8 +191,8 @@ class ConstantOp final : public Op {
       value_.data = widened_.data();
     }
   }
-  void infer(const OpArgs& a) override { a.out[0]->shape = value_.shape; }
-  void run(const OpArgs& a, RunContext&) override {
+  void infer(const OpArgs& a) const override { a.out[0]->shape = value_.shape; }
+  void run(const OpArgs& a, RunContext&) const override {
     if (value_.bytes()) std::memcpy(a.out[0]->data, value_.data, value_.bytes());
   }
 
@@ -204,7 +204,7 @@ class ConstantOp final : public Op {
 class ConcatOp final : public Op {
  public:
   ConcatOp(std::string where, int64_t axis) : where_(std::move(where)), axis_(axis) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& first = a.in[0]->shape;
     const int ax = normalize_axis(axis_, first.rank, where_);
     Shape s = first;
@@ -219,7 +219,7 @@ class ConcatOp final : public Op {
     }
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext&) override {
+  void run(const OpArgs& a, RunContext&) const override {
     const Shape& os = a.out[0]->shape;
     const int ax = normalize_axis(axis_, os.rank, where_);
     const size_t es = graph::dtype_size(a.out[0]->dtype);
@@ -245,9 +245,46 @@ class ConcatOp final : public Op {
 class SliceOp final : public Op {
  public:
   explicit SliceOp(std::string where) : where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
+    Window w;
+    a.out[0]->shape = window(a, w);
+  }
+  void run(const OpArgs& a, RunContext&) const override {
+    Window w;
+    window(a, w);
+    const Tensor& x = *a.in[0];
+    Tensor& y = *a.out[0];
+    const int rank = x.shape.rank;
+    const size_t es = graph::dtype_size(x.dtype);
+    int64_t st[Shape::kMaxRank], idx[Shape::kMaxRank] = {};
+    int64_t s = 1, base = 0;
+    for (int i = rank - 1; i >= 0; --i) {
+      st[i] = s * w.step[i];
+      base += s * w.start[i];
+      s *= x.shape[i];
+    }
+    const auto* src = static_cast<const uint8_t*>(x.data);
+    auto* dst = static_cast<uint8_t*>(y.data);
+    int64_t off = base;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      std::memcpy(dst + i * es, src + off * es, es);
+      for (int d = rank - 1; d >= 0; --d) {
+        off += st[d];
+        if (++idx[d] < y.shape[d]) break;
+        off -= st[d] * idx[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  struct Window {
+    int64_t start[Shape::kMaxRank] = {}, step[Shape::kMaxRank] = {};
+  };
+  // The output shape; w: the first index and the step along each axis.
+  Shape window(const OpArgs& a, Window& w) const {
     const Shape& in = a.in[0]->shape;
-    for (int d = 0; d < in.rank; ++d) start_[d] = 0, step_[d] = 1;
+    for (int d = 0; d < in.rank; ++d) w.start[d] = 0, w.step[d] = 1;
     Shape s = in;
     const Tensor &starts = *a.in[1], &ends = *a.in[2];
     const Tensor* axes = a.input(3);
@@ -270,40 +307,12 @@ class SliceOp final : public Op {
         e = std::clamp<int64_t>(e, -1, dim - 1);
         s[ax] = b > e ? (b - e - step - 1) / -step : 0;
       }
-      start_[ax] = b;
-      step_[ax] = step;
+      w.start[ax] = b;
+      w.step[ax] = step;
     }
-    a.out[0]->shape = s;
+    return s;
   }
-  void run(const OpArgs& a, RunContext&) override {
-    const Tensor& x = *a.in[0];
-    Tensor& y = *a.out[0];
-    const int rank = x.shape.rank;
-    const size_t es = graph::dtype_size(x.dtype);
-    int64_t st[Shape::kMaxRank], idx[Shape::kMaxRank] = {};
-    int64_t s = 1, base = 0;
-    for (int i = rank - 1; i >= 0; --i) {
-      st[i] = s * step_[i];
-      base += s * start_[i];
-      s *= x.shape[i];
-    }
-    const auto* src = static_cast<const uint8_t*>(x.data);
-    auto* dst = static_cast<uint8_t*>(y.data);
-    int64_t off = base;
-    for (int64_t i = 0; i < y.numel(); ++i) {
-      std::memcpy(dst + i * es, src + off * es, es);
-      for (int d = rank - 1; d >= 0; --d) {
-        off += st[d];
-        if (++idx[d] < y.shape[d]) break;
-        off -= st[d] * idx[d];
-        idx[d] = 0;
-      }
-    }
-  }
-
- private:
   std::string where_;
-  int64_t start_[Shape::kMaxRank] = {}, step_[Shape::kMaxRank] = {};
 };
 
 void require_int_input(OpBuild& b, size_t i, const char* what) {

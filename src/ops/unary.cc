@@ -43,14 +43,14 @@ template <UnKind K>
 class UnaryOp final : public Op {
  public:
   explicit UnaryOp(DType t) : type_(t) {}
-  void infer(const OpArgs& a) override { a.out[0]->shape = a.in[0]->shape; }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void infer(const OpArgs& a) const override { a.out[0]->shape = a.in[0]->shape; }
+  void run(const OpArgs& a, RunContext& ctx) const override {
     dispatch_type(type_, [&](auto t) { run_typed<decltype(t)>(a, ctx); });
   }
 
  private:
   template <typename T>
-  void run_typed(const OpArgs& a, RunContext& ctx) {
+  void run_typed(const OpArgs& a, RunContext& ctx) const {
     const T* x = a.in[0]->as<const T>();
     T* y = a.out[0]->as<T>();
     ctx.pool.parallel_range(a.in[0]->numel(), 8192, [&](int64_t s, int64_t e) {
@@ -82,10 +82,10 @@ std::unique_ptr<Op> make_unary(OpBuild& b) {
 class PowOp final : public Op {
  public:
   PowOp(DType exp_type, std::string where) : exp_type_(exp_type), where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     a.out[0]->shape = broadcast_shapes(a.in[0]->shape, a.in[1]->shape, where_);
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const Tensor &tx = *a.in[0], &te = *a.in[1];
     Tensor& ty = *a.out[0];
     const float* x = tx.as<const float>();
@@ -130,12 +130,12 @@ template <bool kMax>
 class MinMaxOp final : public Op {
  public:
   MinMaxOp(DType t, std::string where) : type_(t), where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     Shape s = a.in[0]->shape;
     for (size_t i = 1; i < a.n_in; ++i) s = broadcast_shapes(s, a.in[i]->shape, where_);
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     dispatch_type(type_, [&](auto t) { run_typed<decltype(t)>(a, ctx); });
   }
 
@@ -149,7 +149,7 @@ class MinMaxOp final : public Op {
     return b < a ? b : a;
   }
   template <typename T>
-  void run_typed(const OpArgs& a, RunContext& ctx) {
+  void run_typed(const OpArgs& a, RunContext& ctx) const {
     Tensor& ty = *a.out[0];
     T* y = ty.as<T>();
     ctx.pool.parallel_range(ty.numel(), 8192, [&](int64_t s, int64_t e) {
@@ -191,7 +191,7 @@ enum class GeluKind {
 class GeluOp final : public Op {
  public:
   GeluOp(GeluKind k, float alpha, std::string where) : kind_(k), alpha_(alpha), where_(std::move(where)) {}
-  void infer(const OpArgs& a) override {
+  void infer(const OpArgs& a) const override {
     const Shape& s = a.in[0]->shape;
     if (const Tensor* bias = a.input(1)) {
       NBITS_CHECK(bias->shape.rank == 1 && s.rank >= 1 && bias->shape[0] == s[s.rank - 1], where_, ": bias ",
@@ -199,7 +199,7 @@ class GeluOp final : public Op {
     }
     a.out[0]->shape = s;
   }
-  void run(const OpArgs& a, RunContext& ctx) override {
+  void run(const OpArgs& a, RunContext& ctx) const override {
     const float* x = a.in[0]->as<const float>();
     const float* bias = a.input(1) ? a.input(1)->as<const float>() : nullptr;
     float* y = a.out[0]->as<float>();

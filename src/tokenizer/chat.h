@@ -9,14 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "nbits/chat_message.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nbits {
-
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
-  std::string content;
-};
 
 // Renders messages. format: nullopt (or "auto") uses the tokenizer's chat template; otherwise one
 // of builtin_chat_formats(). Throws nbits::Error if there is no template, the format is unknown,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ class FakeSession : public graph::Session {
   }
 
   FakeSession() : logits_(kVocab) {}
+
+  std::unique_ptr<graph::Session> fork() const override { return std::make_unique<FakeSession>(); }
 
   std::vector<std::string> input_names() const override {
     std::vector<std::string> n = {"input_ids", "attention_mask"};

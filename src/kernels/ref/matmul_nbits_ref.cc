@@ -1,7 +1,6 @@
 // Plain scalar MatMulNBits, written to be read, not to be fast.
 #include "kernels/ref/matmul_nbits_ref.h"
 
-
 #include "quant/quantize_a.h"
 
 namespace nbits::kernels {
@@ -40,8 +39,7 @@ static void ref_int8_columns(const QuantizedMatrix& w, const int8_t* qa, const f
   }
 }
 
-void matmul_nbits_ref_fp32(const QuantizedMatrix& w, const float* A, int64_t M, float* Y,
-                           const float* bias) {
+void matmul_nbits_ref_fp32(const QuantizedMatrix& w, const float* A, int64_t M, float* Y, const float* bias) {
   ref_fp32_columns(w, A, M, Y, bias, 0, w.N);
 }
 
@@ -63,8 +61,7 @@ static void quantize_rows(const QuantizedMatrix& w, const float* A, int64_t M, i
     quant::quantize_row_blocks(A + m * w.K, w.K, w.block_size, qa + m * kb * w.block_size, sa + m * kb);
 }
 
-void matmul_nbits_ref_int8(const QuantizedMatrix& w, const float* A, int64_t M, float* Y,
-                           const float* bias) {
+void matmul_nbits_ref_int8(const QuantizedMatrix& w, const float* A, int64_t M, float* Y, const float* bias) {
   const int64_t kb = w.k_blocks();
   std::vector<int8_t> qa(static_cast<size_t>(M * kb * w.block_size));
   std::vector<float> sa(static_cast<size_t>(M * kb));
@@ -95,14 +92,19 @@ class RefPacked final : public PackedMatMul {
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     if (compute_ == Compute::kInt8) {
       const int64_t kb = w_.k_blocks();
-      if (qa_.size() < static_cast<size_t>(M * kb * w_.block_size)) {
-        qa_.resize(static_cast<size_t>(M * kb * w_.block_size));
-        sa_.resize(static_cast<size_t>(M * kb));
+      // Scratch of the calling thread: one instance may run in several sessions at once.
+      thread_local std::vector<int8_t> qa;
+      thread_local std::vector<float> sa;
+      if (qa.size() < static_cast<size_t>(M * kb * w_.block_size)) {
+        qa.resize(static_cast<size_t>(M * kb * w_.block_size));
+        sa.resize(static_cast<size_t>(M * kb));
       }
-      quantize_rows(w_, A, M, qa_.data(), sa_.data());
-      pool.parallel_range(w_.N, 16, [&](int64_t n0, int64_t n1) {
-        ref_int8_columns(w_, qa_.data(), sa_.data(), M, Y, bias, n0, n1);
-      });
+      // The workers read the caller's buffers (a thread_local named in the lambda would be theirs).
+      const int8_t* q = qa.data();
+      const float* qs = sa.data();
+      quantize_rows(w_, A, M, qa.data(), sa.data());
+      pool.parallel_range(w_.N, 16,
+                          [&](int64_t n0, int64_t n1) { ref_int8_columns(w_, q, qs, M, Y, bias, n0, n1); });
     } else {
       pool.parallel_range(w_.N, 16,
                           [&](int64_t n0, int64_t n1) { ref_fp32_columns(w_, A, M, Y, bias, n0, n1); });
@@ -122,8 +124,6 @@ class RefPacked final : public PackedMatMul {
   std::vector<float> scales_;
   std::vector<uint8_t> zp_;
   std::vector<float> zpf_;
-  mutable std::vector<int8_t> qa_;
-  mutable std::vector<float> sa_;
 };
 
 }  // namespace

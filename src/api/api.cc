@@ -1,0 +1,242 @@
+// include/nbits/nbits.h over llm::Generator and the tokenizer. The Model holds the
+// loaded session as a prototype that is never run; each Generator runs a fork of it
+// (graph::Session::fork: the ops and packed weights shared, its own buffers) with its
+// own KV cache.
+#include <algorithm>
+#include <memory>
+
+#include "api/model_loader.h"
+#include "base/error.h"
+#include "llm/generator.h"
+#include "nbits/nbits.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nbits {
+
+class Model::Impl {
+ public:
+  llm::GenaiConfig config;
+  std::unique_ptr<graph::Session> prototype;
+  std::unique_ptr<Tokenizer> tokenizer;
+  int64_t context = 0;
+
+  const Tokenizer& tok() const {
+    NBITS_CHECK(tokenizer != nullptr, "this model has no tokenizer (", config.dir,
+                " has no tokenizer.json): give token ids");
+    return *tokenizer;
+  }
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+std::shared_ptr<Model> Model::load(const std::string& path, const ModelOptions& options) {
+  graph::SessionOptions so;
+  so.threads = options.threads;
+  so.accuracy_level = options.accuracy_level;
+  so.profile = options.profile;
+  so.fp16_scales = options.fp16_scales;
+  so.kv_cache = options.kv_cache == ModelOptions::KvCache::kF16   ? graph::SessionOptions::KvCache::kF16
+                : options.kv_cache == ModelOptions::KvCache::kF32 ? graph::SessionOptions::KvCache::kF32
+                                                                  : graph::SessionOptions::KvCache::kModel;
+  NBITS_CHECK(options.threads >= 0, "ModelOptions::threads must be >= 0 (got ", options.threads, ")");
+  NBITS_CHECK(options.context >= 0, "ModelOptions::context must be >= 0 (got ", options.context, ")");
+  api::LoadedModel m = api::load_model(path, so, /*need_tokenizer=*/false);
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::move(m.config);
+  impl->prototype = std::move(m.session);
+  impl->tokenizer = std::move(m.tokenizer);
+  impl->context = options.context > 0 ? std::min(options.context, impl->config.context_length)
+                                      : impl->config.default_max_length();
+  return std::shared_ptr<Model>(new Model(std::move(impl)));
+}
+
+bool Model::has_tokenizer() const { return impl_->tokenizer != nullptr; }
+
+std::vector<int32_t> Model::encode(std::string_view text, bool add_special) const {
+  return impl_->tok().encode(text, add_special);
+}
+
+std::string Model::decode(std::span<const int32_t> ids, bool skip_special) const {
+  return impl_->tok().decode(std::vector<int32_t>(ids.begin(), ids.end()), skip_special);
+}
+
+std::string Model::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                       bool add_generation_prompt) const {
+  return render_chat(impl_->tok(), messages, add_generation_prompt);
+}
+
+int64_t Model::context_length() const { return impl_->context; }
+int64_t Model::max_context_length() const { return impl_->config.context_length; }
+int64_t Model::vocab_size() const {
+  if (impl_->config.vocab_size > 0) return impl_->config.vocab_size;
+  return impl_->tokenizer ? impl_->tokenizer->vocab_size() : 0;
+}
+std::vector<int32_t> Model::eos_token_ids() const {
+  return std::vector<int32_t>(impl_->config.eos_token_ids.begin(), impl_->config.eos_token_ids.end());
+}
+bool Model::is_eos(int32_t id) const { return impl_->config.is_eos(id); }
+std::string Model::model_type() const { return impl_->config.model_type; }
+size_t Model::weight_bytes() const { return impl_->prototype->weight_bytes(); }
+
+// --- TokenStream ---
+
+struct TokenStream::State {
+  std::shared_ptr<const Model> model;
+  StreamDecoder decoder;
+};
+
+TokenStream::TokenStream(std::shared_ptr<const Model> model, bool skip_special) {
+  NBITS_CHECK(model != nullptr, "TokenStream: no model");
+  const Tokenizer& tok = model->impl_->tok();
+  s_.reset(new State{std::move(model), StreamDecoder(tok, skip_special)});
+}
+TokenStream::~TokenStream() = default;
+std::string TokenStream::push(int32_t id) { return s_->decoder.push(id); }
+std::string TokenStream::flush() { return s_->decoder.flush(); }
+
+// --- Generator ---
+
+namespace {
+
+llm::SamplerOptions sampler_options(const GenerationOptions& g, const llm::SearchConfig& s) {
+  llm::SamplerOptions o;
+  o.temperature = g.temperature.value_or(static_cast<float>(s.temperature));
+  o.greedy = g.temperature ? *g.temperature == 0 : !s.do_sample || o.temperature == 0;
+  o.top_k = g.top_k.value_or(s.top_k);
+  o.top_p = g.top_p.value_or(static_cast<float>(s.top_p));
+  o.min_p = g.min_p;
+  o.repetition_penalty = g.repetition_penalty.value_or(static_cast<float>(s.repetition_penalty));
+  o.seed = g.seed;
+  return o;
+}
+
+void check_options(const GenerationOptions& g) {
+  NBITS_CHECK(g.max_new_tokens >= 0, "max_new_tokens must be >= 0 (got ", g.max_new_tokens, ")");
+  NBITS_CHECK(!g.max_length || *g.max_length >= 1, "max_length must be >= 1 (got ", g.max_length.value_or(0),
+              ")");
+  NBITS_CHECK(!g.temperature || *g.temperature >= 0, "temperature must be >= 0 (got ", *g.temperature, ")");
+  NBITS_CHECK(!g.top_k || *g.top_k >= 0, "top_k must be >= 0 (got ", *g.top_k, ")");
+  NBITS_CHECK(!g.top_p || (*g.top_p > 0 && *g.top_p <= 1), "top_p must be in (0, 1] (got ", *g.top_p, ")");
+  NBITS_CHECK(g.min_p >= 0 && g.min_p <= 1, "min_p must be in [0, 1] (got ", g.min_p, ")");
+  NBITS_CHECK(!g.repetition_penalty || *g.repetition_penalty > 0, "repetition_penalty must be > 0 (got ",
+              *g.repetition_penalty, ")");
+  NBITS_CHECK(g.context >= 0, "context must be >= 0 (got ", g.context, ")");
+}
+
+}  // namespace
+
+struct Generator::State {
+  std::shared_ptr<const Model> model;
+  GenerationOptions options;
+  std::unique_ptr<llm::Generator> gen;
+  llm::Sampler sampler;
+  int64_t max_length = 0;
+  int32_t next = -1;  // last sampled
+  bool eos = false;   // `next` is an eos token
+
+  const Model::Impl& m() const { return *model->impl_; }
+  int64_t length() const { return gen->length() + (gen->pending() >= 0 ? 1 : 0); }
+};
+
+Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions& options) {
+  NBITS_CHECK(model != nullptr, "Generator: no model");
+  check_options(options);
+  const Model::Impl& m = *model->impl_;
+  const int64_t ctx = options.context > 0 ? std::min(options.context, m.config.context_length) : m.context;
+  auto gen = std::make_unique<llm::Generator>(m.config, m.prototype->fork(), ctx);
+  llm::Sampler sampler(sampler_options(options, m.config.search));
+  s_.reset(new State{std::move(model), options, std::move(gen), std::move(sampler)});
+  s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
+}
+Generator::~Generator() = default;
+
+void Generator::append_tokens(std::span<const int32_t> ids) {
+  NBITS_CHECK(!ids.empty(), "append_tokens: no tokens given");
+  llm::Generator& g = *s_->gen;
+  std::vector<int32_t> run;
+  run.reserve(ids.size() + 1);
+  if (g.pending() >= 0) run.push_back(g.pending());
+  run.insert(run.end(), ids.begin(), ids.end());
+  g.append(run);
+  s_->eos = false;
+}
+
+void Generator::generate_next_token() {
+  NBITS_CHECK(!is_done(), "generate_next_token: the generator is done (",
+              s_->eos ? "an eos token was sampled" : "the sequence reached max_length", ")");
+  llm::Generator& g = *s_->gen;
+  NBITS_CHECK(g.pending() >= 0 || !g.last_logits().empty(),
+              "generate_next_token: nothing to generate from (call append_tokens first)");
+  auto r = g.generate({}, 1, s_->sampler);
+  NBITS_ASSERT(r.ids.size() == 1);
+  s_->next = r.ids[0];
+  s_->eos = s_->m().config.is_eos(s_->next);
+}
+
+bool Generator::is_done() const { return s_->eos || s_->length() >= s_->max_length; }
+int32_t Generator::next_token() const { return s_->next; }
+std::span<const float> Generator::logits() const { return s_->gen->last_logits(); }
+
+std::vector<int32_t> Generator::sequence() const {
+  std::vector<int32_t> seq(s_->gen->tokens().begin(), s_->gen->tokens().end());
+  if (s_->gen->pending() >= 0) seq.push_back(s_->gen->pending());
+  return seq;
+}
+
+void Generator::rewind_to(int64_t length) {
+  NBITS_CHECK(length >= 0 && length <= s_->length(), "rewind_to(", length, "): the sequence has ",
+              s_->length(), " tokens");
+  if (length == s_->length()) return;
+  s_->gen->truncate(length);
+  s_->eos = false;
+  s_->next = -1;
+}
+
+GenerationResult Generator::generate(std::string_view text, const OnText& on_text) {
+  const bool first = s_->length() == 0;
+  return generate_ids(s_->m().tok().encode(text, first && s_->options.add_special), on_text);
+}
+
+GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnText& on_text) {
+  llm::Generator& g = *s_->gen;
+  g.reset_stats();
+  GenerationResult out;
+  if (g.pending() >= 0) out.prompt_ids.push_back(g.pending());
+  out.prompt_ids.insert(out.prompt_ids.end(), ids.begin(), ids.end());
+  std::unique_ptr<StreamDecoder> stream;
+  if (s_->m().tokenizer) stream = std::make_unique<StreamDecoder>(*s_->m().tokenizer, /*skip_special=*/true);
+  auto emit = [&](const std::string& piece) {
+    out.text += piece;
+    if (on_text && !piece.empty()) on_text(piece);
+  };
+  const int64_t room = s_->max_length - s_->length() - static_cast<int64_t>(ids.size());
+  const int64_t n = std::max<int64_t>(0, std::min(s_->options.max_new_tokens, room));
+  auto r = g.generate(ids, n, s_->sampler, [&](int32_t id) {
+    if (stream) emit(stream->push(id));
+    return true;
+  });
+  if (stream) emit(stream->flush());
+  out.ids = std::move(r.ids);
+  if (!out.ids.empty()) {
+    s_->next = out.ids.back();
+    s_->eos = r.stop == llm::StopReason::kEos;
+  }
+  out.stopped_at_eos = r.stop == llm::StopReason::kEos;
+  out.prefill_tok_s = g.stats().prefill_tok_s();
+  out.decode_ms_per_token = g.stats().decode_ms_per_token();
+  return out;
+}
+
+void Generator::reset() {
+  s_->gen->reset();
+  s_->next = -1;
+  s_->eos = false;
+}
+int64_t Generator::length() const { return s_->length(); }
+int64_t Generator::capacity() const { return s_->gen->capacity(); }
+size_t Generator::kv_cache_bytes() const { return s_->gen->kv_cache_bytes(); }
+const Model& Generator::model() const { return *s_->model; }
+
+}  // namespace nbits

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nbits/nbits.h"
+#include "support/shared_data.h"
+
+namespace nbits {
+namespace {
+
+std::string stories(const std::string& rel) { return testing::shared_path("models/stories260K/" + rel); }
+
+std::shared_ptr<Model> load(const std::string& variant, int threads = 1) {
+  ModelOptions mo;
+  mo.threads = threads;
+  return Model::load(stories(variant), mo);
+}
+
+GenerationOptions greedy(int64_t n) {
+  GenerationOptions go;
+  go.max_new_tokens = n;
+  go.temperature = 0.0f;
+  return go;
+}
+
+TEST(PublicApi, GeneratesAndContinuesTheConversation) {
+  NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
+  auto model = load("onnx_fp32");
+  EXPECT_EQ(model->context_length(), 512);
+  EXPECT_TRUE(model->has_tokenizer());
+  GenerationOptions go;
+  go.max_new_tokens = 20;
+  Generator gen(model, go);
+  std::string streamed;
+  auto r = gen.generate("", [&](std::string_view s) { streamed += s; });
+  EXPECT_EQ(r.prompt_ids, std::vector<int32_t>{1});
+  ASSERT_EQ(r.ids.size(), 20u);
+  EXPECT_EQ(streamed, r.text);
+  EXPECT_EQ(r.text.rfind("Once upon a time", 0), 0u) << r.text;
+  EXPECT_EQ(model->decode(r.ids), r.text);
+  const int64_t before = gen.length();
+  auto r2 = gen.generate(" The end");
+  // Only the pending reply token and the new text are prefilled; no BOS in the middle.
+  EXPECT_EQ(r2.prompt_ids.size(), 1 + model->encode(" The end", false).size());
+  EXPECT_EQ(r2.prompt_ids[0], r.ids.back());
+  EXPECT_EQ(gen.length(), before + static_cast<int64_t>(r2.prompt_ids.size()) - 1 + 20);
+  gen.reset();
+  EXPECT_EQ(gen.length(), 0);
+  EXPECT_EQ(gen.generate("").ids, r.ids);  // greedy: the same story again
+}
+
+TEST(PublicApi, BadInputIsAnError) {
+  EXPECT_THROW(Model::load(stories("no_such_variant")), Error);
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  auto model = load("onnx_int4");
+  GenerationOptions bad;
+  bad.top_p = 0.0f;
+  EXPECT_THROW(Generator(model, bad), Error);
+  bad = {};
+  bad.max_new_tokens = -1;
+  EXPECT_THROW(Generator(model, bad), Error);
+  EXPECT_THROW(Generator(nullptr), Error);
+  Generator g(model);
+  EXPECT_THROW(g.generate_next_token(), Error);  // nothing appended yet
+  EXPECT_THROW(g.append_tokens({}), Error);
+  const std::vector<int32_t> out_of_range{1, 1 << 20};
+  EXPECT_THROW(g.append_tokens(out_of_range), Error);
+  EXPECT_THROW(g.rewind_to(5), Error);
+  try {
+    g.generate_next_token();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("append_tokens"), std::string::npos) << e.what();
+  }
+}
+
+// onnxruntime-genai's loop gives what generate() gives; logits, sequence, max_length and rewind_to behave.
+TEST(PublicApi, TokenLevelLoopMatchesGenerate) {
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  auto model = load("onnx_int4");
+  const std::vector<int32_t> prompt = model->encode("Once upon a time", true);
+  Generator whole(model, greedy(24));
+  const std::vector<int32_t> want = whole.generate_ids(prompt).ids;
+  ASSERT_EQ(want.size(), 24u);
+
+  GenerationOptions go = greedy(0);
+  go.max_length = static_cast<int64_t>(prompt.size()) + 24;
+  Generator g(model, go);
+  g.append_tokens(prompt);
+  EXPECT_EQ(static_cast<int64_t>(g.logits().size()), model->vocab_size());
+  std::vector<int32_t> got;
+  TokenStream stream(model);
+  std::string text;
+  while (!g.is_done()) {
+    g.generate_next_token();
+    got.push_back(g.next_token());
+    text += stream.push(g.next_token());
+  }
+  text += stream.flush();
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(text, model->decode(want));
+  EXPECT_EQ(g.length(), *go.max_length);
+  EXPECT_THROW(g.generate_next_token(), Error);  // done: max_length
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), want.begin(), want.end());
+  EXPECT_EQ(g.sequence(), seq);
+
+  // Rewind to the prompt plus 8 generated tokens: the next 16 are the same again.
+  const int64_t keep = static_cast<int64_t>(prompt.size()) + 8;
+  g.rewind_to(keep - 1);
+  EXPECT_FALSE(g.is_done());
+  g.append_tokens(std::vector<int32_t>{want[7]});
+  got.assign(want.begin(), want.begin() + 8);
+  while (!g.is_done()) {
+    g.generate_next_token();
+    got.push_back(g.next_token());
+  }
+  EXPECT_EQ(got, want);
+}
+
+// Each Generator owns its KV cache: conversations interleaved step by step on one
+// Model, and run from two threads at once on a shared pool, give the tokens each
+// gives alone.
+TEST(PublicApi, GeneratorsOnOneModelAreIndependent) {
+  for (const char* variant : {"onnx_int4", "onnx_fp32"}) {
+    SCOPED_TRACE(variant);
+    NBITS_REQUIRE_SHARED(stories(std::string(variant) + "/model.onnx"));
+    auto model = load(variant, 2);
+    const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Lily and Ben went"};
+    std::vector<std::vector<int32_t>> alone;
+    for (const std::string& p : prompts) {
+      Generator g(model, greedy(40));
+      alone.push_back(g.generate(p).ids);
+      ASSERT_EQ(alone.back().size(), 40u);
+    }
+    ASSERT_NE(alone[0], alone[1]);
+
+    {  // interleaved on one thread, token by token
+      std::vector<std::unique_ptr<Generator>> gens;
+      std::vector<std::vector<int32_t>> got(prompts.size());
+      for (const std::string& p : prompts) {
+        gens.push_back(std::make_unique<Generator>(model, greedy(0)));
+        gens.back()->append_tokens(model->encode(p, true));
+      }
+      for (int step = 0; step < 40; ++step)
+        for (size_t i = 0; i < gens.size(); ++i) {
+          gens[i]->generate_next_token();
+          got[i].push_back(gens[i]->next_token());
+        }
+      for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], alone[i]) << prompts[i];
+    }
+
+    for (int round = 0; round < 3; ++round) {  // concurrently, one thread per conversation
+      std::vector<std::vector<int32_t>> got(prompts.size());
+      std::vector<std::string> errors(prompts.size());
+      std::vector<std::thread> threads;
+      for (size_t i = 0; i < prompts.size(); ++i)
+        threads.emplace_back([&, i] {
+          try {
+            Generator g(model, greedy(40));
+            got[i] = g.generate(prompts[i]).ids;
+          } catch (const std::exception& e) {
+            errors[i] = e.what();
+          }
+        });
+      for (auto& t : threads) t.join();
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(errors[i], "");
+        EXPECT_EQ(got[i], alone[i]) << prompts[i] << " round " << round;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nbits
