@@ -53,6 +53,7 @@ struct ModelOptions {
 struct GenerationOptions {
   int64_t max_new_tokens = 128;       // generate() stops after this many tokens
   std::optional<int64_t> max_length;  // is_done() once the sequence (prompt + generated) is this long
+  std::optional<bool> do_sample;      // sample (at the config's temperature unless given); false = greedy
   std::optional<float> temperature;   // 0 = greedy
   std::optional<int64_t> top_k;
   std::optional<float> top_p;
@@ -94,6 +95,9 @@ class Model {
   int64_t max_context_length() const;  // the most the model supports
   int64_t vocab_size() const;
   std::vector<int32_t> eos_token_ids() const;
+  std::optional<int32_t> bos_token_id() const;
+  std::optional<int32_t> pad_token_id() const;
+  int32_t token_to_id(std::string_view token) const;  // -1 when the vocabulary has no such token
   bool is_eos(int32_t id) const;
   std::string model_type() const;  // "qwen2", "llama", ...
   size_t weight_bytes() const;     // packed weights + other initializers in use
@@ -140,7 +144,8 @@ class Generator {
   bool is_done() const;
   int32_t next_token() const;  // the token generate_next_token() sampled last (-1 before)
   // Logits of the last position run, [vocab_size()] (what the next sample is drawn from,
-  // before any sampling transform). Valid until the next call that runs the model.
+  // before any sampling transform). Valid until the next call that runs the model: the
+  // memory may move then (a longer step grows the buffers), so keep a copy, not the span.
   std::span<const float> logits() const;
   std::vector<int32_t> sequence() const;  // every token: appended and generated
   void rewind_to(int64_t length);         // keep the first `length` tokens of sequence()

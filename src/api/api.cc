@@ -77,6 +77,16 @@ std::vector<int32_t> Model::eos_token_ids() const {
   return std::vector<int32_t>(impl_->config.eos_token_ids.begin(), impl_->config.eos_token_ids.end());
 }
 bool Model::is_eos(int32_t id) const { return impl_->config.is_eos(id); }
+std::optional<int32_t> Model::bos_token_id() const {
+  if (impl_->config.bos_token_id) return static_cast<int32_t>(*impl_->config.bos_token_id);
+  if (impl_->tokenizer && impl_->tokenizer->bos_id() >= 0) return impl_->tokenizer->bos_id();
+  return std::nullopt;
+}
+std::optional<int32_t> Model::pad_token_id() const {
+  if (impl_->config.pad_token_id) return static_cast<int32_t>(*impl_->config.pad_token_id);
+  return std::nullopt;
+}
+int32_t Model::token_to_id(std::string_view token) const { return impl_->tok().token_to_id(token); }
 std::string Model::model_type() const { return impl_->config.model_type; }
 size_t Model::weight_bytes() const { return impl_->prototype->weight_bytes(); }
 
@@ -103,7 +113,8 @@ namespace {
 llm::SamplerOptions sampler_options(const GenerationOptions& g, const llm::SearchConfig& s) {
   llm::SamplerOptions o;
   o.temperature = g.temperature.value_or(static_cast<float>(s.temperature));
-  o.greedy = g.temperature ? *g.temperature == 0 : !s.do_sample || o.temperature == 0;
+  const bool sample = g.do_sample.value_or(g.temperature ? *g.temperature > 0 : s.do_sample);
+  o.greedy = !sample || o.temperature == 0;
   o.top_k = g.top_k.value_or(s.top_k);
   o.top_p = g.top_p.value_or(static_cast<float>(s.top_p));
   o.min_p = g.min_p;

@@ -49,6 +49,26 @@ TEST(PublicApi, GeneratesAndContinuesTheConversation) {
   gen.reset();
   EXPECT_EQ(gen.length(), 0);
   EXPECT_EQ(gen.generate("").ids, r.ids);  // greedy: the same story again
+  EXPECT_EQ(model->bos_token_id(), std::optional<int32_t>(1));
+  EXPECT_EQ(model->token_to_id("<s>"), 1);
+  EXPECT_EQ(model->token_to_id("no such token at all"), -1);
+}
+
+TEST(PublicApi, DoSampleAndSeed) {
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  auto model = load("onnx_int4");
+  GenerationOptions go = greedy(32);
+  const auto greedy_ids = Generator(model, go).generate("Once").ids;
+  go.temperature.reset();
+  go.do_sample = true;
+  go.top_k = 0;  // the config's top_k is 1 (greedy in effect)
+  go.seed = 7;
+  const auto a = Generator(model, go).generate("Once").ids;
+  const auto b = Generator(model, go).generate("Once").ids;
+  EXPECT_EQ(a, b);  // same seed, same draw
+  EXPECT_NE(a, greedy_ids);
+  go.do_sample = false;
+  EXPECT_EQ(Generator(model, go).generate("Once").ids, greedy_ids);
 }
 
 TEST(PublicApi, BadInputIsAnError) {
