@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/error.h"
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
 #endif
@@ -101,24 +103,57 @@ CpuFeatures detect_cpu_features() {
 }
 
 // NBITS_ISA lowers the detected level for testing and comparison:
-//   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avx512 or avx512vnni
-//   (the AVX-512 kernels, VNNI included; no AVX-VNNI), rvv, ime; arm64: neon (no dotprod, i8mm,
-//   sve), dotprod (no i8mm, sve), i8mm (all detected).
+//   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avx512 (AVX-512 without VNNI),
+//   avx512vnni (the AVX-512 kernels, VNNI included; no AVX-VNNI), rvv (no IME), ime; arm64:
+//   neon (no dotprod, i8mm, sve), dotprod (no i8mm, sve), i8mm (all detected). Anything else,
+//   or a level the CPU lacks, throws nbits::Error listing the levels it has.
+// The levels NBITS_ISA may name on this CPU (those it can run), lowest first.
+static std::string available_levels(const CpuFeatures& f) {
+  std::string r = "ref";
+  if (f.avx2 && f.fma) r += ", avx2";
+  if (f.avx512f && f.avx512bw && f.avx512vl) r += ", avx512";
+  if (f.avx512vnni) r += ", avx512vnni";
+  if (f.rvv) r += ", rvv";
+  if (f.ime) r += ", ime";
+  if (f.neon) r += ", neon";
+  if (f.dotprod) r += ", dotprod";
+  if (f.i8mm) r += ", i8mm";
+  return r;
+}
+
 static CpuFeatures apply_env_override(CpuFeatures f) {
   const char* env = std::getenv("NBITS_ISA");
   if (env == nullptr || *env == 0) return f;
   const std::string v = env;
+  // A level this CPU cannot run, or a name that is no level, is refused: running
+  // something else than what was asked for would make comparisons lie.
+  auto require = [&](bool have) {
+    NBITS_CHECK(have, "NBITS_ISA=", v, ": this CPU cannot run that level (it has: ", available_levels(f),
+                ")");
+  };
   if (v == "ref" || v == "scalar") return CpuFeatures{};
   if (v == "avx2") {
+    require(f.avx2 && f.fma);
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx_vnni = false;
   } else if (v == "avx512" || v == "avx512vnni") {
+    require(v == "avx512" ? f.avx512f && f.avx512bw && f.avx512vl : f.avx512vnni);
     f.avx_vnni = false;
+    if (v == "avx512") f.avx512vnni = false;
   } else if (v == "rvv") {
+    require(f.rvv);
     f.ime = false;
+  } else if (v == "ime") {
+    require(f.ime);
   } else if (v == "neon") {
+    require(f.neon);
     f.dotprod = f.i8mm = f.sve = false;
   } else if (v == "dotprod") {
+    require(f.dotprod);
     f.i8mm = f.sve = false;
+  } else if (v == "i8mm") {
+    require(f.i8mm);
+  } else {
+    fail("NBITS_ISA=", v, " is not a kernel level (this CPU has: ", available_levels(f), ")");
   }
   return f;
 }

@@ -1,6 +1,7 @@
 // User errors reach the user as one clear line and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,12 @@ namespace nbits::testing {
 namespace {
 
 std::string stories(const std::string& rel) { return shared_path("models/stories260K/" + rel); }
+
+#ifdef NBITS_ARCH_X86
+constexpr bool kX86 = true;
+#else
+constexpr bool kX86 = false;
+#endif
 
 void expect_one_line(const RunResult& r, int code, const std::string& needle) {
   EXPECT_EQ(r.exit_code, code) << r.err;
@@ -35,6 +42,31 @@ TEST(CliErrors, PromptLongerThanContext) {
                            "--format", "json", "-t", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"ids\":[261,378,432,383,286,261]"), std::string::npos) << r.out;
+}
+
+// NBITS_ISA names a level this CPU runs, or the run stops with the levels it has.
+TEST(CliErrors, UnknownOrUnavailableIsaLevel) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  const std::vector<std::string> args = {"run", "-m", stories("onnx_int4"), "--ids", "1", "-n", "2",
+                                         "-t",  "1"};
+  struct Case {
+    const char* level;
+    const char* needle;
+  };
+  const bool x86 = kX86;
+  for (const Case& c : {Case{"avx9", "NBITS_ISA=avx9 is not a kernel level (this CPU has: ref"},
+                        Case{x86 ? "i8mm" : "avx2", "this CPU cannot run that level (it has: ref"}}) {
+    ::setenv("NBITS_ISA", c.level, 1);
+    const RunResult r = run_nbits(args);
+    ::unsetenv("NBITS_ISA");
+    SCOPED_TRACE(c.level);
+    expect_one_line(r, 1, c.needle);
+  }
+  ::setenv("NBITS_ISA", "ref", 1);
+  const RunResult ok = run_nbits(args);
+  ::unsetenv("NBITS_ISA");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 TEST(CliErrors, BadFlagsExitTwoWithAMessage) {
