@@ -8,8 +8,10 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -104,12 +106,25 @@ class PyGenerator {
   };
 
   nbits::Generator& gen() { return gen_; }
+
+  // The library's logits span may move between runs (it points into the session's output),
+  // so a numpy view of it could outlive its memory. Views are of a buffer of ours instead,
+  // which lives as long as any view of it: memory-safe whatever the caller keeps.
+  nb::ndarray<nb::numpy, const float, nb::ndim<3>> logits_view(std::span<const float> l) {
+    if (!logits_ || logits_->size() != l.size()) logits_ = std::make_shared<std::vector<float>>(l.size());
+    std::copy(l.begin(), l.end(), logits_->begin());
+    auto* keep = new std::shared_ptr<std::vector<float>>(logits_);
+    nb::capsule owner(keep,
+                      [](void* p) noexcept { delete static_cast<std::shared_ptr<std::vector<float>>*>(p); });
+    return nb::ndarray<nb::numpy, const float, nb::ndim<3>>(logits_->data(), {1, 1, l.size()}, owner);
+  }
   const std::shared_ptr<const nbits::Model>& model() const { return model_; }
 
  private:
   std::shared_ptr<const nbits::Model> model_;
   nbits::Generator gen_;
   std::atomic<bool> busy_{false};
+  std::shared_ptr<std::vector<float>> logits_;
 };
 
 // Runs `f` on the generator with the GIL released.
@@ -204,13 +219,15 @@ NB_MODULE(_nbits, m) {
       .def(
           "__init__",
           [](PyGenerator* self, std::shared_ptr<nbits::Model> model, int64_t max_new_tokens,
-             std::optional<int64_t> max_length, std::optional<float> temperature,
-             std::optional<int64_t> top_k, std::optional<float> top_p, float min_p,
-             std::optional<float> repetition_penalty, uint64_t seed, bool add_special, int64_t context) {
+             std::optional<int64_t> max_length, std::optional<bool> do_sample,
+             std::optional<float> temperature, std::optional<int64_t> top_k, std::optional<float> top_p,
+             float min_p, std::optional<float> repetition_penalty, uint64_t seed, bool add_special,
+             int64_t context) {
             if (!model) throw nbits::Error("Generator: model is None");
             nbits::GenerationOptions o;
             o.max_new_tokens = max_new_tokens;
             o.max_length = max_length;
+            o.do_sample = do_sample;
             o.temperature = temperature;
             o.top_k = top_k;
             o.top_p = top_p;
@@ -221,8 +238,8 @@ NB_MODULE(_nbits, m) {
             o.context = context;
             new (self) PyGenerator(std::move(model), o);
           },
-          "model"_a, "max_new_tokens"_a = 128, "max_length"_a = nb::none(), "temperature"_a = nb::none(),
-          "top_k"_a = nb::none(), "top_p"_a = nb::none(), "min_p"_a = 0.0f,
+          "model"_a, "max_new_tokens"_a = 128, "max_length"_a = nb::none(), "do_sample"_a = nb::none(),
+          "temperature"_a = nb::none(), "top_k"_a = nb::none(), "top_p"_a = nb::none(), "min_p"_a = 0.0f,
           "repetition_penalty"_a = nb::none(), "seed"_a = 0, "add_special"_a = true, "context"_a = 0)
       .def(
           "append_tokens",
@@ -249,12 +266,10 @@ NB_MODULE(_nbits, m) {
           [](PyGenerator& self) {
             std::span<const float> l = self.gen().logits();
             if (l.empty()) throw nbits::Error("no logits yet: call append_tokens() first");
-            // A read-only view owned by the Generator object (kept alive by the array).
-            return nb::ndarray<nb::numpy, const float, nb::ndim<3>>(l.data(), {1, 1, l.size()},
-                                                                    nb::find(&self));
+            return self.logits_view(l);
           },
-          "The last position's logits as a read-only [1, 1, vocab] float32 view (no copy), valid "
-          "until the next call that runs the model.")
+          "The last position's logits as a read-only [1, 1, vocab] float32 view of this "
+          "Generator's logits buffer (refreshed by each call: one memcpy, no allocation).")
       .def("sequence", [](PyGenerator& self) { return to_numpy(self.gen().sequence()); })
       .def(
           "rewind_to",
