@@ -19,6 +19,9 @@ stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 
 bash tools/setup.sh
 
+stamp "clang-format check"
+bash tools/format_check.sh
+
 stamp "npm reference oracles (HF tokenizers, ONNX Runtime 1.30)"
 (cd tests/tokenizer/node && npm ci --no-audit --no-fund --loglevel=error)
 mkdir -p bench/peers/.deps
@@ -35,6 +38,9 @@ export NBITS_SMOLLM2_GGUF=${NBITS_SMOLLM2_GGUF:-${NBITS_CACHE:-$HOME/.cache/nbit
 stamp "release build + tests"
 bash tools/build.sh release
 (cd build && ctest --output-on-failure -j 2 --timeout 900)
+
+stamp "embedding check: install, find_package(nbits) from examples/embed, run"
+bash tools/embed_check.sh
 
 stamp "ASan+UBSan build + tests"
 bash tools/build.sh asan

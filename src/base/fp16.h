@@ -41,7 +41,7 @@ inline uint16_t float_to_fp16(float f) {
   x &= 0x7fffffffu;
   if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0));
   if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (x < 0x38800000u) {                                                // subnormal or zero
+  if (x < 0x38800000u) {                                               // subnormal or zero
     if (x < 0x33000000u) return static_cast<uint16_t>(sign);
     const uint32_t e = x >> 23;
     uint32_t m = (x & 0x7fffffu) | 0x800000u;

@@ -5,8 +5,7 @@
 
 namespace nbits::quant {
 
-void quantize_row_blocks(const float* a, int64_t K, int block, int8_t* qa, float* scales,
-                         float* block_sums) {
+void quantize_row_blocks(const float* a, int64_t K, int block, int8_t* qa, float* scales, float* block_sums) {
   const int64_t k_blocks = (K + block - 1) / block;
   for (int64_t b = 0; b < k_blocks; ++b) {
     const int64_t k0 = b * block;

@@ -19,7 +19,7 @@ TEST(Fp16, KnownValues) {
   EXPECT_EQ(fp16_to_float(0x3c00), 1.0f);
   EXPECT_EQ(fp16_to_float(0xc000), -2.0f);
   EXPECT_EQ(fp16_to_float(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);                 // rounds to inf
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);                      // rounds to inf
   EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
   EXPECT_EQ(bf16_to_float(float_to_bf16(3.0f)), 3.0f);
 }

@@ -26,10 +26,10 @@ inline bool in_ci() {
 }  // namespace nbits::testing
 
 // Use at the top of a test: NBITS_REQUIRE_SHARED(path) -> fail in CI, skip elsewhere.
-#define NBITS_REQUIRE_SHARED(path)                                                   \
-  do {                                                                               \
-    if (!::nbits::file_exists(path)) {                                               \
+#define NBITS_REQUIRE_SHARED(path)                                                     \
+  do {                                                                                 \
+    if (!::nbits::file_exists(path)) {                                                 \
       if (::nbits::testing::in_ci()) FAIL() << "missing shared test data: " << (path); \
-      GTEST_SKIP() << "missing shared test data: " << (path);                        \
-    }                                                                                \
+      GTEST_SKIP() << "missing shared test data: " << (path);                          \
+    }                                                                                  \
   } while (0)
