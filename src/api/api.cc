@@ -4,10 +4,12 @@
 // own KV cache.
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "api/model_loader.h"
 #include "base/error.h"
 #include "llm/generator.h"
+#include "llm/stream_generate.h"
 #include "nbits/nbits.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -216,20 +218,14 @@ GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnT
   GenerationResult out;
   if (g.pending() >= 0) out.prompt_ids.push_back(g.pending());
   out.prompt_ids.insert(out.prompt_ids.end(), ids.begin(), ids.end());
-  std::unique_ptr<StreamDecoder> stream;
-  if (s_->m().tokenizer) stream = std::make_unique<StreamDecoder>(*s_->m().tokenizer, /*skip_special=*/true);
-  auto emit = [&](const std::string& piece) {
-    out.text += piece;
-    if (on_text && !piece.empty()) on_text(piece);
-  };
+  std::optional<StreamDecoder> stream;
+  if (s_->m().tokenizer) stream.emplace(*s_->m().tokenizer, /*skip_special=*/true);
   const int64_t room = s_->max_length - s_->length() - static_cast<int64_t>(ids.size());
   const int64_t n = std::max<int64_t>(0, std::min(s_->options.max_new_tokens, room));
-  auto r = g.generate(ids, n, s_->sampler, [&](int32_t id) {
-    if (stream) emit(stream->push(id));
-    return true;
-  });
-  if (stream) emit(stream->flush());
-  out.ids = std::move(r.ids);
+  llm::TextResult tr = llm::generate_text(g, ids, n, s_->sampler, stream ? &*stream : nullptr, on_text);
+  const llm::GenerateResult& r = tr.generated;
+  out.text = std::move(tr.text);
+  out.ids = r.ids;
   if (!out.ids.empty()) {
     s_->next = out.ids.back();
     s_->eos = r.stop == llm::StopReason::kEos;

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/model_setup.h"
+#include "llm/stream_generate.h"
 
 namespace nbits::cli {
 namespace {
@@ -44,22 +45,17 @@ class ChatSession {
     const int64_t pending = m_.generator->pending() >= 0 ? 1 : 0;
     std::fprintf(stderr, "[prefilled %lld tokens]\n", static_cast<long long>(new_ids.size()) + pending);
     StreamDecoder stream(*m_.tokenizer, /*skip_special=*/true);
-    std::string reply;
-    auto r = m_.generator->generate(new_ids, n_predict_, sampler_, [&](int32_t id) {
-      std::string piece = stream.push(id);
-      reply += piece;
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-      return true;
-    });
-    std::string tail = stream.flush();
-    reply += tail;
-    std::fwrite(tail.data(), 1, tail.size(), stdout);
+    llm::TextResult r =
+        llm::generate_text(*m_.generator, new_ids, n_predict_, sampler_, &stream, [](std::string_view piece) {
+          std::fwrite(piece.data(), 1, piece.size(), stdout);
+          std::fflush(stdout);
+        });
+    const std::string& reply = r.text;
     std::fputs("\n", stdout);
     std::fflush(stdout);
     if (format_) {
       messages_.push_back({"assistant", reply});
-      rendered_ += m_.tokenizer->decode(r.ids, /*skip_special=*/false);
+      rendered_ += m_.tokenizer->decode(r.generated.ids, /*skip_special=*/false);
     }
   }
 

@@ -12,6 +12,7 @@
 #include "cli/model_setup.h"
 #include "cli/scoring.h"
 #include "llm/generator.h"
+#include "llm/stream_generate.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nbits::cli {
@@ -117,7 +118,6 @@ int run_main(const std::vector<std::string>& args) {
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
 
   std::optional<StreamDecoder> stream;
-  std::string text;
   if (m.tokenizer) {
     stream.emplace(*m.tokenizer, /*skip_special=*/true);
     std::string echo;
@@ -128,23 +128,19 @@ int run_main(const std::vector<std::string>& args) {
     }
   }
   const bool want_logprobs = f.has("--logprobs");
-  auto result = m.generator->generate(prompt, f.get_i64("--n-predict"), sampler, [&](int32_t id) {
-    if (want_logprobs) score(m.generator->last_logits(), id);
-    if (stream) {
-      std::string piece = stream->push(id);
-      text += piece;
-      if (!json && !piece.empty()) {
+  llm::TextResult tr = llm::generate_text(
+      *m.generator, prompt, f.get_i64("--n-predict"), sampler, stream ? &*stream : nullptr,
+      [&](std::string_view piece) {
+        if (json) return;
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
-      }
-    }
-    return true;
-  });
-  if (stream) {
-    std::string tail = stream->flush();
-    text += tail;
-    if (!json) std::fwrite(tail.data(), 1, tail.size(), stdout);
-  }
+      },
+      [&](int32_t id) {
+        if (want_logprobs) score(m.generator->last_logits(), id);
+        return true;
+      });
+  const llm::GenerateResult& result = tr.generated;
+  const std::string& text = tr.text;
   const llm::GenerationStats& st = m.generator->stats();
   if (json) {
     std::string out = "{\"prompt_ids\":" + json_int_list(prompt) + ",\"ids\":" + json_int_list(result.ids);
