@@ -365,6 +365,22 @@ class Tokenizer:
         """The end-of-sequence ids, as a numpy int32 array."""
         return _np.asarray(self._m.eos_token_ids(), dtype=_np.int32)
 
+    @property
+    def bos_token_id(self) -> int:
+        """The beginning-of-sequence id (-1 when the model has none)."""
+        b = self._m.bos_token_id()
+        return -1 if b is None else b
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding id (-1 when the model has none)."""
+        p = self._m.pad_token_id()
+        return -1 if p is None else p
+
+    def to_token_id(self, token: str) -> int:
+        """The id of one vocabulary entry (e.g. ``"<|im_end|>"``); -1 when there is none."""
+        return self._m.token_to_id(token)
+
 
 # og search options nbits accepts but has a single value for (beam search, batches).
 _FIXED_OPTIONS = {

@@ -182,6 +182,9 @@ NB_MODULE(_nbits, m) {
       .def("vocab_size", &nbits::Model::vocab_size)
       .def("eos_token_ids", &nbits::Model::eos_token_ids)
       .def("is_eos", &nbits::Model::is_eos, "id"_a)
+      .def("bos_token_id", &nbits::Model::bos_token_id)
+      .def("pad_token_id", &nbits::Model::pad_token_id)
+      .def("token_to_id", &nbits::Model::token_to_id, "token"_a)
       .def("model_type", &nbits::Model::model_type)
       .def("weight_bytes", &nbits::Model::weight_bytes);
 

@@ -26,6 +26,10 @@ def test_template_from_dicts_and_json_agree(chat_model):
     assert "<|im_start|>user\n" + QUESTION in a
     assert a.endswith("<|im_start|>assistant\n")
     assert not tok.apply_chat_template(msgs, add_generation_prompt=False).endswith("assistant\n")
+    end = tok.to_token_id("<|im_end|>")
+    assert end >= 0 and end in list(tok.eos_token_ids)
+    assert tok.to_token_id("no such token in the vocabulary") == -1
+    assert tok.bos_token_id >= 0
 
 
 def test_chat_round_trip(chat_model):
