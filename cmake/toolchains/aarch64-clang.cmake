@@ -17,9 +17,9 @@ set(CMAKE_C_COMPILER clang-${AARCH64_CLANG_VERSION})
 set(CMAKE_CXX_COMPILER clang++-${AARCH64_CLANG_VERSION})
 set(CMAKE_C_COMPILER_TARGET aarch64-linux-gnu)
 set(CMAKE_CXX_COMPILER_TARGET aarch64-linux-gnu)
-# FMA is baseline on AArch64: -ffp-contract=off keeps the compiler from fusing a*b+c in scalar glue
-# and reference code, so the contract's operation order (and the x86 build's bits) hold.
-set(_a64_flags "-march=${AARCH64_MARCH} -ffp-contract=off")
+# (-ffp-contract=off, which keeps the reference numerics on an FMA-baseline ISA, comes from
+# CMakeLists.txt for every arm64 build, native or cross.)
+set(_a64_flags "-march=${AARCH64_MARCH}")
 set(CMAKE_C_FLAGS_INIT "${_a64_flags}")
 # libstdc++ 12's std::stable_sort calls std::get_temporary_buffer, which clang-22 flags as
 # deprecated inside the instantiation (not silenced as a system-header warning): -Werror breaks.

@@ -17,9 +17,9 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vnni = false;
   // RISC-V
-  bool rvv = false;       // V extension 1.0
-  int vlen_bits = 0;      // vector register width when rvv
-  bool ime = false;       // SpacemiT vmadot (probed safely)
+  bool rvv = false;   // V extension 1.0
+  int vlen_bits = 0;  // vector register width when rvv
+  bool ime = false;   // SpacemiT vmadot (probed safely)
   // arm64 (getauxval: AT_HWCAP / AT_HWCAP2)
   bool neon = false;     // Advanced SIMD (HWCAP_ASIMD; baseline on every ARMv8-A Linux core)
   bool dotprod = false;  // SDOT/UDOT (HWCAP_ASIMDDP: Cortex-A76/A55, Neoverse N1, Apple M1...)

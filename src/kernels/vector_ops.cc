@@ -9,6 +9,9 @@
 #if defined(NBITS_ARCH_X86)
 #include "kernels/x86/vector_ops_avx2.h"
 #endif
+#if defined(NBITS_ARCH_ARM64)
+#include "kernels/arm64/vector_ops_neon.h"
+#endif
 
 namespace nbits::kernels {
 namespace {
@@ -189,6 +192,26 @@ const Ops& ops() {
                  silu_mul_avx2,
                  f.f16c ? dot_rows_f16_avx2 : dot_rows_scalar<uint16_t>,
                  f.f16c ? accumulate_rows_f16_avx2 : accumulate_rows_scalar<uint16_t>};
+#endif
+#if defined(NBITS_ARCH_ARM64)
+    if (cpu_features().neon)  // the AVX2 helpers' lanes and operation order: the same bits as x86
+      return Ops{"neon",
+                 dot_neon,
+                 axpy_neon,
+                 scale_mul_neon,
+                 argmax_neon,
+                 max_neon,
+                 exp_shift_sum_neon,
+                 scale_neon,
+                 exp_neon,
+                 sigmoid_neon,
+                 dot_rows_neon,
+                 accumulate_rows_neon,
+                 binary_neon,
+                 sum_squares_rows_neon,
+                 silu_mul_neon,
+                 dot_rows_f16_neon,
+                 accumulate_rows_f16_neon};
 #endif
     return Ops{"scalar",
                dot_scalar,

@@ -1,6 +1,6 @@
 // Fast fp32 helpers for the non-matmul part of decode and prefill (norms,
 // attention dot products, softmax, exp/sigmoid, elementwise arithmetic, logits
-// argmax). Each call dispatches once (first use) to AVX2+FMA on x86 when
+// argmax). Each call dispatches once (first use) to AVX2+FMA on x86 (NEON on arm64) when
 // present, else scalar. Sums may differ from a sequential scalar loop by fp32
 // summation order only; exp is within ~2 ulp of the correctly rounded value.
 #pragma once
@@ -71,7 +71,7 @@ void vec_binary(VecOp op, const float* a, const float* b, float* y, int64_t n);
 // y[i] = a[i] op b (b_first = false) or b op a[i] (b_first = true); y may alias a.
 void vec_binary_scalar(VecOp op, const float* a, float b, bool b_first, float* y, int64_t n);
 
-// The ISA the helpers dispatched to ("avx2" or "scalar").
+// The ISA the helpers dispatched to ("avx2", "neon" or "scalar").
 const char* vector_ops_isa();
 
 }  // namespace nbits::kernels
