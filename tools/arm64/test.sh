@@ -7,7 +7,9 @@
 #   2. -cpu cortex-a76 (dotprod, no i8mm: Raspberry Pi 5's core): x16_dotprod_int8
 #   3. -cpu max with NBITS_ISA=neon: x16_neon_int8 (the ARMv8.0 SMULL path; QEMU 7.2's ARMv8.0
 #      models, cortex-a72/a53, behave the same: no dotprod in HWCAP)
-#   4. stories260K int4/int8/int4_asym: 16 greedy tokens under QEMU (-cpu max and cortex-a76)
+#   4. the NEON vector helpers (norms, softmax, exp/SiLU, attention dot products) return the x86
+#      build's AVX2 bits on every helper (tools/arm64/vector_ops_parity.cc, both builds)
+#   5. stories260K int4/int8/int4_asym: 16 greedy tokens under QEMU (-cpu max and cortex-a76)
 #      == the x86 build's (NBITS_X86_BIN, else build/nbits built if stale); also --scales fp16 at
 #      accuracy levels 4 and 0. NBITS_ARM64_E2E=0 skips it.
 # Self-contained: installs its Debian packages when missing (tools/arm64/setup.sh). Usage:
@@ -28,7 +30,10 @@ echo "== arm64: cross build ($B)"
 cmake -S . -B "$B" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-clang.cmake \
   -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=ON \
   "${LAUNCHER[@]}" >/dev/null
-cmake --build "$B" --target test_kernels -j "$JOBS"
+# One ninja run for both targets keeps both cores busy through the link steps.
+targets=(test_kernels)
+[ "${NBITS_ARM64_E2E:-1}" = 1 ] && [ -d ../shared/models/stories260K ] && targets+=(nbits)
+cmake --build "$B" --target "${targets[@]}" -j "$JOBS"
 for o in qgemm_x16_dotprod qgemm_x16_i8mm; do  # the kernels really use the instructions
   obj=$(find "$B" -name "$o.cc.o" | head -1)
   want=sdot; [ "$o" = qgemm_x16_i8mm ] && want=smmla
@@ -37,14 +42,17 @@ for o in qgemm_x16_dotprod qgemm_x16_i8mm; do  # the kernels really use the inst
   [ "$n" -ge 8 ] || { echo "expected $want in $obj"; exit 1; }
 done
 
-suite() {  # label, cpu, expected level, env...
-  local label=$1 cpu=$2 level=$3; shift 3
-  echo "-- $label (-cpu $cpu): test_kernels, expect $level"
-  env NBITS_EXPECT_ARM64="$level" "$@" qemu-aarch64 -L "$SYSROOT" -cpu "$cpu" "$B/tests/test_kernels" --gtest_brief=1
+suite() {  # label, cpu, expected level, gtest filter, env...
+  local label=$1 cpu=$2 level=$3 filter=$4; shift 4
+  echo "-- $label (-cpu $cpu): test_kernels ($filter), expect $level"
+  env NBITS_EXPECT_ARM64="$level" "$@" qemu-aarch64 -L "$SYSROOT" -cpu "$cpu" "$B/tests/test_kernels" \
+    --gtest_brief=1 --gtest_filter="$filter"
 }
-suite "dotprod + i8mm + sve" max i8mm NBITS_EXPECT_SVE=1 NBITS_ISA=
-suite "dotprod only" cortex-a76 dotprod NBITS_EXPECT_SVE=0 NBITS_ISA=
-suite "ARMv8.0 NEON (NBITS_ISA=neon)" max neon NBITS_ISA=neon
+# -cpu max runs every set (i8mm, dotprod, neon: each is supported there); cortex-a76 checks that
+# HWCAP without i8mm picks dotprod; NBITS_ISA=neon only needs dispatch and the vector helpers again.
+suite "dotprod + i8mm + sve" max i8mm "*" NBITS_EXPECT_SVE=1 NBITS_ISA=
+suite "dotprod only" cortex-a76 dotprod "*" NBITS_EXPECT_SVE=0 NBITS_ISA=
+suite "ARMv8.0 NEON (NBITS_ISA=neon)" max neon "Arm64Dispatch.*:VectorOps*" NBITS_ISA=neon
 
 if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then
   echo "== arm64: stories260K greedy tokens (-cpu max, -cpu cortex-a76) vs the x86 build"
@@ -58,6 +66,23 @@ if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then
     if [ -z "${NBITS_X86_BIN:-}" ]; then
       if [ -f build/build.ninja ]; then cmake --build build --target nbits -j "$JOBS"; else bash tools/build.sh release; fi
     fi
+    # The NEON vector helpers compute the AVX2 helpers' bits (kernels/arm64/vector_ops_neon.cc).
+    X86_DIR=$(dirname "$X86")
+    if [ -f "$X86_DIR/libnbits_kernels.a" ]; then
+      c++ -std=c++20 -O2 -Isrc tools/arm64/vector_ops_parity.cc "$X86_DIR/libnbits_kernels.a" \
+        "$X86_DIR/libnbits_base.a" -lpthread -o "$B/vector_ops_parity_x86"
+      clang++-22 --target=aarch64-linux-gnu -std=c++20 -O2 -march=armv8-a -ffp-contract=off -DNBITS_ARCH_ARM64=1 \
+        -Isrc -fuse-ld=lld tools/arm64/vector_ops_parity.cc "$B/libnbits_kernels.a" "$B/libnbits_base.a" -lpthread \
+        -o "$B/vector_ops_parity"
+      "$B/vector_ops_parity_x86" > "$B/vector_ops_x86.txt"
+      qemu max "$B/vector_ops_parity" > "$B/vector_ops_arm64.txt"
+      diff "$B/vector_ops_x86.txt" "$B/vector_ops_arm64.txt" ||
+        { echo "NEON vector helpers differ from the x86 build's (lines above: x86 <, arm64 >)"; exit 1; }
+      echo "-- vector helpers: NEON == x86 bit for bit ($(wc -l < "$B/vector_ops_x86.txt") helpers)"
+    else
+      [ "${CI:-}" = true ] && { echo "missing $X86_DIR/libnbits_kernels.a (x86 build next to $X86)"; exit 1; }
+      echo "(vector helper parity skipped: no $X86_DIR/libnbits_kernels.a)"
+    fi
     ids() { python3 -c 'import json,sys; print(json.load(sys.stdin)["ids"])'; }
     for v in onnx_int4 onnx_int8 onnx_int4_asym; do
       for extra in "" "--scales fp16 --accuracy-level 4" "--scales fp16 --accuracy-level 0"; do
@@ -68,7 +93,7 @@ if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then
           got=$(qemu "$cpu" "$B/nbits" run -m "$model/$v" --ids 1 -n 16 $extra --format json | ids)
           [ "$want" = "$got" ] || { echo "$v $extra (-cpu $cpu): arm64 $got != x86 $want"; exit 1; }
         done
-        echo "-- $v ${extra:-(fp32 scales, model's accuracy level)}: 16 greedy tokens equal (max, cortex-a76): $want"
+        echo "-- $v ${extra:-(fp32 scales, accuracy level of the model)}: 16 greedy tokens equal (max, cortex-a76): $want"
       done
     done
   fi
