@@ -296,6 +296,7 @@ class SessionImpl final : public Session {
   const MappedFile* mapping_of(const void* p, size_t n) const;
   const MappedFile* mapping_of(const Tensor& t) const { return mapping_of(t.data, t.bytes()); }
   void consumed_at_load(int value, bool read_at_run);
+  bool release_owned(const void* p, size_t n);
   void advise_mapped_constants();
   void fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
             const std::vector<int>& out);
@@ -344,7 +345,27 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run) {
     f->release(t.data, t.bytes());
     released_bytes_ += t.bytes();
     released_ranges_.push_back({f, static_cast<const uint8_t*>(t.data), t.bytes()});
+  } else if (release_owned(t.data, t.bytes())) {
+    released_bytes_ += t.bytes();
   }
+}
+
+// Frees a buffer of Model::owned (weights a GGUF file's repacking made, decoded typed
+// fields) that holds exactly this initializer's bytes and no other initializer's: once
+// packed it is not read again, and keeping it would double the peak memory.
+bool SessionImpl::release_owned(const void* p, size_t n) {
+  if (p == nullptr || n < (size_t{1} << 16)) return false;  // small ones are not worth the scan
+  onnx::Model& model = shared_->model;
+  for (std::vector<uint8_t>& buf : model.owned) {
+    if (buf.data() != p || buf.size() != n) continue;
+    int viewers = 0;
+    for (const onnx::Tensor& init : model.graph.initializers)
+      viewers += init.bytes.data() >= buf.data() && init.bytes.data() < buf.data() + buf.size();
+    if (viewers != 1) return false;
+    std::vector<uint8_t>().swap(buf);
+    return true;
+  }
+  return false;
 }
 
 // Each release drops only the pages wholly inside one initializer; adjacent
