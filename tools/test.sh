@@ -5,6 +5,7 @@
 #   1. release build (-Werror) + ctest (unit, end-to-end vs ONNX Runtime/llama2.c references,
 #      tokenizer differential vs Hugging Face tokenizers, make-model vs ONNX Runtime 1.30,
 #      builder exports vs ONNX Runtime 1.32)
+#      then the Python package (pip install ./python, pytest python/tests)
 #   2. ASan+UBSan build + ctest
 #   3. libFuzzer targets, bounded (NBITS_FUZZ_SECONDS, default 60 s each)
 #   4. riscv64 leg under QEMU (tools/riscv/test.sh; NBITS_SKIP_RISCV=1 skips it outside CI)
@@ -41,6 +42,18 @@ bash tools/build.sh release
 
 stamp "embedding check: install, find_package(nbits) from examples/embed, run"
 bash tools/embed_check.sh
+
+stamp "Python package: pip install ./python + pytest"
+py_t0=$(date +%s)
+py_venv=${NBITS_CACHE:-$HOME/.cache/nbits}/venv
+"$py_venv/bin/python" -c "import scikit_build_core, nanobind, pytest" 2>/dev/null ||
+  "$py_venv/bin/pip" install --quiet "scikit-build-core>=0.10" "nanobind>=2.0" pytest
+# No build isolation (the venv has the build tools); -Werror and the release flags, so ccache
+# serves the library objects the release build just compiled. python/build/ keeps the rest.
+CMAKE_BUILD_PARALLEL_LEVEL=${NBITS_JOBS:-$(nproc)} "$py_venv/bin/pip" install --quiet --no-build-isolation \
+  -Ccmake.define.NBITS_WERROR=ON ./python
+NBITS_CLI="$root/build/nbits" "$py_venv/bin/pytest" -q python/tests
+echo "python package: $(( $(date +%s) - py_t0 ))s"
 
 stamp "ASan+UBSan build + tests"
 bash tools/build.sh asan
