@@ -1,0 +1,62 @@
+// `nbits serve`: an OpenAI-compatible HTTP server (src/serve), where the build has cpp-httplib.
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "cli/command.h"
+#include "cli/common.h"
+#if NBITS_HAVE_SERVE
+#include "serve/serve.h"
+#endif
+
+namespace nbits::cli {
+namespace {
+
+int serve_main(const std::vector<std::string>& args) {
+  Flags f("serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [options]",
+          "Serves the OpenAI API over HTTP: POST /v1/chat/completions, /v1/completions (stream or not),\n"
+          "GET /v1/models, /health, /metrics, POST /tokenize, /detokenize. --parallel sessions each own a\n"
+          "KV cache of the full --ctx and keep their conversation: a request reuses the slot sharing the\n"
+          "longest token prefix with its prompt. Requests beyond the sessions wait (at most --queue); more\n"
+          "get 503. SIGINT/SIGTERM: finish the requests in flight, then exit.");
+  f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json) or a .gguf file",
+        true);
+  f.str("--host", "ADDR", "address to listen on", false, "127.0.0.1");
+  f.i64("--port", "N", "TCP port (0: any free port, printed at start)", 8080, 0, 65535);
+  f.i64("--parallel", "N", "session slots (each its own KV cache of --ctx tokens)", 1, 1, 256);
+  f.i64("--ctx", "N", "KV cache length of each session (default: the model's context)", std::nullopt, 1);
+  f.i64("-t,--threads", "N", "worker threads shared by all sessions (0 = all hardware threads)", 0, 0, 1024);
+  f.i64("--queue", "N", "requests that may wait for a free session", 16, 0, 100000);
+  f.str("--api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health");
+  f.str("--model-id", "NAME", "the model name /v1/models reports (default: the folder's name)");
+  f.i64("--max-body", "BYTES", "largest request body accepted (larger: 413)", 8 << 20, 1024);
+  f.choice("--scales", {"fp32", "fp16"}, "MatMulNBits scale storage (see nbits run --help)", "fp32");
+  f.choice("--kv-cache", {"model", "f32", "f16"}, "KV cache dtype (see nbits run --help)", "model");
+  if (auto rc = f.parse(args)) return *rc;
+#if NBITS_HAVE_SERVE
+  serve::ServeOptions o;
+  o.model = f.get_str("--model");
+  o.host = f.get_str("--host");
+  o.port = static_cast<int>(f.get_i64("--port"));
+  o.parallel = static_cast<int>(f.get_i64("--parallel"));
+  if (f.has("--ctx")) o.ctx = f.get_i64("--ctx");
+  o.threads = static_cast<int>(f.get_i64("--threads"));
+  o.queue = static_cast<int>(f.get_i64("--queue"));
+  if (f.has("--api-key")) o.api_key = f.get_str("--api-key");
+  if (f.has("--model-id")) o.model_id = f.get_str("--model-id");
+  o.max_body_bytes = static_cast<size_t>(f.get_i64("--max-body"));
+  o.fp16_scales = f.get_str("--scales") == "fp16";
+  o.kv_cache = f.get_str("--kv-cache");
+  return serve::run_server(o);
+#else
+  throw Error(
+      "this nbits was built without the HTTP server (cpp-httplib not found: apt-get install "
+      "libcpp-httplib-dev)");
+#endif
+}
+
+}  // namespace
+
+NBITS_COMMAND("serve", "OpenAI-compatible HTTP server with concurrent sessions", serve_main);
+
+}  // namespace nbits::cli

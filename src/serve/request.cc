@@ -1,0 +1,212 @@
+#include "serve/request.h"
+
+#include <random>
+
+namespace nbits::serve {
+
+using nlohmann::json;
+
+json ApiError::body() const {
+  std::string t = type;
+  if (t.empty()) t = status >= 500 ? "server_error" : "invalid_request_error";
+  json e = {{"message", what()}, {"type", t}};
+  e["param"] = param.empty() ? json(nullptr) : json(param);
+  e["code"] = code.empty() ? json(nullptr) : json(code);
+  return json{{"error", std::move(e)}};
+}
+
+json parse_body(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON (UTF-8)", "", "invalid_json");
+  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");
+  return j;
+}
+
+namespace {
+
+// The field, or nullptr when absent or null (OpenAI treats null as not given).
+const json* field(const json& o, const char* name) {
+  auto it = o.find(name);
+  if (it == o.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw ApiError(400, "'" + name + "' " + what, name, "invalid_value");
+}
+
+std::optional<double> number(const json& o, const char* name, double lo, double hi) {
+  const json* v = field(o, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) bad(name, "must be a number");
+  const double x = v->get<double>();
+  if (!(x >= lo && x <= hi)) bad(name, "must be in [" + json(lo).dump() + ", " + json(hi).dump() + "]");
+  return x;
+}
+
+std::optional<int64_t> integer(const json& o, const char* name, int64_t lo, int64_t hi) {
+  const json* v = field(o, name);
+  if (!v) return std::nullopt;
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (d != static_cast<double>(static_cast<int64_t>(d))) bad(name, "must be an integer");
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+      bad(name, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<int64_t>(d);
+  }
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi))
+      bad(name, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<int64_t>(u);
+  }
+  if (!v->is_number_integer()) bad(name, "must be an integer");
+  const auto x = v->get<int64_t>();
+  if (x < lo || x > hi) bad(name, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+std::optional<bool> boolean(const json& o, const char* name) {
+  const json* v = field(o, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) bad(name, "must be a boolean");
+  return v->get<bool>();
+}
+
+// "content": a string, or an array of {"type":"text","text":...} parts.
+std::string message_content(const json& m, const std::string& where) {
+  const json* c = field(m, "content");
+  if (!c) return "";
+  if (c->is_string()) return c->get<std::string>();
+  if (!c->is_array()) bad(where + ".content", "must be a string or an array of text parts");
+  std::string out;
+  for (const auto& part : *c) {
+    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      bad(where + ".content",
+          "parts must be {\"type\": \"text\", \"text\": \"...\"} (only text is supported)");
+    out += part["text"].get<std::string>();
+  }
+  return out;
+}
+
+void refuse_truthy(const json& o, const char* name, const char* why) {
+  const json* v = field(o, name);
+  if (!v) return;
+  const bool empty = (v->is_boolean() && !v->get<bool>()) || (v->is_number() && v->get<double>() == 0) ||
+                     ((v->is_array() || v->is_object()) && v->empty());
+  if (!empty)
+    throw ApiError(400, std::string("'") + name + "' is not supported: " + why, name, "unsupported");
+}
+
+}  // namespace
+
+GenRequest parse_gen_request(const json& b, Endpoint endpoint) {
+  GenRequest r;
+  r.endpoint = endpoint;
+  if (const json* m = field(b, "model")) {
+    if (!m->is_string()) bad("model", "must be a string");
+    r.model = m->get<std::string>();
+  }
+  if (endpoint == Endpoint::kChat) {
+    const json* msgs = field(b, "messages");
+    if (!msgs) throw ApiError(400, "'messages' is required", "messages", "missing_field");
+    if (!msgs->is_array() || msgs->empty()) bad("messages", "must be a non-empty array");
+    for (size_t i = 0; i < msgs->size(); ++i) {
+      const json& m = (*msgs)[i];
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      if (!m.is_object()) bad(where, "must be an object");
+      const json* role = field(m, "role");
+      if (!role || !role->is_string()) bad(where + ".role", "must be a string");
+      std::string rs = role->get<std::string>();
+      if (rs == "developer") rs = "system";
+      if (rs != "system" && rs != "user" && rs != "assistant")
+        bad(where + ".role", "must be system, user or assistant (got '" + rs + "')");
+      if (field(m, "tool_calls")) bad(where + ".tool_calls", "is not supported");
+      r.messages.push_back({rs, message_content(m, where)});
+    }
+  } else {
+    const json* p = field(b, "prompt");
+    if (!p) throw ApiError(400, "'prompt' is required", "prompt", "missing_field");
+    if (p->is_string()) {
+      r.prompt_text = p->get<std::string>();
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+      r.prompt_text = (*p)[0].get<std::string>();
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
+      r.prompt_is_ids = true;
+      for (const auto& id : *p) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+          bad("prompt", "token ids must be non-negative integers");
+        r.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+      }
+    } else if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array())) {
+      throw ApiError(400, "'prompt': one prompt per request (batches of prompts are not supported)", "prompt",
+                     "unsupported");
+    } else {
+      bad("prompt", "must be a string, an array of one string, or an array of token ids");
+    }
+    refuse_truthy(b, "echo", "the prompt is not echoed");
+    if (const json* s = field(b, "suffix"); s && !(s->is_string() && s->get<std::string>().empty()))
+      throw ApiError(400, "'suffix' is not supported", "suffix", "unsupported");
+    if (auto bo = integer(b, "best_of", 1, 1 << 20); bo && *bo != 1)
+      throw ApiError(400, "'best_of' must be 1", "best_of", "unsupported");
+  }
+  if (auto n = integer(b, "n", 1, 1 << 20); n && *n != 1)
+    throw ApiError(400, "'n' must be 1 (one choice per request)", "n", "unsupported");
+  const int64_t big = int64_t{1} << 40;
+  r.max_tokens = integer(b, "max_tokens", 1, big);
+  if (auto m = integer(b, "max_completion_tokens", 1, big)) r.max_tokens = m;
+  SamplingParams& s = r.sampling;
+  if (auto t = number(b, "temperature", 0, 100)) s.temperature = static_cast<float>(*t);
+  if (auto t = number(b, "top_p", 0, 1)) {
+    if (*t == 0) bad("top_p", "must be in (0, 1]");
+    s.top_p = static_cast<float>(*t);
+  }
+  if (auto k = integer(b, "top_k", -1, int64_t{1} << 31)) s.top_k = *k < 0 ? 0 : *k;
+  if (auto m = number(b, "min_p", 0, 1)) s.min_p = static_cast<float>(*m);
+  if (auto rp = number(b, "repetition_penalty", 0, 100)) {
+    if (*rp == 0) bad("repetition_penalty", "must be > 0");
+    s.repetition_penalty = static_cast<float>(*rp);
+  }
+  if (auto pp = number(b, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*pp);
+  if (auto fp = number(b, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*fp);
+  if (const json* seed = field(b, "seed")) {
+    if (!seed->is_number_integer()) bad("seed", "must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+  } else {
+    s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  }
+  if (const json* st = field(b, "stop")) {
+    if (st->is_string()) {
+      r.stop.push_back(st->get<std::string>());
+    } else if (st->is_array()) {
+      if (st->size() > 16) bad("stop", "takes at most 16 strings");
+      for (const auto& x : *st) {
+        if (!x.is_string()) bad("stop", "must be a string or an array of strings");
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      bad("stop", "must be a string or an array of strings");
+    }
+  }
+  r.stream = boolean(b, "stream").value_or(false);
+  if (const json* so = field(b, "stream_options")) {
+    if (!so->is_object()) bad("stream_options", "must be an object");
+    if (!r.stream) bad("stream_options", "is only allowed with \"stream\": true");
+    r.include_usage = boolean(*so, "include_usage").value_or(false);
+  }
+  r.return_token_ids = boolean(b, "return_token_ids").value_or(false);
+  refuse_truthy(b, "logprobs", "token logprobs are not returned");
+  refuse_truthy(b, "top_logprobs", "token logprobs are not returned");
+  refuse_truthy(b, "tools", "tool calls are not implemented");
+  refuse_truthy(b, "functions", "function calls are not implemented");
+  refuse_truthy(b, "logit_bias", "logit bias is not implemented");
+  if (const json* rf = field(b, "response_format")) {
+    if (!rf->is_object() || rf->value("type", json()) != "text")
+      throw ApiError(400, "'response_format': only {\"type\": \"text\"} is supported", "response_format",
+                     "unsupported");
+  }
+  return r;
+}
+
+}  // namespace nbits::serve

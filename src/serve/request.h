@@ -1,0 +1,52 @@
+// OpenAI request bodies -> what the server runs, with every field checked: a wrong type or
+// range is an ApiError naming the field (HTTP 400), never an exception the server did not expect.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nbits/chat_message.h"
+#include "serve/sampler.h"
+
+namespace nbits::serve {
+
+struct ApiError : std::runtime_error {
+  ApiError(int status_, std::string message, std::string param_ = "", std::string code_ = "",
+           std::string type_ = "")
+      : std::runtime_error(message),
+        status(status_),
+        param(std::move(param_)),
+        code(std::move(code_)),
+        type(std::move(type_)) {}
+  int status;
+  std::string param, code, type;
+  // {"error":{"message","type","param","code"}}
+  nlohmann::json body() const;
+};
+
+enum class Endpoint { kChat, kCompletions };
+
+struct GenRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;                  // "" when not given
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt_text;            // completions: text ...
+  std::vector<int32_t> prompt_ids;    // ... or token ids (prompt_is_ids)
+  bool prompt_is_ids = false;
+  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+  bool return_token_ids = false;  // nbits extension: choices[0].token_ids
+};
+
+// Throws ApiError(400) for a body that is not a JSON object.
+nlohmann::json parse_body(const std::string& body);
+GenRequest parse_gen_request(const nlohmann::json& body, Endpoint endpoint);
+
+}  // namespace nbits::serve

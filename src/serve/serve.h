@@ -1,0 +1,29 @@
+// `nbits serve`: an OpenAI-compatible HTTP server over the public API (include/nbits).
+// Built only where cpp-httplib is found (NBITS_HAVE_SERVE); the core library never links it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nbits::serve {
+
+struct ServeOptions {
+  std::string model;  // genai folder, model.onnx inside one, or a .gguf file
+  std::string host = "127.0.0.1";
+  int port = 8080;       // 0: any free port (the URL printed at start names it)
+  int parallel = 1;      // session slots: each its own Generator and KV cache of `ctx` tokens
+  int64_t ctx = 0;       // KV cache per slot; 0 = the model's default context
+  int threads = 0;       // model worker threads (shared by all slots); 0 = all hardware threads
+  int queue = 16;        // requests that may wait for a slot; more get 503
+  std::string api_key;   // non-empty: every route but /health needs "Authorization: Bearer KEY"
+  std::string model_id;  // the name /v1/models reports; empty = the model path's last component
+  size_t max_body_bytes = 8u << 20;
+  bool fp16_scales = false;
+  std::string kv_cache = "model";  // model | f32 | f16
+};
+
+// Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until
+// SIGINT/SIGTERM, then lets the requests in flight finish. Returns the exit code.
+int run_server(const ServeOptions& options);
+
+}  // namespace nbits::serve

@@ -1,0 +1,588 @@
+// The HTTP front-end of `nbits serve`: routes, OpenAI response shapes, SSE, the per-request
+// generation loop on a slot (see slots.h), /metrics. Uses only the public API (include/nbits).
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nbits/nbits.h"
+#include "serve/request.h"
+#include "serve/sampler.h"
+#include "serve/serve.h"
+#include "serve/slots.h"
+#include "serve/stop_text.h"
+
+namespace nbits::serve {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Generated text may hold bytes that are not UTF-8 (a model can emit lone byte tokens):
+// they become U+FFFD rather than an exception.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+struct Metrics {
+  std::atomic<uint64_t> requests_chat{0}, requests_completions{0}, requests_other{0}, errors{0},
+      rejected_busy{0}, cancelled{0}, prompt_tokens{0}, cached_tokens{0}, completion_tokens{0}, prefill_us{0},
+      decode_us{0}, prefill_tokens{0};
+};
+
+// One accepted generation request: what the content provider runs.
+struct Job {
+  GenRequest req;
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 0;
+  std::string id;
+  int64_t created = 0;
+  SlotPool* pool = nullptr;
+  ~Job() {
+    if (pool) pool->unadmit();
+  }
+};
+
+class Server {
+ public:
+  explicit Server(const ServeOptions& o) : opt_(o), id_rng_(std::random_device{}()) {}
+  int run();
+
+ private:
+  void routes();
+  bool authorized(const httplib::Request& req, httplib::Response& res);
+  bool ready(httplib::Response& res);
+  void handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void run_job(Job& job, httplib::DataSink& sink);
+  json chunk(const Job& job, json choice) const;
+  std::string new_id(const char* prefix);
+  void send_error(httplib::Response& res, const ApiError& e);
+  std::string metrics_text() const;
+
+  ServeOptions opt_;
+  httplib::Server http_;
+  std::atomic<bool> ready_{false};
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<SlotPool> pool_;
+  std::string model_id_;
+  int64_t created_ = 0;
+  Metrics m_;
+  std::mutex id_mu_;
+  std::mt19937_64 id_rng_;
+};
+
+void Server::send_error(httplib::Response& res, const ApiError& e) {
+  ++m_.errors;
+  res.status = e.status;
+  res.set_content(dump(e.body()), "application/json");
+}
+
+std::string Server::new_id(const char* prefix) {
+  std::lock_guard<std::mutex> lock(id_mu_);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%016llx%08llx", prefix, static_cast<unsigned long long>(id_rng_()),
+                static_cast<unsigned long long>(id_rng_() & 0xffffffffu));
+  return buf;
+}
+
+bool Server::authorized(const httplib::Request& req, httplib::Response& res) {
+  if (opt_.api_key.empty()) return true;
+  const std::string want = "Bearer " + opt_.api_key;
+  const std::string got = req.get_header_value("Authorization");
+  unsigned diff = got.size() == want.size() ? 0u : 1u;
+  for (size_t i = 0; i < want.size(); ++i)
+    diff |= static_cast<unsigned char>(i < got.size() ? got[i] : 0) ^ static_cast<unsigned char>(want[i]);
+  if (diff == 0) return true;
+  send_error(
+      res, ApiError(401, got.empty() ? "missing API key (Authorization: Bearer KEY)" : "invalid API key", "",
+                    "invalid_api_key"));
+  return false;
+}
+
+bool Server::ready(httplib::Response& res) {
+  if (ready_) return true;
+  send_error(res, ApiError(503, "the model is loading", "", "model_loading", "server_error"));
+  res.set_header("Retry-After", "1");
+  return false;
+}
+
+json Server::chunk(const Job& job, json choice) const {
+  const bool chat = job.req.endpoint == Endpoint::kChat;
+  json c = {{"id", job.id},
+            {"object", chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", job.created},
+            {"model", model_id_},
+            {"choices", json::array({std::move(choice)})}};
+  if (job.req.include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+json usage_json(int64_t prompt, int64_t completion, int64_t cached) {
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+void Server::handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  ++(endpoint == Endpoint::kChat ? m_.requests_chat : m_.requests_completions);
+  if (!authorized(req, res) || !ready(res)) return;
+  auto job = std::make_shared<Job>();
+  try {
+    job->req = parse_gen_request(parse_body(req.body), endpoint);
+    const GenRequest& r = job->req;
+    if (!r.model.empty() && r.model != model_id_)
+      throw ApiError(404, "the model '" + r.model + "' does not exist (this server runs '" + model_id_ + "')",
+                     "model", "model_not_found");
+    if (endpoint == Endpoint::kChat) {
+      std::string text;
+      try {
+        text = model_->apply_chat_template(r.messages, /*add_generation_prompt=*/true);
+      } catch (const Error& e) {
+        throw ApiError(400, std::string("chat template: ") + e.what(), "messages", "chat_template");
+      }
+      job->prompt = model_->encode(text, /*add_special=*/false);
+    } else if (r.prompt_is_ids) {
+      const int64_t vocab = model_->vocab_size();
+      for (int32_t id : r.prompt_ids)
+        if (id >= vocab)
+          throw ApiError(400,
+                         "'prompt': token id " + std::to_string(id) + " is outside the vocabulary of " +
+                             std::to_string(vocab),
+                         "prompt", "invalid_value");
+      job->prompt = r.prompt_ids;
+    } else {
+      job->prompt = model_->encode(r.prompt_text, /*add_special=*/true);
+    }
+    if (job->prompt.empty()) throw ApiError(400, "the prompt is empty", "prompt", "invalid_value");
+    const auto P = static_cast<int64_t>(job->prompt.size());
+    const int64_t ctx = pool_->context();
+    if (P > ctx)
+      throw ApiError(
+          413,
+          "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
+          endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+    // The last sampled token is not run, so a full cache still yields one more token.
+    const int64_t room = ctx - P + 1;
+    job->max_tokens = std::min(r.max_tokens.value_or(room), room);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+    return;
+  } catch (const Error& e) {
+    send_error(res, ApiError(400, e.what()));
+    return;
+  }
+  if (!pool_->admit()) {
+    ++m_.rejected_busy;
+    send_error(res, ApiError(503,
+                             "all " + std::to_string(pool_->size()) + " sessions are busy and " +
+                                 std::to_string(opt_.queue) + " requests are waiting: try again later",
+                             "", "server_busy", "server_error"));
+    res.set_header("Retry-After", "1");
+    return;
+  }
+  job->pool = pool_.get();
+  job->id = new_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+  job->created = static_cast<int64_t>(std::time(nullptr));
+  // Non-stream responses are chunked too, so a client that has gone is noticed while it waits
+  // (a blank before the JSON value every 250 ms). "; charset=utf-8" keeps httplib from
+  // compressing them, which would hold those bytes back.
+  const char* type = job->req.stream ? "text/event-stream" : "application/json; charset=utf-8";
+  if (job->req.stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+  }
+  res.set_chunked_content_provider(type, [this, job](size_t, httplib::DataSink& sink) {
+    run_job(*job, sink);
+    sink.done();
+    return true;
+  });
+}
+
+void Server::run_job(Job& job, httplib::DataSink& sink) {
+  const GenRequest& r = job.req;
+  const bool chat = r.endpoint == Endpoint::kChat;
+  bool ok = true;
+  auto last_write = Clock::now();
+  auto write = [&](const std::string& s) {
+    if (ok && !sink.write(s.data(), s.size())) ok = false;
+    last_write = Clock::now();
+    return ok;
+  };
+  // While nothing else is written: a blank (JSON) or an SSE comment, to notice a closed socket.
+  auto heartbeat = [&] {
+    if (ok && Clock::now() - last_write >= std::chrono::milliseconds(250))
+      write(r.stream ? ": ping\n\n" : " ");
+    return ok;
+  };
+  if (r.stream && chat)
+    write(sse(chunk(job, {{"index", 0},
+                          {"delta", {{"role", "assistant"}, {"content", ""}}},
+                          {"logprobs", nullptr},
+                          {"finish_reason", nullptr}})));
+  const SlotPool::Acquired slot = pool_->acquire(job.prompt, heartbeat);
+  if (slot.slot < 0) {
+    ++m_.cancelled;
+    return;
+  }
+  Generator& g = pool_->generator(slot.slot);
+  const auto P = static_cast<int64_t>(job.prompt.size());
+  // Reuse the common prefix; at least the last prompt token runs, for its logits.
+  const int64_t cached = std::min(slot.common, P - 1);
+  std::vector<int32_t> generated;
+  std::string text, finish = "length";
+  bool failed = false;
+  try {
+    const auto t0 = Clock::now();
+    g.rewind_to(cached);
+    g.append_tokens(std::span<const int32_t>(job.prompt).subspan(static_cast<size_t>(cached)));
+    const auto t1 = Clock::now();
+    m_.prefill_us +=
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
+    m_.prefill_tokens += static_cast<uint64_t>(P - cached);
+    TokenSampler sampler(r.sampling, static_cast<int64_t>(g.logits().size()));
+    sampler.observe_prompt(job.prompt);
+    TokenStream detok(model_);
+    for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
+    StopText stop(r.stop);
+    auto emit = [&](const std::string& piece) {
+      if (piece.empty()) return;
+      if (!r.stream) {
+        text += piece;
+        return;
+      }
+      json choice =
+          chat ? json{{"index", 0},
+                      {"delta", {{"content", piece}}},
+                      {"logprobs", nullptr},
+                      {"finish_reason", nullptr}}
+               : json{{"index", 0}, {"text", piece}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      write(sse(chunk(job, std::move(choice))));
+    };
+    while (ok) {
+      const int32_t tok = sampler.sample(g.logits());
+      if (model_->is_eos(tok)) {
+        finish = "stop";
+        break;
+      }
+      sampler.accept(tok);
+      generated.push_back(tok);
+      emit(stop.push(detok.push(tok)));
+      if (stop.stopped()) {
+        finish = "stop";
+        break;
+      }
+      if (static_cast<int64_t>(generated.size()) >= job.max_tokens || !ok) break;
+      g.append_tokens(std::span<const int32_t>(&tok, 1));
+      if (!r.stream) heartbeat();
+    }
+    if (!stop.stopped()) {
+      emit(stop.push(detok.flush()));
+      if (!stop.stopped()) emit(stop.flush());
+    }
+    m_.decode_us += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t1).count());
+  } catch (const std::exception& e) {
+    failed = true;
+    g.reset();
+    ++m_.errors;
+    const ApiError err(500, std::string("generation failed: ") + e.what());
+    write(r.stream ? sse(err.body()) + "data: [DONE]\n\n" : dump(err.body()));
+  }
+  pool_->release(slot.slot, failed ? std::vector<int32_t>{} : g.sequence());
+  if (failed) return;
+  const auto C = static_cast<int64_t>(generated.size());
+  m_.completion_tokens += static_cast<uint64_t>(C);
+  m_.prompt_tokens += static_cast<uint64_t>(P);
+  m_.cached_tokens += static_cast<uint64_t>(cached);
+  if (!ok) {
+    ++m_.cancelled;
+    return;
+  }
+  const json usage = usage_json(P, C, cached);
+  if (r.stream) {
+    json last =
+        chat ? json{{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish}}
+             : json{{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    if (r.return_token_ids) last["token_ids"] = generated;
+    std::string out = sse(chunk(job, std::move(last)));
+    if (r.include_usage) {
+      json u = chunk(job, nullptr);
+      u["choices"] = json::array();
+      u["usage"] = usage;
+      out += sse(u);
+    }
+    out += "data: [DONE]\n\n";
+    write(out);
+    return;
+  }
+  json choice = chat ? json{{"index", 0},
+                            {"message", {{"role", "assistant"}, {"content", text}}},
+                            {"logprobs", nullptr},
+                            {"finish_reason", finish}}
+                     : json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  if (r.return_token_ids) choice["token_ids"] = generated;
+  json body = {{"id", job.id},
+               {"object", chat ? "chat.completion" : "text_completion"},
+               {"created", job.created},
+               {"model", model_id_},
+               {"choices", json::array({std::move(choice)})},
+               {"usage", usage}};
+  if (r.return_token_ids) body["prompt_token_ids"] = job.prompt;
+  write(dump(body));
+}
+
+std::string Server::metrics_text() const {
+  std::string out;
+  auto line = [&](const char* name, const char* type, const char* help, double v, const char* labels = "") {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "# HELP %s %s\n# TYPE %s %s\n%s%s %.17g\n", name, help, name, type, name,
+                  labels, v);
+    out += buf;
+  };
+  auto d = [](const std::atomic<uint64_t>& a) { return static_cast<double>(a.load()); };
+  out +=
+      "# HELP nbits_requests_total Generation requests received, by endpoint.\n"
+      "# TYPE nbits_requests_total counter\n";
+  out += "nbits_requests_total{endpoint=\"chat\"} " + std::to_string(m_.requests_chat.load()) + "\n";
+  out += "nbits_requests_total{endpoint=\"completions\"} " + std::to_string(m_.requests_completions.load()) +
+         "\n";
+  line("nbits_request_errors_total", "counter", "Requests answered with an error.", d(m_.errors));
+  line("nbits_requests_rejected_total", "counter", "Requests refused because the queue was full.",
+       d(m_.rejected_busy));
+  line("nbits_requests_cancelled_total", "counter", "Generations stopped because the client went away.",
+       d(m_.cancelled));
+  line("nbits_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", d(m_.prompt_tokens));
+  line("nbits_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a session's cache.",
+       d(m_.cached_tokens));
+  line("nbits_prefill_tokens_total", "counter", "Prompt tokens run through the model.", d(m_.prefill_tokens));
+  line("nbits_completion_tokens_total", "counter", "Generated tokens.", d(m_.completion_tokens));
+  line("nbits_prefill_seconds_total", "counter", "Time spent in prefill.", d(m_.prefill_us) * 1e-6);
+  line("nbits_decode_seconds_total", "counter", "Time spent generating.", d(m_.decode_us) * 1e-6);
+  line("nbits_slots", "gauge", "Session slots.", pool_ ? pool_->size() : 0);
+  line("nbits_slots_busy", "gauge", "Session slots generating now.", pool_ ? pool_->active() : 0);
+  line("nbits_requests_waiting", "gauge", "Requests waiting for a slot.", pool_ ? pool_->waiting() : 0);
+  return out;
+}
+
+void Server::routes() {
+  http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (ready_) {
+      res.set_content(R"({"status":"ok"})", "application/json");
+    } else {
+      res.status = 503;
+      res.set_content(R"({"status":"loading"})", "application/json");
+    }
+  });
+  http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Endpoint::kChat);
+  });
+  http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Endpoint::kCompletions);
+  });
+  auto model_json = [this] {
+    return json{{"id", model_id_},
+                {"object", "model"},
+                {"created", created_},
+                {"owned_by", "nbits"},
+                {"context_length", pool_->context()}};
+  };
+  http_.Get("/v1/models", [this, model_json](const httplib::Request& req, httplib::Response& res) {
+    ++m_.requests_other;
+    if (!authorized(req, res) || !ready(res)) return;
+    res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+  });
+  http_.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
+    ++m_.requests_other;
+    if (!authorized(req, res) || !ready(res)) return;
+    if (req.matches[1] != model_id_)
+      return send_error(res, ApiError(404, "the model '" + std::string(req.matches[1]) + "' does not exist",
+                                      "model", "model_not_found"));
+    res.set_content(dump(model_json()), "application/json");
+  });
+  http_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    ++m_.requests_other;
+    if (!authorized(req, res) || !ready(res)) return;
+    try {
+      const json b = parse_body(req.body);
+      auto c = b.find("content");
+      if (c == b.end() || !c->is_string())
+        throw ApiError(400, "'content' must be a string", "content", "invalid_value");
+      bool add_special = false;
+      if (auto a = b.find("add_special"); a != b.end() && !a->is_null()) {
+        if (!a->is_boolean())
+          throw ApiError(400, "'add_special' must be a boolean", "add_special", "invalid_value");
+        add_special = a->get<bool>();
+      }
+      res.set_content(dump({{"tokens", model_->encode(c->get<std::string>(), add_special)}}),
+                      "application/json");
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const Error& e) {
+      send_error(res, ApiError(400, e.what()));
+    }
+  });
+  http_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    ++m_.requests_other;
+    if (!authorized(req, res) || !ready(res)) return;
+    try {
+      const json b = parse_body(req.body);
+      auto t = b.find("tokens");
+      if (t == b.end() || !t->is_array())
+        throw ApiError(400, "'tokens' must be an array", "tokens", "invalid_value");
+      std::vector<int32_t> ids;
+      const int64_t vocab = model_->vocab_size();
+      for (const auto& x : *t) {
+        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
+          throw ApiError(400, "'tokens' must hold token ids in [0, " + std::to_string(vocab) + ")", "tokens",
+                         "invalid_value");
+        ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+      }
+      res.set_content(dump({{"content", model_->decode(ids)}}), "application/json");
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const Error& e) {
+      send_error(res, ApiError(400, e.what()));
+    }
+  });
+  http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    res.set_content(metrics_text(), "text/plain; version=0.0.4");
+  });
+  // Statuses httplib sets itself (no route, body too large, malformed request) get a JSON body too.
+  http_.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string msg =
+            res.status == 404 ? "no route " + req.method + " " + req.path
+            : res.status == 413
+                ? "the request body is larger than " + std::to_string(opt_.max_body_bytes) + " bytes"
+                : std::string("bad request (HTTP ") + std::to_string(res.status) + ")";
+        const ApiError e(res.status, msg, "", res.status == 404 ? "not_found" : "");
+        ++m_.errors;
+        res.set_content(dump(e.body()), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http_.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    ++m_.errors;
+    res.status = 500;
+    res.set_content(dump(ApiError(500, "internal error: " + what).body()), "application/json");
+  });
+}
+
+int Server::run() {
+  // SIGINT/SIGTERM go to one thread (sigwait) that stops the listener; SIGPIPE is ignored
+  // (a client that has gone is a failed write, not a signal).
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  std::filesystem::path p(opt_.model);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();
+  if (p.filename() == "model.onnx") p = p.parent_path();
+  model_id_ = !opt_.model_id.empty()     ? opt_.model_id
+              : p.extension() == ".gguf" ? p.stem().string()
+                                         : p.filename().string();
+  created_ = static_cast<int64_t>(std::time(nullptr));
+
+  const int http_threads = opt_.parallel + opt_.queue + 4;
+  http_.new_task_queue = [http_threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(http_threads));
+  };
+  http_.set_payload_max_length(opt_.max_body_bytes);
+  http_.set_read_timeout(30, 0);
+  http_.set_write_timeout(30, 0);
+  http_.set_keep_alive_timeout(5);
+  routes();
+  int port = opt_.port;
+  if (port == 0) {
+    port = http_.bind_to_any_port(opt_.host);
+    if (port <= 0) throw Error("cannot listen on " + opt_.host + " (any port)");
+  } else if (!http_.bind_to_port(opt_.host, port)) {
+    throw Error("cannot listen on " + opt_.host + ":" + std::to_string(port) +
+                " (in use, or not an address here)");
+  }
+  const std::string url = "http://" + opt_.host + ":" + std::to_string(port);
+  std::printf("nbits serve: listening on %s (loading the model)\n", url.c_str());
+  std::fflush(stdout);
+  std::thread listener([this] { http_.listen_after_bind(); });
+  for (int i = 0; i < 500 && !http_.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::thread([this, sigs] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    std::fprintf(stderr, "nbits serve: signal %d: finishing the requests in flight (again to exit now)\n",
+                 sig);
+    http_.stop();
+    sigwait(&sigs, &sig);
+    std::_Exit(128 + sig);
+  }).detach();
+
+  try {
+    ModelOptions mo;
+    mo.threads = opt_.threads;
+    mo.context = opt_.ctx;
+    mo.fp16_scales = opt_.fp16_scales;
+    mo.kv_cache = opt_.kv_cache == "f16"   ? ModelOptions::KvCache::kF16
+                  : opt_.kv_cache == "f32" ? ModelOptions::KvCache::kF32
+                                           : ModelOptions::KvCache::kModel;
+    auto model = Model::load(opt_.model, mo);
+    if (!model->has_tokenizer()) throw Error(opt_.model + " has no tokenizer.json: the server needs one");
+    model_ = model;
+    pool_ = std::make_unique<SlotPool>(model_, opt_.parallel, opt_.ctx, opt_.queue);
+  } catch (...) {
+    http_.stop();
+    listener.join();
+    throw;
+  }
+  const size_t kv = pool_->kv_cache_bytes();
+  std::printf("nbits serve: model %s (%s, vocabulary %lld, %.1f MiB of weights)\n", model_id_.c_str(),
+              model_->model_type().c_str(), static_cast<long long>(model_->vocab_size()),
+              mib(model_->weight_bytes()));
+  std::printf(
+      "nbits serve: %d session%s x %lld tokens of context (%.1f MiB KV cache each); memory %.1f MiB "
+      "weights + %d x %.1f MiB = %.1f MiB\n",
+      pool_->size(), pool_->size() == 1 ? "" : "s", static_cast<long long>(pool_->context()),
+      mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes()), pool_->size(),
+      mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes() + kv));
+  std::printf("nbits serve: queue %d, %s; ready: %s/v1\n", opt_.queue,
+              opt_.api_key.empty() ? "no API key" : "API key required", url.c_str());
+  std::fflush(stdout);
+  ready_ = true;
+  listener.join();
+  return 0;
+}
+
+}  // namespace
+
+int run_server(const ServeOptions& options) {
+  Server s(options);
+  return s.run();
+}
+
+}  // namespace nbits::serve
