@@ -95,10 +95,10 @@ class RefPacked final : public PackedMatMul {
       // Scratch of the calling thread: one instance may run in several sessions at once.
       thread_local std::vector<int8_t> qa;
       thread_local std::vector<float> sa;
-      if (qa.size() < static_cast<size_t>(M * kb * w_.block_size)) {
+      // Each grown on its own: one thread runs matrices of different block sizes.
+      if (qa.size() < static_cast<size_t>(M * kb * w_.block_size))
         qa.resize(static_cast<size_t>(M * kb * w_.block_size));
-        sa.resize(static_cast<size_t>(M * kb));
-      }
+      if (sa.size() < static_cast<size_t>(M * kb)) sa.resize(static_cast<size_t>(M * kb));
       // The workers read the caller's buffers (a thread_local named in the lambda would be theirs).
       const int8_t* q = qa.data();
       const float* qs = sa.data();
