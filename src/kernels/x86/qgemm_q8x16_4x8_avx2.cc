@@ -1,56 +1,12 @@
-// CompInt8 M>=2 GEMM on int8 x16 panels, AVX2 (sign trick on q-128): tiles of up to 4 rows x 8
-// columns; each code group is unpacked once and used for every row of the tile.
-#include "kernels/x86/x16_avx2_inl.h"
+// CompInt8 M>=2 GEMM (4x8 tiles) on int8 x16 panels, AVX2: avx2::qgemm_x16<8> (x16_twins_avx2_inl.h).
+#include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels {
-namespace {
-
-template <int R, bool kAsym, bool kF16>
-void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa, const int32_t* qsum,
-          float* Y, int64_t ldy, const float* bias) {
-  using namespace avx2;
-  const int64_t kp = w.k_blocks * w.block, groups = w.block / 4;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  const uint8_t* blk = w.panel(p);
-  for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
-    const uint8_t* codes = blk + w.header_bytes + 32 * h;
-    __m256i d[R];
-    for (int r = 0; r < R; ++r) d[r] = _mm256_setzero_si256();
-    for (int64_t g = 0; g < groups; ++g, codes += 64) {
-      const __m256i x = load_codes(codes);
-      const __m256i ws = _mm256_xor_si256(x, flip);  // q - 128 as int8
-      const __m256i wabs = _mm256_abs_epi8(ws);
-      const int8_t* q = qa + b * w.block + g * 4;
-      for (int r = 0; r < R; ++r, q += kp) {
-        const __m256i s16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast4(q), ws));
-        d[r] = _mm256_add_epi32(d[r], _mm256_madd_epi16(s16, ones));
-      }
-    }
-    const __m256 scales = load_scales8<kF16>(blk, h);
-    for (int r = 0; r < R; ++r) {
-      const int64_t i = r * w.k_blocks + b;
-      acc[r] = accumulate(acc[r], correct<kAsym>(d[r], blk + w.zp_offset + 8 * h, 128, 128, qsum[i]), sa[i],
-                          scales);
-    }
-  }
-  const int64_t n0 = p * 16 + 8 * h;
-  if (n0 >= w.N) return;
-  const int64_t cnt = std::min<int64_t>(8, w.N - n0);
-  for (int r = 0; r < R; ++r) store8(Y + r * ldy + n0, acc[r], bias != nullptr ? bias + n0 : nullptr, cnt);
-}
-
-}  // namespace
 
 template <bool kAsym, bool kF16>
 void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
-  avx2::for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
-    tile<decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy,
-                                             ldy, bias);
-  });
+  avx2::qgemm_x16<8, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
 NBITS_X16_INSTANTIATE(qgemm_q8x16_4x8_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,

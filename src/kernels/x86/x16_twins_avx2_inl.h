@@ -1,0 +1,234 @@
+// The AVX2 x16 micro-kernels, one implementation per family, parameterised by the
+// code width (4 or 8 bits): fgemv / fgemm (CompFp32) and qgemv / qgemm (CompInt8).
+// Each named kernel (fgemv_q4x16_avx2, qgemm_q8x16_4x8_avx2, ...) is a one-line
+// instantiation in the file of its name. Include only from files compiled with AVX2.
+#pragma once
+
+#include "kernels/x86/x16_avx2_inl.h"
+
+namespace nbits::kernels::avx2 {
+
+// What differs between the code widths of the x16 panels.
+template <int Bits>
+struct X16Width {
+  static_assert(Bits == 4 || Bits == 8);
+  static constexpr int kPerGroup = Bits == 4 ? 8 : 4;     // k values in one 64-byte code group
+  static constexpr int kHalves = Bits == 4 ? 2 : 1;       // code vectors one 32-byte load unpacks to
+  static constexpr int kZeroPoint = Bits == 4 ? 8 : 128;  // the default zero point
+};
+
+// Software prefetch distance (bytes ahead in the panel stream) of the GEMVs; 4096 measured
+// better than 0 and 1024 (bench_matmul_nbits, cold weights).
+constexpr int kPrefetchBytes = 4096;
+
+// 32 code bytes -> code vectors in k order: int4 {low nibbles (k 0..3), high nibbles (k 4..7)};
+// int8 {the bytes}. Dword i of a vector holds k = 4 * vector + byte of 8 columns.
+template <int Bits>
+inline void unpack_codes(__m256i x, __m256i* u) {
+  if constexpr (Bits == 4) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    u[0] = _mm256_and_si256(x, m4);
+    u[1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+  } else {
+    u[0] = x;
+  }
+}
+
+// CompFp32 M=1 GEMV: per block, sum a*q in fp32 (codes unpacked with pshufb), then
+// y += scale * (sum - zp * sum(a)).
+template <int Bits, bool kAsym, bool kF16>
+void fgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,
+               const float* bias) {
+  using W = X16Width<Bits>;
+  const int64_t groups = w.block / W::kPerGroup;
+  const __m256i sel[4] = {dword_byte_sel(0), dword_byte_sel(1), dword_byte_sel(2), dword_byte_sel(3)};
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* blk = w.panel(p);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+      const uint8_t* codes = blk + w.header_bytes;
+      const float* ab = a + b * w.block;
+      __m256 e[4], f[4];
+      for (int i = 0; i < 4; ++i) e[i] = f[i] = _mm256_setzero_ps();
+      for (int64_t g = 0; g < groups; ++g, codes += 64, ab += W::kPerGroup) {
+        __m256i u0[2], u1[2];
+        unpack_codes<Bits>(load_codes(codes), u0);
+        unpack_codes<Bits>(load_codes(codes + 32), u1);
+        for (int i = 0; i < 4; ++i)
+          for (int h = 0; h < W::kHalves; ++h) {
+            const __m256 av = _mm256_set1_ps(ab[i + 4 * h]);
+            e[i] = _mm256_fmadd_ps(av, _mm256_cvtepi32_ps(_mm256_shuffle_epi8(u0[h], sel[i])), e[i]);
+            f[i] = _mm256_fmadd_ps(av, _mm256_cvtepi32_ps(_mm256_shuffle_epi8(u1[h], sel[i])), f[i]);
+          }
+      }
+      const __m256 as = _mm256_set1_ps(asum[b]);
+      const __m256 t0 = _mm256_add_ps(_mm256_add_ps(e[0], e[1]), _mm256_add_ps(e[2], e[3]));
+      const __m256 t1 = _mm256_add_ps(_mm256_add_ps(f[0], f[1]), _mm256_add_ps(f[2], f[3]));
+      const __m256 z0 = zp_ps<kAsym>(blk + w.zp_offset, W::kZeroPoint);
+      const __m256 z1 = zp_ps<kAsym>(blk + w.zp_offset + 8, W::kZeroPoint);
+      acc0 = _mm256_fmadd_ps(load_scales8<kF16>(blk, 0), _mm256_fnmadd_ps(z0, as, t0), acc0);
+      acc1 = _mm256_fmadd_ps(load_scales8<kF16>(blk, 1), _mm256_fnmadd_ps(z1, as, t1), acc1);
+    }
+    store16(y, bias, p * 16, w.N, acc0, acc1);
+  }
+}
+
+// CompFp32 M>=2 GEMM tile of R rows x 8 columns (half h of panel p): each weight is
+// dequantized once, (q - zp) * scale as the reference does, and used for every row.
+template <int Bits, int R, bool kAsym, bool kF16>
+void fgemm_x16_tile(const PackedX16& w, int64_t p, int h, const float* A, int64_t lda, float* Y, int64_t ldy,
+                    const float* bias) {
+  using W = X16Width<Bits>;
+  const int64_t groups = w.block / W::kPerGroup;
+  const __m256i sel[4] = {dword_byte_sel(0), dword_byte_sel(1), dword_byte_sel(2), dword_byte_sel(3)};
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const uint8_t* blk = w.panel(p);
+  for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+    const uint8_t* codes = blk + w.header_bytes + 32 * h;
+    const __m256 s = load_scales8<kF16>(blk, h);
+    const __m256 z = zp_ps<kAsym>(blk + w.zp_offset + 8 * h, W::kZeroPoint);
+    const float* ab = A + b * w.block;
+    for (int64_t g = 0; g < groups; ++g, codes += 64, ab += W::kPerGroup) {
+      __m256i u[2];
+      unpack_codes<Bits>(load_codes(codes), u);
+      for (int j = 0; j < W::kPerGroup; ++j) {
+        const __m256 q = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(u[j >> 2], sel[j & 3]));
+        const __m256 wv = _mm256_mul_ps(_mm256_sub_ps(q, z), s);
+        for (int r = 0; r < R; ++r)
+          acc[r][j & 1] = _mm256_fmadd_ps(_mm256_set1_ps(ab[r * lda + j]), wv, acc[r][j & 1]);
+      }
+    }
+  }
+  const int64_t n0 = p * 16 + 8 * h;
+  if (n0 >= w.N) return;
+  const int64_t cnt = std::min<int64_t>(8, w.N - n0);
+  for (int r = 0; r < R; ++r)
+    store8(Y + r * ldy + n0, _mm256_add_ps(acc[r][0], acc[r][1]), bias != nullptr ? bias + n0 : nullptr, cnt);
+}
+
+template <int Bits, bool kAsym, bool kF16>
+void fgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda, float* Y,
+               int64_t ldy, const float* bias) {
+  for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
+    fgemm_x16_tile<Bits, decltype(rows)::value, kAsym, kF16>(w, p, h, A + m * lda, lda, Y + m * ldy, ldy,
+                                                             bias);
+  });
+}
+
+// CompInt8 M=1 GEMV: exact int32 block dots, one fp32 lane per output column. int4:
+// maddubs(unsigned codes, int8 activations) summed in int16 for kQ4GroupsPerI16 groups;
+// int8: codes shifted to q - 128 and the sign trick (maddubs(|w|, sign(a, w))).
+template <int Bits, bool kAsym, bool kF16>
+void qgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+               const int32_t* qsum, float* y, const float* bias) {
+  using W = X16Width<Bits>;
+  constexpr int kOffset = Bits == 4 ? 0 : 128;  // what the dots subtracted from the codes
+  const int64_t groups = w.block / W::kPerGroup;
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* blk = w.panel(p);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+      const uint8_t* codes = blk + w.header_bytes;
+      const int8_t* q = qa + b * w.block;
+      __m256i d0 = _mm256_setzero_si256(), d1 = _mm256_setzero_si256();
+      if constexpr (Bits == 4) {
+        for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
+          __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+          const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
+#pragma GCC unroll 4
+          for (int64_t g = g0; g < g1; ++g, codes += 64, q += 8) {
+            _mm_prefetch(reinterpret_cast<const char*>(codes) + kPrefetchBytes, _MM_HINT_T0);
+            const __m256i alo = bcast4(q), ahi = bcast4(q + 4);
+            s0 = _mm256_add_epi16(s0, dot16_q4(load_codes(codes), alo, ahi));
+            s1 = _mm256_add_epi16(s1, dot16_q4(load_codes(codes + 32), alo, ahi));
+          }
+          d0 = _mm256_add_epi32(d0, widen(s0));
+          d1 = _mm256_add_epi32(d1, widen(s1));
+        }
+      } else {
+#pragma GCC unroll 4
+        for (int64_t g = 0; g < groups; ++g, codes += 64, q += 4) {
+          _mm_prefetch(reinterpret_cast<const char*>(codes) + kPrefetchBytes, _MM_HINT_T0);
+          const __m256i av = bcast4(q);
+          d0 = _mm256_add_epi32(d0, dot_q8s(load_codes(codes), av));
+          d1 = _mm256_add_epi32(d1, dot_q8s(load_codes(codes + 32), av));
+        }
+      }
+      d0 = correct<kAsym>(d0, blk + w.zp_offset, W::kZeroPoint, kOffset, qsum[b]);
+      d1 = correct<kAsym>(d1, blk + w.zp_offset + 8, W::kZeroPoint, kOffset, qsum[b]);
+      acc0 = accumulate(acc0, d0, sa[b], load_scales8<kF16>(blk, 0));
+      acc1 = accumulate(acc1, d1, sa[b], load_scales8<kF16>(blk, 1));
+    }
+    store16(y, bias, p * 16, w.N, acc0, acc1);
+  }
+}
+
+// CompInt8 M>=2 GEMM tile of R rows x 8 columns: each code group is unpacked once
+// and used for every row of the tile.
+template <int Bits, int R, bool kAsym, bool kF16>
+void qgemm_x16_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa,
+                    const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  using W = X16Width<Bits>;
+  constexpr int kOffset = Bits == 4 ? 0 : 128;
+  const int64_t kp = w.k_blocks * w.block, groups = w.block / W::kPerGroup;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const uint8_t* blk = w.panel(p);
+  for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+    const uint8_t* codes = blk + w.header_bytes + 32 * h;
+    __m256i d[R];
+    for (int r = 0; r < R; ++r) d[r] = _mm256_setzero_si256();
+    if constexpr (Bits == 4) {
+      for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
+        __m256i s16[R];
+        for (int r = 0; r < R; ++r) s16[r] = _mm256_setzero_si256();
+        const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
+        for (int64_t g = g0; g < g1; ++g, codes += 64) {
+          __m256i u[2];
+          unpack_codes<4>(load_codes(codes), u);
+          const int8_t* q = qa + b * w.block + g * 8;
+          for (int r = 0; r < R; ++r, q += kp)
+            s16[r] = _mm256_add_epi16(s16[r], _mm256_add_epi16(_mm256_maddubs_epi16(u[0], bcast4(q)),
+                                                               _mm256_maddubs_epi16(u[1], bcast4(q + 4))));
+        }
+        for (int r = 0; r < R; ++r) d[r] = _mm256_add_epi32(d[r], widen(s16[r]));
+      }
+    } else {
+      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+      for (int64_t g = 0; g < groups; ++g, codes += 64) {
+        const __m256i x = load_codes(codes);
+        const __m256i ws = _mm256_xor_si256(x, flip);  // q - 128 as int8
+        const __m256i wabs = _mm256_abs_epi8(ws);
+        const int8_t* q = qa + b * w.block + g * 4;
+        for (int r = 0; r < R; ++r, q += kp) {
+          const __m256i s16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast4(q), ws));
+          d[r] = _mm256_add_epi32(d[r], _mm256_madd_epi16(s16, ones));
+        }
+      }
+    }
+    const __m256 scales = load_scales8<kF16>(blk, h);
+    for (int r = 0; r < R; ++r) {
+      const int64_t i = r * w.k_blocks + b;
+      acc[r] =
+          accumulate(acc[r], correct<kAsym>(d[r], blk + w.zp_offset + 8 * h, W::kZeroPoint, kOffset, qsum[i]),
+                     sa[i], scales);
+    }
+  }
+  const int64_t n0 = p * 16 + 8 * h;
+  if (n0 >= w.N) return;
+  const int64_t cnt = std::min<int64_t>(8, w.N - n0);
+  for (int r = 0; r < R; ++r) store8(Y + r * ldy + n0, acc[r], bias != nullptr ? bias + n0 : nullptr, cnt);
+}
+
+template <int Bits, bool kAsym, bool kF16>
+void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
+               const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
+  for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
+    qgemm_x16_tile<Bits, decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
+                                                             Y + m * ldy, ldy, bias);
+  });
+}
+
+}  // namespace nbits::kernels::avx2
