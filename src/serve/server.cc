@@ -560,6 +560,7 @@ int Server::run() {
     listener.join();
     throw;
   }
+  ready_ = true;  // before the "ready" line: whoever reads it may call at once
   const size_t kv = pool_->kv_cache_bytes();
   std::printf("nbits serve: model %s (%s, vocabulary %lld, %.1f MiB of weights)\n", model_id_.c_str(),
               model_->model_type().c_str(), static_cast<long long>(model_->vocab_size()),
@@ -573,7 +574,6 @@ int Server::run() {
   std::printf("nbits serve: queue %d, %s; ready: %s/v1\n", opt_.queue,
               opt_.api_key.empty() ? "no API key" : "API key required", url.c_str());
   std::fflush(stdout);
-  ready_ = true;
   listener.join();
   return 0;
 }
