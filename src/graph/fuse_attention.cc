@@ -1,4 +1,4 @@
-// fuse_mha_into_gqa (graph/plan.h): the builder's MultiHeadAttention layout,
+// fuse_mha_into_gqa (graph/rewrites.h): the builder's MultiHeadAttention layout,
 //   k = Reshape(k_new, [0,0,Nkv,-1]) -> Transpose(0,2,1,3); present = Concat(past, k, axis 2)
 //   key = Unsqueeze(present, 2) -> Expand -> Reshape -> Transpose(0,2,1,3) -> Reshape  (repeat_kv)
 //   MultiHeadAttention(q, key, value, attention_bias = causal mask of attention_mask)
@@ -10,7 +10,7 @@
 #include <optional>
 #include <set>
 
-#include "graph/plan.h"
+#include "graph/rewrites.h"
 #include "graph/rewrite_util.h"
 
 namespace nbits::graph {

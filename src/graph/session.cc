@@ -14,7 +14,7 @@
 #include "base/mapped_file.h"
 #include "base/timer.h"
 #include "graph/op.h"
-#include "graph/plan.h"
+#include "graph/rewrites.h"
 
 namespace nbits::graph {
 namespace {
@@ -310,7 +310,7 @@ class SessionImpl final : public Session {
   std::vector<std::unique_ptr<Buffer>> buffers_;
   // Used while building only:
   std::map<std::string, int> loads_left_;  // initializer -> node inputs not yet built
-  std::set<std::string> keep_half_;        // fp16/bf16 initializers not widened (graph/plan.h)
+  std::set<std::string> keep_half_;        // fp16/bf16 initializers not widened (graph/rewrites.h)
   std::vector<bool> read_at_run_;          // by value id: some op reads it at run time
   struct Range {
     const MappedFile* file;

@@ -1,7 +1,7 @@
 // Internal AttentionMaskLengths(attention_mask [B, T]) -> (seqlens_k int32 [B],
 // total_sequence_length int32 scalar): GroupQueryAttention's length inputs, as the
 // builder's GQA graphs compute them (ReduceSum(mask, 1) - 1, Shape(mask)[1]).
-// Added by graph/plan.h fuse_mha_into_gqa.
+// Added by graph/rewrites.h fuse_mha_into_gqa.
 #include <cstdint>
 
 #include "ops/op_util.h"

@@ -2,7 +2,7 @@
 // int8/uint8/int4/uint4/int32 x, per tensor (scalar scale), per axis (1-D
 // scale along `axis`) or block-wise (scale of x's rank, `block_size` along
 // `axis`). The general path: a constant x is folded at load; MatMul over a
-// block-wise constant is packed instead (graph/plan.h fuse_dequantize_matmul).
+// block-wise constant is packed instead (graph/rewrites.h fuse_dequantize_matmul).
 #include "ops/op_util.h"
 #include "ops/ops.h"
 

@@ -132,7 +132,7 @@ class GatherBlockQuantizedOp final : public Op {
 std::unique_ptr<Op> make_gather(OpBuild& b) {
   b.require_type(1, {DType::kI64, DType::kI32}, "indices");
   b.check(b.type(0) != DType::kU4 && b.type(0) != DType::kI4, "4-bit data needs GatherBlockQuantized");
-  // Half data is a constant kept in half precision (graph/plan.h): rows widen to fp32.
+  // Half data is a constant kept in half precision (graph/rewrites.h): rows widen to fp32.
   b.set_outputs(graph::compute_dtype(b.type(0)));
   return std::make_unique<GatherOp>(b.where(), b.node.attr_int("axis", 0));
 }

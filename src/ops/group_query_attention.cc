@@ -303,7 +303,7 @@ std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
     b.require_type(2, {DType::kF32}, "value");
   }
   b.check(b.has_input(3) == b.has_input(4), "past_key and past_value must both be given or both be empty");
-  // The cache: fp32, or fp16 kept as fp16 (graph/plan.h lower_float_boundaries leaves it).
+  // The cache: fp32, or fp16 kept as fp16 (graph/rewrites.h lower_float_boundaries leaves it).
   const DType kv = b.has_input(3) ? b.type(3) : DType::kF32;
   if (b.has_input(3)) {
     b.require_type(3, {DType::kF32, DType::kF16}, "past_key");

@@ -1,5 +1,5 @@
 // fp32 MatMul: A [..., M, K] x B [K, N] (or B with the same batch dims as A).
-// A constant fp16/bf16 B (kept in half precision by the session, graph/plan.h
+// A constant fp16/bf16 B (kept in half precision by the session, graph/rewrites.h
 // half_matmul_weights) is packed at load into half-precision x16 panels.
 #include <algorithm>
 

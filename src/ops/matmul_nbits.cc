@@ -305,7 +305,7 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
 
 // MatMul(A, DequantizeLinear(W, scale, zero_point)) with a constant block-wise
 // W [K, N] (int4/uint4/int8/uint8, axis 0, block_size) from use_qdq exports:
-// rewritten at load (graph/plan.h fuse_dequantize_matmul) and packed like
+// rewritten at load (graph/rewrites.h fuse_dequantize_matmul) and packed like
 // MatMulNBits. W is transposed into MatMulNBits' [N][k_blocks][blob] unsigned
 // codes (signed codes + 2^(bits-1), the zero point shifted alike).
 std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b) {

@@ -12,7 +12,7 @@ using graph::OpBuild;
 
 // matmul_nbits.cc
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
-std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/plan.h fuse_dequantize_matmul
+std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/rewrites.h fuse_dequantize_matmul
 // if.cc (constant branches)
 std::unique_ptr<Op> make_if(OpBuild& b);
 // dequantize_linear.cc
@@ -36,11 +36,11 @@ std::unique_ptr<Op> make_sub(OpBuild& b);
 std::unique_ptr<Op> make_mul(OpBuild& b);
 std::unique_ptr<Op> make_div(OpBuild& b);
 std::unique_ptr<Op> make_sigmoid(OpBuild& b);
-std::unique_ptr<Op> make_silu_mul(OpBuild& b);  // the fused SwiGLU (graph/plan.h fuse_silu_mul)
-// GroupQueryAttention's lengths from attention_mask (graph/plan.h fuse_mha_into_gqa).
+std::unique_ptr<Op> make_silu_mul(OpBuild& b);  // the fused SwiGLU (graph/rewrites.h fuse_silu_mul)
+// GroupQueryAttention's lengths from attention_mask (graph/rewrites.h fuse_mha_into_gqa).
 std::unique_ptr<Op> make_attention_mask_lengths(OpBuild& b);
 std::unique_ptr<Op> make_cast(OpBuild& b);
-// Cast to the storage dtype as given (graph/plan.h lower_float_boundaries: fp16 graph I/O).
+// Cast to the storage dtype as given (graph/rewrites.h lower_float_boundaries: fp16 graph I/O).
 std::unique_ptr<Op> make_storage_cast(OpBuild& b);
 // shape_ops.cc
 std::unique_ptr<Op> make_identity(OpBuild& b);

@@ -1,4 +1,4 @@
-// fp16/bf16 MatMul weights kept in half precision (graph/plan.h half_matmul_weights):
+// fp16/bf16 MatMul weights kept in half precision (graph/rewrites.h half_matmul_weights):
 // a weight read only as MatMul's B is packed into half panels, a tied embedding
 // (Transpose -> Gather of the same weight) gathers widened rows, and a weight that
 // any other op reads is widened to fp32 as before. Values against fp32 sums of the

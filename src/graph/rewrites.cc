@@ -1,4 +1,4 @@
-#include "graph/plan.h"
+#include "graph/rewrites.h"
 
 #include <functional>
 #include <map>
