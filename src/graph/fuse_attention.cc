@@ -10,8 +10,8 @@
 #include <optional>
 #include <set>
 
-#include "graph/rewrites.h"
 #include "graph/rewrite_util.h"
+#include "graph/rewrites.h"
 
 namespace nbits::graph {
 namespace {
