@@ -59,6 +59,10 @@ struct GenerationOptions {
   std::optional<float> top_p;
   float min_p = 0.0f;
   std::optional<float> repetition_penalty;
+  // OpenAI's penalties over the tokens generated since the last append_tokens / generate call:
+  // logit -= frequency_penalty * count + presence_penalty * (count > 0); each in [-2, 2].
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0;
   bool add_special = true;  // BOS etc. on the first text of a conversation
   int64_t context = 0;      // this Generator's KV cache length; 0 = ModelOptions::context
@@ -134,6 +138,10 @@ class Generator {
   ~Generator();
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
+
+  // New sampling options (and max_new_tokens / max_length) for what comes next; the KV cache
+  // and the sequence stay (a server's session, one request after another). `context` is ignored.
+  void set_options(const GenerationOptions& options);
 
   // --- token level (onnxruntime-genai's Generator) ---
   // Runs `ids` on top of the cache (after the token generate_next_token() sampled last).

@@ -121,6 +121,8 @@ llm::SamplerOptions sampler_options(const GenerationOptions& g, const llm::Searc
   o.top_p = g.top_p.value_or(static_cast<float>(s.top_p));
   o.min_p = g.min_p;
   o.repetition_penalty = g.repetition_penalty.value_or(static_cast<float>(s.repetition_penalty));
+  o.presence_penalty = g.presence_penalty;
+  o.frequency_penalty = g.frequency_penalty;
   o.seed = g.seed;
   return o;
 }
@@ -136,6 +138,10 @@ void check_options(const GenerationOptions& g) {
   NBITS_CHECK(!g.repetition_penalty || *g.repetition_penalty > 0, "repetition_penalty must be > 0 (got ",
               *g.repetition_penalty, ")");
   NBITS_CHECK(g.context >= 0, "context must be >= 0 (got ", g.context, ")");
+  NBITS_CHECK(g.presence_penalty >= -2 && g.presence_penalty <= 2,
+              "presence_penalty must be in [-2, 2] (got ", g.presence_penalty, ")");
+  NBITS_CHECK(g.frequency_penalty >= -2 && g.frequency_penalty <= 2,
+              "frequency_penalty must be in [-2, 2] (got ", g.frequency_penalty, ")");
 }
 
 }  // namespace
@@ -165,6 +171,13 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions
 }
 Generator::~Generator() = default;
 
+void Generator::set_options(const GenerationOptions& options) {
+  check_options(options);
+  s_->sampler = llm::Sampler(sampler_options(options, s_->m().config.search));
+  s_->options = options;
+  s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
+}
+
 void Generator::append_tokens(std::span<const int32_t> ids) {
   NBITS_CHECK(!ids.empty(), "append_tokens: no tokens given");
   llm::Generator& g = *s_->gen;
@@ -173,6 +186,7 @@ void Generator::append_tokens(std::span<const int32_t> ids) {
   if (g.pending() >= 0) run.push_back(g.pending());
   run.insert(run.end(), ids.begin(), ids.end());
   g.append(run);
+  s_->sampler.forget_drawn();
   s_->eos = false;
 }
 
@@ -215,6 +229,7 @@ GenerationResult Generator::generate(std::string_view text, const OnText& on_tex
 GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnText& on_text) {
   llm::Generator& g = *s_->gen;
   g.reset_stats();
+  s_->sampler.forget_drawn();
   GenerationResult out;
   if (g.pending() >= 0) out.prompt_ids.push_back(g.pending());
   out.prompt_ids.insert(out.prompt_ids.end(), ids.begin(), ids.end());

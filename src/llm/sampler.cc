@@ -59,6 +59,10 @@ Sampler::Sampler(const SamplerOptions& options) : opt_(options), rng_(options.se
   NBITS_CHECK(opt_.min_p >= 0 && opt_.min_p <= 1, "min-p must be in [0, 1] (got ", opt_.min_p, ")");
   NBITS_CHECK(opt_.repetition_penalty > 0, "repetition penalty must be > 0 (got ", opt_.repetition_penalty,
               ")");
+  NBITS_CHECK(opt_.presence_penalty >= -2 && opt_.presence_penalty <= 2,
+              "presence penalty must be in [-2, 2] (got ", opt_.presence_penalty, ")");
+  NBITS_CHECK(opt_.frequency_penalty >= -2 && opt_.frequency_penalty <= 2,
+              "frequency penalty must be in [-2, 2] (got ", opt_.frequency_penalty, ")");
   if (opt_.temperature == 0) opt_.greedy = true;
 }
 
@@ -76,6 +80,15 @@ void Sampler::apply_penalty(std::span<const float> logits, std::span<const int32
   }
   for (int32_t id : history)
     if (id >= 0 && static_cast<size_t>(id) < V) seen_[id] = 0;
+  if (opt_.presence_penalty != 0.0f || opt_.frequency_penalty != 0.0f)
+    for (int32_t id : drawn_ids_)
+      if (static_cast<size_t>(id) < V)
+        work_[id] -= opt_.frequency_penalty * static_cast<float>(drawn_count_[id]) + opt_.presence_penalty;
+}
+
+void Sampler::forget_drawn() {
+  for (int32_t id : drawn_ids_) drawn_count_[id] = 0;
+  drawn_ids_.clear();
 }
 
 void Sampler::sort_top(size_t n) {
@@ -86,7 +99,10 @@ void Sampler::sort_top(size_t n) {
 void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history) {
   NBITS_CHECK(!logits.empty(), "sampler: empty logits");
   std::span<const float> l = logits;
-  if (opt_.repetition_penalty != 1.0f && !history.empty()) {
+  const bool penalties =
+      (opt_.repetition_penalty != 1.0f && !history.empty()) ||
+      ((opt_.presence_penalty != 0.0f || opt_.frequency_penalty != 0.0f) && !drawn_ids_.empty());
+  if (penalties) {
     apply_penalty(logits, history);
     l = work_;
   }
@@ -151,14 +167,25 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   filter(logits, history);
-  if (n_cand_ == 1) return cand_[0].second;
-  const double u = rng_.uniform();
-  double cum = 0;
-  for (size_t i = 0; i < n_cand_; ++i) {
-    cum += cand_[i].first;
-    if (u < cum) return cand_[i].second;
+  int32_t id = cand_[n_cand_ - 1].second;  // rounding: the mass summed to just under 1
+  if (n_cand_ == 1) {
+    id = cand_[0].second;
+  } else {
+    const double u = rng_.uniform();
+    double cum = 0;
+    for (size_t i = 0; i < n_cand_; ++i) {
+      cum += cand_[i].first;
+      if (u < cum) {
+        id = cand_[i].second;
+        break;
+      }
+    }
   }
-  return cand_[n_cand_ - 1].second;  // rounding: the mass summed to just under 1
+  if (opt_.presence_penalty != 0.0f || opt_.frequency_penalty != 0.0f) {
+    if (drawn_count_.size() < logits.size()) drawn_count_.resize(logits.size(), 0);
+    if (drawn_count_[id]++ == 0) drawn_ids_.push_back(id);
+  }
+  return id;
 }
 
 void Sampler::probabilities(std::span<const float> logits, std::span<const int32_t> history,

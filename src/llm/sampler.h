@@ -17,6 +17,10 @@ struct SamplerOptions {
   float top_p = 1.0f;               // 1 = off; keeps the smallest set with mass >= top_p
   float min_p = 0.0f;               // 0 = off; keeps p >= min_p * p_max
   float repetition_penalty = 1.0f;  // 1 = off; applies to greedy too
+  // OpenAI's penalties over the tokens this sampler has drawn since forget_drawn():
+  // logit -= frequency_penalty * count + presence_penalty * (count > 0). 0 = off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0;
 };
 
@@ -39,6 +43,8 @@ class Sampler {
   // Picks the next token from `logits` (one row of the vocabulary). `history`
   // holds the tokens the repetition penalty applies to (prompt + generated).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // Starts a new reply: the presence/frequency penalties count from here.
+  void forget_drawn();
 
   // Probabilities after every filter (0 for removed tokens), for tests and
   // tools; same pipeline as sample() without the draw.
@@ -59,6 +65,8 @@ class Sampler {
   std::vector<float> work_;                      // penalised logits
   std::vector<uint8_t> seen_;                    // history marks for the penalty
   std::vector<std::pair<float, int32_t>> cand_;  // (logit or prob, id)
+  std::vector<uint32_t> drawn_count_;            // by id, since forget_drawn()
+  std::vector<int32_t> drawn_ids_;               // the ids with a count
   size_t n_cand_ = 0;
 };
 

@@ -10,9 +10,20 @@
 #include <vector>
 
 #include "nbits/chat_message.h"
-#include "serve/sampler.h"
 
 namespace nbits::serve {
+
+// A request's sampling knobs, with OpenAI's defaults (temperature 1, nothing else on).
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy (argmax, lowest id on ties)
+  int64_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;  // HF: over prompt and generated tokens
+  float presence_penalty = 0.0f;    // OpenAI: over generated tokens
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+};
 
 struct ApiError : std::runtime_error {
   ApiError(int status_, std::string message, std::string param_ = "", std::string code_ = "",

@@ -20,13 +20,27 @@
 
 #include "nbits/nbits.h"
 #include "serve/request.h"
-#include "serve/sampler.h"
 #include "serve/serve.h"
 #include "serve/slots.h"
 #include "serve/stop_text.h"
 
 namespace nbits::serve {
 namespace {
+
+// The Generator's options for one request (every knob explicit: OpenAI's defaults, not the model's).
+GenerationOptions generation_options(const SamplingParams& s) {
+  GenerationOptions o;
+  o.temperature = s.temperature;
+  o.do_sample = s.temperature > 0;
+  o.top_k = s.top_k;
+  o.top_p = s.top_p;
+  o.min_p = s.min_p;
+  o.repetition_penalty = s.repetition_penalty;
+  o.presence_penalty = s.presence_penalty;
+  o.frequency_penalty = s.frequency_penalty;
+  o.seed = s.seed;
+  return o;
+}
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -177,8 +191,8 @@ void Server::handle_generate(const httplib::Request& req, httplib::Response& res
           413,
           "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
           endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
-    // The last sampled token is not run, so a full cache still yields one more token.
-    const int64_t room = ctx - P + 1;
+    // The session's sequence (prompt + reply) fits its context.
+    const int64_t room = ctx - P;
     job->max_tokens = std::min(r.max_tokens.value_or(room), room);
   } catch (const ApiError& e) {
     send_error(res, e);
@@ -249,14 +263,13 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
   bool failed = false;
   try {
     const auto t0 = Clock::now();
+    g.set_options(generation_options(r.sampling));
     g.rewind_to(cached);
     g.append_tokens(std::span<const int32_t>(job.prompt).subspan(static_cast<size_t>(cached)));
     const auto t1 = Clock::now();
     m_.prefill_us +=
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
     m_.prefill_tokens += static_cast<uint64_t>(P - cached);
-    TokenSampler sampler(r.sampling, static_cast<int64_t>(g.logits().size()));
-    sampler.observe_prompt(job.prompt);
     TokenStream detok(model_);
     for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
     StopText stop(r.stop);
@@ -274,21 +287,19 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
                : json{{"index", 0}, {"text", piece}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
       write(sse(chunk(job, std::move(choice))));
     };
-    while (ok) {
-      const int32_t tok = sampler.sample(g.logits());
+    while (ok && static_cast<int64_t>(generated.size()) < job.max_tokens && !g.is_done()) {
+      g.generate_next_token();  // runs the token drawn last, then draws the next
+      const int32_t tok = g.next_token();
       if (model_->is_eos(tok)) {
         finish = "stop";
         break;
       }
-      sampler.accept(tok);
       generated.push_back(tok);
       emit(stop.push(detok.push(tok)));
       if (stop.stopped()) {
         finish = "stop";
         break;
       }
-      if (static_cast<int64_t>(generated.size()) >= job.max_tokens || !ok) break;
-      g.append_tokens(std::span<const int32_t>(&tok, 1));
       if (!r.stream) heartbeat();
     }
     if (!stop.stopped()) {

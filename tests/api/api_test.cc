@@ -54,6 +54,25 @@ TEST(PublicApi, GeneratesAndContinuesTheConversation) {
   EXPECT_EQ(model->token_to_id("no such token at all"), -1);
 }
 
+// A session that serves one request after another: new options, the same cache.
+TEST(PublicApi, SetOptionsKeepsTheConversation) {
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  auto model = load("onnx_int4");
+  Generator g(model, greedy(8));
+  ASSERT_EQ(g.generate("Once upon a time").ids.size(), 8u);
+  const int64_t len = g.length();
+  GenerationOptions o = greedy(6);
+  o.frequency_penalty = 2.0f;
+  o.presence_penalty = 2.0f;
+  g.set_options(o);
+  EXPECT_EQ(g.length(), len);
+  const auto next = g.generate(" The").ids;
+  EXPECT_EQ(next.size(), 6u);
+  for (size_t i = 1; i < next.size(); ++i) EXPECT_NE(next[i], next[i - 1]);
+  o.presence_penalty = 5.0f;
+  EXPECT_THROW(g.set_options(o), Error);
+}
+
 TEST(PublicApi, DoSampleAndSeed) {
   NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
   auto model = load("onnx_int4");

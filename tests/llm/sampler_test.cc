@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "base/error.h"
 #include "support/alloc_counter.h"
 
 namespace nbits::llm {
@@ -43,6 +44,29 @@ TEST(Sampler, RepetitionPenaltyFollowsHuggingFace) {
   EXPECT_EQ(s.sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{0, 0, 0, 0}), 0);
   // Out-of-range history ids are ignored.
   EXPECT_EQ(s.sample(std::vector<float>{2.0f, 1.9f}, std::vector<int32_t>{-1, 7}), 0);
+}
+
+// OpenAI's penalties count what this sampler drew since forget_drawn(), not the history.
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountDrawnTokens) {
+  SamplerOptions o;
+  o.greedy = true;
+  o.frequency_penalty = 0.5f;
+  o.presence_penalty = 0.25f;
+  Sampler s(o);
+  const std::vector<float> logits = {2.0f, 1.5f, 0.0f};
+  const std::vector<int32_t> history = {0, 0, 0};  // the prompt: not penalised
+  // Draws 0 (2.0); then 0 is at 2 - 0.75 = 1.25 < 1.5: draws 1; then 0 at 1.25, 1 at 0.75: draws 0;
+  // then 0 at 2 - 1.25 = 0.75, 1 at 0.75: the tie goes to the lower id.
+  std::vector<int32_t> got;
+  for (int i = 0; i < 4; ++i) got.push_back(s.sample(logits, history));
+  EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 0, 0}));
+  s.forget_drawn();
+  EXPECT_EQ(s.sample(logits, history), 0);
+  std::vector<float> p;
+  s.probabilities(logits, history, p);  // greedy: the penalised argmax
+  EXPECT_EQ(p[1], 1.0f);
+  o.presence_penalty = 3.0f;
+  EXPECT_THROW(Sampler{o}, Error);
 }
 
 TEST(Sampler, TopKKeepsTheKLargestRenormalised) {
