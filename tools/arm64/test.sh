@@ -27,7 +27,8 @@ SYSROOT=/usr/aarch64-linux-gnu
 qemu() { local cpu=$1; shift; qemu-aarch64 -L "$SYSROOT" -cpu "$cpu" "$@"; }
 
 echo "== arm64: cross build ($B)"
-cmake -S . -B "$B" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-clang.cmake \
+TC=(); [ -f "$B/CMakeCache.txt" ] || TC=(-DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-clang.cmake)  # first configure only
+cmake -S . -B "$B" -G Ninja "${TC[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=ON \
   "${LAUNCHER[@]}" >/dev/null
 # One ninja run for both targets keeps both cores busy through the link steps.
