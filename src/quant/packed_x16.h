@@ -65,11 +65,9 @@ struct PackedX16 {
   int default_zp() const { return 1 << (bits - 1); }
 };
 
-// Bytes of the zero-point section of a block (16 zero points + padding).
-#ifndef NBITS_X16_ZP_BYTES
-#define NBITS_X16_ZP_BYTES 16
-#endif
-constexpr size_t kZpBytes = NBITS_X16_ZP_BYTES;
+// Bytes of the zero-point section of a block (16 zero points), one value for every
+// translation unit (the format is fixed; no macro can change it per file).
+constexpr size_t kZpBytes = 16;
 static_assert(kZpBytes >= 16 && kZpBytes % 16 == 0, "zero points: 16 bytes, 16-byte aligned");
 
 // True when `w` can be packed as x16 (bits 4 or 8, block a power of two >= 16,
