@@ -1,6 +1,7 @@
 // Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual: float, int64, int32, and bool
-// for Equal), logic (And, Or, Xor, Not on bool) and Where. Binary and ternary ops broadcast
+// for Equal), logic (And, Or, Xor, Not on bool), IsNaN / IsInf and Where. Binary and ternary ops broadcast
 // like numpy; bool is one byte per element, 0 or 1.
+#include <cmath>
 #include <cstring>
 
 #include "ops/op_util.h"
@@ -83,6 +84,24 @@ class NotOp final : public Op {
   }
 };
 
+// IsNaN, IsInf (detect_positive / detect_negative): float in, bool out.
+class FloatClassOp final : public Op {
+ public:
+  FloatClassOp(bool nan, bool pos, bool neg) : nan_(nan), pos_(pos), neg_(neg) {}
+  void infer(const OpArgs& a) const override { a.out[0]->shape = a.in[0]->shape; }
+  void run(const OpArgs& a, RunContext&) const override {
+    const float* x = a.in[0]->as<const float>();
+    uint8_t* y = a.out[0]->as<uint8_t>();
+    for (int64_t i = 0, n = a.in[0]->numel(); i < n; ++i) {
+      const float v = x[i];
+      y[i] = nan_ ? std::isnan(v) : std::isinf(v) && (v > 0 ? pos_ : neg_);
+    }
+  }
+
+ private:
+  bool nan_, pos_, neg_;
+};
+
 class WhereOp final : public Op {
  public:
   WhereOp(size_t elem, std::string where) : elem_(elem), where_(std::move(where)) {}
@@ -131,6 +150,21 @@ std::unique_ptr<Op> make_not(OpBuild& b) {
   b.require_type(0, {DType::kBool}, "X");
   b.set_outputs(DType::kBool);
   return std::make_unique<NotOp>();
+}
+
+std::unique_ptr<Op> make_is_nan(OpBuild& b) {
+  allow_attributes(b, {});
+  b.require_type(0, {DType::kF32}, "X");
+  b.set_outputs(DType::kBool);
+  return std::make_unique<FloatClassOp>(true, false, false);
+}
+
+std::unique_ptr<Op> make_is_inf(OpBuild& b) {
+  allow_attributes(b, {"detect_positive", "detect_negative"});
+  b.require_type(0, {DType::kF32}, "X");
+  b.set_outputs(DType::kBool);
+  return std::make_unique<FloatClassOp>(false, b.node.attr_int("detect_positive", 1) != 0,
+                                        b.node.attr_int("detect_negative", 1) != 0);
 }
 
 std::unique_ptr<Op> make_where(OpBuild& b) {

@@ -46,6 +46,7 @@ std::unique_ptr<Op> make_storage_cast(OpBuild& b);
 std::unique_ptr<Op> make_identity(OpBuild& b);
 std::unique_ptr<Op> make_reshape(OpBuild& b);
 std::unique_ptr<Op> make_squeeze(OpBuild& b);
+std::unique_ptr<Op> make_flatten(OpBuild& b);
 std::unique_ptr<Op> make_unsqueeze(OpBuild& b);
 std::unique_ptr<Op> make_transpose(OpBuild& b);
 std::unique_ptr<Op> make_shape(OpBuild& b);
@@ -65,6 +66,8 @@ std::unique_ptr<Op> make_and(OpBuild& b);
 std::unique_ptr<Op> make_or(OpBuild& b);
 std::unique_ptr<Op> make_xor(OpBuild& b);
 std::unique_ptr<Op> make_not(OpBuild& b);
+std::unique_ptr<Op> make_is_nan(OpBuild& b);
+std::unique_ptr<Op> make_is_inf(OpBuild& b);
 std::unique_ptr<Op> make_where(OpBuild& b);
 // unary.cc
 std::unique_ptr<Op> make_neg(OpBuild& b);

@@ -1,5 +1,5 @@
 // Shape and layout ops: Identity, Reshape, Squeeze, Unsqueeze (views of their
-// input), Transpose, Shape, Constant, Concat, Slice (ReduceSum: reduce.cc).
+// input), Flatten (a view too), Transpose, Shape, Constant, Concat, Slice (ReduceSum: reduce.cc).
 #include <algorithm>
 #include <cstring>
 
@@ -113,6 +113,26 @@ class UnsqueezeOp final : public ViewOp {
  private:
   std::string where_;
   std::vector<int64_t> axes_;
+};
+
+// Flatten: [d0..d(axis-1)] x [d(axis)..] as a 2-D view (axis may be negative; 0 gives [1, numel]).
+class FlattenOp final : public ViewOp {
+ public:
+  FlattenOp(std::string where, int64_t axis) : where_(std::move(where)), axis_(axis) {}
+  void infer(const OpArgs& a) const override {
+    const Shape& in = a.in[0]->shape;
+    const int64_t ax = axis_ < 0 ? axis_ + in.rank : axis_;
+    NBITS_CHECK(ax >= 0 && ax <= in.rank, where_, ": axis ", axis_, " out of range for rank ", in.rank);
+    int64_t outer = 1;
+    for (int i = 0; i < ax; ++i) outer *= in[i];
+    int64_t inner = 1;
+    for (int i = static_cast<int>(ax); i < in.rank; ++i) inner *= in[i];
+    a.out[0]->shape = Shape{outer, inner};
+  }
+
+ private:
+  std::string where_;
+  int64_t axis_;
 };
 
 class TransposeOp final : public Op {
@@ -345,6 +365,13 @@ std::unique_ptr<Op> make_unsqueeze(OpBuild& b) {
   b.check(b.has_input(1) || b.node.attr("axes") != nullptr, "missing required attribute 'axes'");
   b.set_outputs(b.type(0));
   return std::make_unique<UnsqueezeOp>(b.where(), b.node.attr_ints("axes"));
+}
+
+std::unique_ptr<Op> make_flatten(OpBuild& b) {
+  allow_attributes(b, {"axis"});
+  b.check(!(b.type(0) == DType::kU4 || b.type(0) == DType::kI4), "4-bit data cannot be flattened");
+  b.set_outputs(b.type(0));
+  return std::make_unique<FlattenOp>(b.where(), b.node.attr_int("axis", 1));
 }
 
 std::unique_ptr<Op> make_transpose(OpBuild& b) {

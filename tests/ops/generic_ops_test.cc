@@ -180,6 +180,37 @@ TEST(Logic, AndOrXorNotBroadcast) {
   EXPECT_EQ(run1("Not", {val("a", {2, 2}, a)})->get<uint8_t>("y"), (B{1, 1, 0, 0}));
 }
 
+TEST(Logic, IsNanIsInfDetectFlags) {
+  const std::vector<float> x = {1.f, kNaN, kInf, -kInf, 0.f, -2.f};
+  EXPECT_EQ(run1("IsNaN", {val("a", {2, 3}, x)})->get<uint8_t>("y"), (B{0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(run1("IsInf", {val("a", {2, 3}, x)})->get<uint8_t>("y"), (B{0, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(
+      run_node("IsInf", "", {val("a", {6}, x)}, {"y"}, {int_attr("detect_negative", 0)})->get<uint8_t>("y"),
+      (B{0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(
+      run_node("IsInf", "", {val("a", {6}, x)}, {"y"}, {int_attr("detect_positive", 0)})->get<uint8_t>("y"),
+      (B{0, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(run1("IsNaN", {val("a", {0}, std::vector<float>{})})->out("y").numel(), 0);
+  EXPECT_THROW(run1("IsNaN", {val("a", {2}, std::vector<int64_t>{1, 2})}), Error);
+}
+
+TEST(Shape, FlattenAxesAndViews) {
+  const std::vector<float> x = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
+  EXPECT_EQ(run1("Flatten", {val("a", {2, 3, 4}, x)})->out("y").shape, (Shape{2, 12}));
+  auto f0 = run_node("Flatten", "", {val("a", {2, 3, 4}, x)}, {"y"}, {int_attr("axis", 0)});
+  EXPECT_EQ(f0->out("y").shape, (Shape{1, 24}));
+  EXPECT_EQ(f0->get<float>("y"), x);
+  EXPECT_EQ(run_node("Flatten", "", {val("a", {2, 3, 4}, x)}, {"y"}, {int_attr("axis", -1)})->out("y").shape,
+            (Shape{6, 4}));
+  EXPECT_EQ(run_node("Flatten", "", {val("a", {2, 3, 4}, x)}, {"y"}, {int_attr("axis", 3)})->out("y").shape,
+            (Shape{24, 1}));
+  EXPECT_EQ(run1("Flatten", {val("a", {2, 0, 4}, std::vector<float>{})})->out("y").shape, (Shape{2, 0}));
+  EXPECT_THROW(
+      run_node("Flatten", "", {val("a", {2, 3}, std::vector<float>(6))}, {"y"}, {int_attr("axis", 3)}),
+      Error);
+}
+
 TEST(Where, ThreeWayBroadcastEveryDtype) {
   // condition [2,1], X [1,3], Y scalar -> [2,3]
   const B c = {1, 0};
