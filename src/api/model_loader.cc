@@ -1,20 +1,14 @@
 #include "api/model_loader.h"
 
-#include <sys/stat.h>
-
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "gguf/model_builder.h"
 #include "gguf/vocab.h"
+#include "llm/hf_config.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace nbits::api {
 namespace {
-
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // A GGUF file: the model synthesised in memory (gguf/model_builder.h), the tokenizer
 // from its tokenizer.ggml.* metadata.
@@ -34,22 +28,22 @@ LoadedModel load_gguf(const std::string& path, const graph::SessionOptions& opti
 
 }  // namespace
 
-LoadedModel load_model(const std::string& path, const graph::SessionOptions& options, bool need_tokenizer) {
-  if (gguf::is_gguf_path(path)) return load_gguf(path, options, need_tokenizer);
-  std::string dir = path;
-  if (!is_dir(dir)) {
-    NBITS_CHECK(file_exists(dir), "model folder '", dir, "' does not exist");
-    const size_t slash = dir.rfind('/');
-    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+LoadedModel load_model(const std::string& path, const graph::SessionOptions& options, bool need_tokenizer,
+                       const std::string& variant) {
+  if (gguf::is_gguf_path(path)) {
+    NBITS_CHECK(variant.empty(),
+                "--variant chooses among an Optimum export's onnx/model_*.onnx files, not a GGUF");
+    return load_gguf(path, options, need_tokenizer);
   }
   LoadedModel m;
-  // The tokenizer first: it is quick and its errors should not wait for the weights.
+  m.config = llm::load_model_config(path, variant);
+  // The tokenizer before the weights: it is quick and its errors should not wait for them.
+  const std::string& dir = m.config.dir;
   if (file_exists(dir + "/tokenizer.json")) {
     m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(dir));
   } else {
     NBITS_CHECK(!need_tokenizer, "no tokenizer.json in ", dir, " (give the prompt as token ids)");
   }
-  m.config = llm::load_genai_config(dir);
   m.session = graph::Session::load(m.config.model_path(), options);
   return m;
 }

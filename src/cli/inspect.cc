@@ -20,6 +20,7 @@
 #include "graph/op.h"
 #include "graph/session.h"
 #include "llm/genai_config.h"
+#include "llm/hf_config.h"
 #include "onnx/model.h"
 
 namespace nbits::cli {
@@ -37,8 +38,9 @@ std::string model_file(const std::string& arg) {
     NBITS_CHECK(file_exists(arg), "'", arg, "' does not exist");
     return arg;
   }
-  if (file_exists(arg + "/genai_config.json")) return llm::load_genai_config(arg).model_path();
-  NBITS_CHECK(file_exists(arg + "/model.onnx"), "no model.onnx or genai_config.json in ", arg);
+  if (file_exists(arg + "/genai_config.json") || file_exists(arg + "/config.json"))
+    return llm::load_model_config(arg).model_path();
+  NBITS_CHECK(file_exists(arg + "/model.onnx"), "no model.onnx, genai_config.json or config.json in ", arg);
   return arg + "/model.onnx";
 }
 

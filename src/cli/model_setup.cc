@@ -11,8 +11,16 @@
 namespace nbits::cli {
 
 void add_model_flags(Flags& f) {
-  f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json) or a .gguf file",
+  f.str("-m,--model", "DIR",
+        "model: an onnxruntime-genai folder (genai_config.json), a Hugging Face Optimum /\n"
+        "                             transformers.js folder (config.json, onnx/model*.onnx) or one of its "
+        ".onnx\n"
+        "                             files, or a .gguf file",
         true);
+  f.str("--variant", "V",
+        "which onnx/model_V.onnx of an Optimum folder: q4, q4f16, int8, uint8, quantized, fp16, fp32\n"
+        "                             (default: the first present in that order)",
+        false);
   f.i64("-t,--threads", "N", "threads (0 = all hardware threads)", 0, 0, 1024);
   f.i64("--accuracy-level", "L", "override every MatMulNBits' accuracy_level (4 = int8 activations)",
         std::nullopt, 0, 4);
@@ -56,7 +64,7 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.fp16_scales = f.get_str("--scales") == "fp16";
   so.kv_cache = graph::parse_kv_cache(f.get_str("--kv-cache"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
-  api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer);
+  api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer, f.get_str("--variant"));
   ModelSetup setup;
   setup.tokenizer = std::move(m.tokenizer);
   setup.generator = std::make_unique<llm::Generator>(m.config, std::move(m.session), ctx);

@@ -24,6 +24,9 @@ struct SearchConfig {
 struct GenaiConfig {
   std::string path;  // the file it was read from (for error messages)
   std::string dir;   // its directory
+  // Hugging Face config.json (an Optimum export, llm/hf_config.h): the graph I/O names
+  // are Optimum's, not a file's fields, and position_ids is fed only when the graph has it.
+  bool from_hf_config = false;
   std::string model_type;
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // empty when the config gives none
@@ -32,7 +35,7 @@ struct GenaiConfig {
   int64_t vocab_size = 0;  // 0 = not given
 
   // decoder
-  std::string filename = "model.onnx";
+  std::string filename = "model.onnx";  // relative to dir
   int64_t head_size = 0;
   int64_t hidden_size = 0;
   int64_t num_attention_heads = 0;

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/fp16.h"
 #include "base/timer.h"
+#include "llm/hf_config.h"
 
 namespace nbits::llm {
 
@@ -24,6 +25,9 @@ bool contains(const std::vector<std::string>& names, const std::string& n) {
 
 void require(const std::vector<std::string>& names, const std::string& n, const char* what,
              const GenaiConfig& c, const char* field) {
+  if (c.from_hf_config)
+    NBITS_CHECK(contains(names, n), c.model_path(), " has no ", what, " '", n,
+                "' (the name Hugging Face Optimum exports use; is it a decoder with past_key_values?)");
   NBITS_CHECK(contains(names, n), c.model_path(), " has no ", what, " '", n, "' (named by ", c.path,
               " field '", field, "')");
 }
@@ -38,6 +42,9 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
 
   const auto inputs = session_->input_names();
   const auto outputs = session_->output_names();
+  // Optimum exports of some families (and older exporters) have no position_ids input.
+  if (config_.from_hf_config && !contains(inputs, config_.position_ids_name))
+    config_.position_ids_name.clear();
   require(inputs, config_.input_ids_name, "input", config_, "model.decoder.inputs.input_ids");
   require(inputs, config_.attention_mask_name, "input", config_, "model.decoder.inputs.attention_mask");
   if (!config_.position_ids_name.empty())
@@ -108,7 +115,7 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
 
 std::unique_ptr<Generator> Generator::load(const std::string& dir, const graph::SessionOptions& options,
                                            int64_t max_length) {
-  GenaiConfig config = load_genai_config(dir);
+  GenaiConfig config = load_model_config(dir);
   auto session = graph::Session::load(config.model_path(), options);
   return std::make_unique<Generator>(config, std::move(session), max_length);
 }

@@ -44,7 +44,8 @@ class Generator {
   // Binds the session's KV inputs/outputs named by `config`. max_length: KV
   // capacity in tokens (0 = config.default_max_length(); capped by context_length).
   Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> session, int64_t max_length = 0);
-  // Loads DIR/genai_config.json and the decoder it names.
+  // Loads the model config of PATH (a genai folder, an Optimum folder or a decoder .onnx
+  // inside one: llm::load_model_config) and the decoder it names.
   static std::unique_ptr<Generator> load(const std::string& dir, const graph::SessionOptions& options = {},
                                          int64_t max_length = 0);
 

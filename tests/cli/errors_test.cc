@@ -103,14 +103,15 @@ TEST(CliErrors, BadFlagsExitTwoWithAMessage) {
 TEST(CliErrors, MissingModelAndTokenIds) {
   NBITS_REQUIRE_BIN();
   expect_one_line(run_nbits({"run", "-m", "/nonexistent/model_dir", "--ids", "1"}), 1,
-                  "nbits run: error: model folder '/nonexistent/model_dir' does not exist");
+                  "nbits run: error: model '/nonexistent/model_dir' does not exist");
   expect_one_line(run_nbits({"inspect", "/nonexistent/model.onnx"}), 1,
                   "'/nonexistent/model.onnx' does not exist");
   NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
   expect_one_line(run_nbits({"run", "-m", stories("onnx_int4"), "--ids", "1,512", "-t", "1"}), 1,
                   "token id 512 is out of range");
   TempDir empty;
-  expect_one_line(run_nbits({"run", "-m", empty.path(), "--ids", "1"}), 1, "no genai_config.json in");
+  expect_one_line(run_nbits({"run", "-m", empty.path(), "--ids", "1"}), 1,
+                  "no genai_config.json (onnxruntime-genai) or config.json (Hugging Face Optimum) in");
 }
 
 TEST(CliErrors, MalformedModelsFailWithOneLine) {
