@@ -59,6 +59,22 @@ int lower_float_boundaries(std::vector<onnx::Node>& nodes, const onnx::Graph& g)
 // Returns the number of layers fused.
 int fuse_mha_into_gqa(std::vector<onnx::Node>& nodes, onnx::Graph& g);
 
+// Plain-op exports (Optimum / torch.onnx.export; graph/fuse_optimum.cc). RMSNorm
+// written out as Pow/ReduceMean/Add/Sqrt/Div/Mul (x [Cast] * gamma, gamma 1-D
+// constant or Add(w, 1)) becomes SimplifiedLayerNormalization, and with the
+// residual Add(a, b) in front SkipSimplifiedLayerNormalization (output 3: the sum).
+// Returns the number of norms fused.
+int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
+
+// Plain-op attention (q/k/v Reshape/Transpose, rotate_half rotary from
+// position_ids x inv_freq, present = Concat(past, new), repeat_kv, Softmax(QK^T *
+// scale + causal mask of attention_mask) V) becomes GroupQueryAttention with
+// do_rotary (cos/sin caches of max_positions rows computed at load from inv_freq,
+// added to the model) writing one shared KV buffer in place; dead nodes dropped.
+// All layers or none (else the graph is left as it was); batch 1 without padding,
+// as fuse_mha_into_gqa. Returns the number of layers fused.
+int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, int64_t max_positions = 32768);
+
 // Sets the declared dtype of the KV cache graph inputs (past, GroupQueryAttention
 // inputs 3-4) and outputs (present, outputs 1-2) that GroupQueryAttention nodes
 // read and write directly to `dtype` (kFloat or kFloat16). Returns how many changed.

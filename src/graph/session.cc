@@ -418,6 +418,8 @@ void SessionImpl::build() {
   fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
   fuse_mha_into_gqa(nodes, shared_->model.graph);
+  fuse_rms_norm(nodes, g);
+  fuse_optimum_attention(nodes, shared_->model);
   if (options.kv_cache != SessionOptions::KvCache::kModel)
     set_kv_cache_dtype(nodes, shared_->model.graph,
                        options.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16

@@ -1,0 +1,822 @@
+// Load-time fusions for plain-op decoders (Hugging Face Optimum / torch.onnx.export,
+// the onnx-community / transformers.js exports), graph/rewrites.h:
+//
+// fuse_rms_norm: RMSNorm written out as
+//   Pow(x, 2) -> ReduceMean(-1, keepdims) -> Add(eps) -> Sqrt -> Div(1, .) -> Mul(x, .)
+//   [-> Cast(float)] -> Mul(gamma, .)
+// (also Reciprocal(Sqrt) or Div(x, Sqrt), Mul(x, x) for the square, gamma as Add(w, 1)
+// for Gemma) becomes SimplifiedLayerNormalization(x, gamma); when x = [Cast(float)]
+// Add(a, b) of two activations, SkipSimplifiedLayerNormalization(a, b, gamma) whose
+// output 3 (the sum) replaces x for the residual.
+//
+// fuse_optimum_attention: per layer
+//   q/k/v = Transpose(Reshape(proj, [B,S,N,D]), 0213) (q/k optionally through a
+//   per-head SimplifiedLayerNormalization: Qwen3), rotary q*cos + rotate_half(q)*sin
+//   with cos/sin = Unsqueeze(cos(position_ids x inv_freq) * scaling, 1),
+//   present = Concat(past, new, -2), repeat_kv = Reshape(Expand(Unsqueeze(present, 2))),
+//   Softmax(Mul(q, c) @ Mul(k^T, c) + mask) [-> IsNaN/Where] @ v -> Transpose -> Reshape
+// becomes GroupQueryAttention(q, k, v, past_k, past_v, seqlens_k, total, cos_cache,
+// sin_cache) with do_rotary (half-split), writing present in place into one shared
+// KV buffer. cos/sin caches are computed once at load from inv_freq. The mask must be
+// computed from attention_mask (and shapes) only: batch 1 without padding, as
+// fuse_mha_into_gqa.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "base/error.h"
+#include "graph/rewrite_util.h"
+#include "graph/rewrites.h"
+
+namespace nbits::graph {
+namespace {
+
+struct Index {
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> uses;  // node reads; a graph output counts 2 (never fused away)
+  std::set<std::string> inputs, outputs;
+};
+
+Index index_of(const std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  Index ix;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const std::string& o : nodes[i].outputs) ix.producer[o] = i;
+    for (const std::string& in : nodes[i].inputs) ++ix.uses[in];
+  }
+  for (const onnx::ValueInfo& v : g.inputs) ix.inputs.insert(v.name);
+  for (const onnx::ValueInfo& v : g.outputs) {
+    ix.outputs.insert(v.name);
+    ix.uses[v.name] += 2;
+  }
+  return ix;
+}
+
+class Matcher {
+ public:
+  Matcher(const std::vector<onnx::Node>& nodes, const Index& ix, const onnx::Graph& g)
+      : nodes_(nodes), ix_(ix), g_(g) {}
+
+  // The ai.onnx node of `type` producing `value`, or null.
+  const onnx::Node* prod(const std::string& value, const char* type) const {
+    const onnx::Node* n = any_prod(value);
+    return n != nullptr && is_onnx_op(*n, type) ? n : nullptr;
+  }
+  const onnx::Node* any_prod(const std::string& value) const {
+    const auto it = ix_.producer.find(value);
+    return it == ix_.producer.end() ? nullptr : &nodes_[it->second];
+  }
+  size_t index(const std::string& value) const { return ix_.producer.at(value); }
+  int uses(const std::string& v) const {
+    const auto it = ix_.uses.find(v);
+    return it == ix_.uses.end() ? 0 : it->second;
+  }
+  bool graph_input(const std::string& v) const {
+    return ix_.inputs.count(v) != 0 && g_.initializer(v) == nullptr;
+  }
+  bool graph_output(const std::string& v) const { return ix_.outputs.count(v) != 0; }
+
+  // An initializer, or a Constant node's value, through Identity nodes.
+  const onnx::Tensor* constant(const std::string& v) const {
+    std::string name = v;
+    for (int hops = 0; hops < 4; ++hops) {
+      if (const onnx::Tensor* t = g_.initializer(name)) return t;
+      const onnx::Node* n = any_prod(name);
+      if (n == nullptr) return nullptr;
+      if (is_onnx_op(*n, "Constant")) {
+        const onnx::Attribute* a = n->attr("value");
+        return a != nullptr && a->t ? &*a->t : nullptr;
+      }
+      if (!is_onnx_op(*n, "Identity") || n->inputs.size() != 1) return nullptr;
+      name = n->inputs[0];
+    }
+    return nullptr;
+  }
+  // The initializer name behind Identity nodes, or v itself.
+  std::string initializer_name(const std::string& v) const {
+    std::string name = v;
+    for (int hops = 0; hops < 4 && g_.initializer(name) == nullptr; ++hops) {
+      const onnx::Node* n = prod(name, "Identity");
+      if (n == nullptr || n->inputs.size() != 1) return v;
+      name = n->inputs[0];
+    }
+    return g_.initializer(name) != nullptr ? name : v;
+  }
+  std::optional<float> scalar(const std::string& v) const {
+    const onnx::Tensor* t = constant(v);
+    if (t == nullptr || t->numel() != 1) return std::nullopt;
+    if (t->dtype == onnx::DataType::kFloat) return *t->data<float>();
+    if (t->dtype == onnx::DataType::kDouble) return static_cast<float>(*t->data<double>());
+    return std::nullopt;
+  }
+  std::optional<std::vector<int64_t>> ints(const std::string& v) const {
+    const onnx::Tensor* t = constant(v);
+    if (t == nullptr || t->numel() > 16) return std::nullopt;
+    if (t->dtype == onnx::DataType::kInt64)
+      return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+    if (t->dtype == onnx::DataType::kInt32)
+      return std::vector<int64_t>(t->data<int32_t>(), t->data<int32_t>() + t->numel());
+    return std::nullopt;
+  }
+  // The axes of an Unsqueeze / ReduceMean (attribute or input 1).
+  std::optional<std::vector<int64_t>> axes(const onnx::Node& n) const {
+    if (n.attr("axes") != nullptr) return n.attr_ints("axes");
+    if (n.has_input(1)) return ints(n.inputs[1]);
+    return std::nullopt;
+  }
+  // Through Cast(to=float) nodes.
+  std::string skip_float_casts(const std::string& v) const {
+    std::string cur = v;
+    for (int hops = 0; hops < 4; ++hops) {
+      const onnx::Node* c = prod(cur, "Cast");
+      if (c == nullptr || c->attr_int("to", 0) != static_cast<int64_t>(onnx::DataType::kFloat)) break;
+      cur = c->inputs[0];
+    }
+    return cur;
+  }
+  // The other input of a binary node given one of them; "" if neither matches.
+  static std::string other(const onnx::Node& n, const std::string& one) {
+    if (n.inputs.size() != 2) return "";
+    if (n.inputs[0] == one) return n.inputs[1];
+    if (n.inputs[1] == one) return n.inputs[0];
+    return "";
+  }
+  // Output columns of a weight projection (MatMul with a 2-D constant B, MatMulNBits,
+  // either + Add of a 1-D constant bias); -1 when not one.
+  int64_t projection_cols(const std::string& v) const {
+    const onnx::Node* n = any_prod(v);
+    if (n == nullptr) return -1;
+    if (is_onnx_op(*n, "Add") && n->inputs.size() == 2)
+      for (int i = 0; i < 2; ++i)
+        if (const onnx::Tensor* b = constant(n->inputs[i]); b != nullptr && b->dims.size() == 1) {
+          const int64_t inner = projection_cols(n->inputs[1 - i]);
+          return inner == b->dims[0] ? inner : -1;
+        }
+    if (n->op_type == "MatMulNBits") {
+      const onnx::Attribute* a = n->attr("N");
+      return a != nullptr ? a->i : -1;
+    }
+    if (is_onnx_op(*n, "MatMul") && n->inputs.size() == 2)
+      if (const onnx::Tensor* b = constant(n->inputs[1]); b != nullptr && b->dims.size() == 2)
+        return b->dims[1];
+    return -1;
+  }
+
+  const std::vector<onnx::Node>& nodes_;
+  const Index& ix_;
+  const onnx::Graph& g_;
+};
+
+bool only_use(const Matcher& m, const std::string& v) { return m.uses(v) == 1; }
+
+// Topological order of rewritten nodes (graph/rewrites.h sorted_nodes); `extra` names
+// count as sources (initializers added once the rewrite is kept).
+std::vector<onnx::Node> sort_nodes(std::vector<onnx::Node> nodes, const onnx::Graph& g,
+                                   const std::vector<std::string>& extra = {}) {
+  onnx::Graph tmp;
+  tmp.inputs = g.inputs;
+  tmp.outputs = g.outputs;
+  tmp.initializers = g.initializers;
+  for (const std::string& e : extra) {
+    onnx::ValueInfo v;
+    v.name = e;
+    tmp.inputs.push_back(std::move(v));
+  }
+  tmp.nodes = std::move(nodes);
+  return sorted_nodes(tmp);
+}
+
+}  // namespace
+
+int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  const Index ix = index_of(nodes, g);
+  const Matcher m(nodes, ix, g);
+  std::vector<bool> removed(nodes.size(), false);
+  // Readers of each value, to find the chain forward from Pow.
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& in : nodes[i].inputs) readers[in].push_back(i);
+  auto sole_reader = [&](const std::string& v, const char* type) -> size_t {
+    if (!only_use(m, v)) return SIZE_MAX;
+    const auto it = readers.find(v);
+    if (it == readers.end() || it->second.size() != 1) return SIZE_MAX;
+    return is_onnx_op(nodes[it->second[0]], type) ? it->second[0] : SIZE_MAX;
+  };
+  int fused = 0;
+  for (size_t pi = 0; pi < nodes.size(); ++pi) {
+    const onnx::Node& sq = nodes[pi];
+    if (removed[pi] || sq.outputs.size() != 1 || sq.inputs.size() != 2) continue;
+    std::string x;
+    if (is_onnx_op(sq, "Pow") && m.scalar(sq.inputs[1]) == 2.0f) x = sq.inputs[0];
+    if (is_onnx_op(sq, "Mul") && sq.inputs[0] == sq.inputs[1]) x = sq.inputs[0];
+    if (x.empty()) continue;
+    std::vector<size_t> chain{pi};
+    const size_t ri = sole_reader(sq.outputs[0], "ReduceMean");
+    if (ri == SIZE_MAX) continue;
+    const onnx::Node& rm = nodes[ri];
+    if (rm.attr_int("keepdims", 1) != 1 || m.axes(rm) != std::vector<int64_t>{-1}) continue;
+    const size_t ai = sole_reader(rm.outputs[0], "Add");
+    if (ai == SIZE_MAX) continue;
+    const std::optional<float> eps = m.scalar(Matcher::other(nodes[ai], rm.outputs[0]));
+    if (!eps || !(*eps >= 0.0f)) continue;
+    const size_t si = sole_reader(nodes[ai].outputs[0], "Sqrt");
+    if (si == SIZE_MAX) continue;
+    chain.insert(chain.end(), {ri, ai, si});
+    const std::string& sv = nodes[si].outputs[0];
+    // The normalized value n = x / sqrt(...).
+    size_t ni = SIZE_MAX;
+    const auto rit = readers.find(sv);
+    if (!only_use(m, sv) || rit == readers.end()) continue;
+    const onnx::Node& after = nodes[rit->second[0]];
+    if (is_onnx_op(after, "Div") && after.inputs.size() == 2 && after.inputs[1] == sv) {
+      if (after.inputs[0] == x) {
+        ni = rit->second[0];
+      } else if (m.scalar(after.inputs[0]) == 1.0f) {
+        const size_t mi = sole_reader(after.outputs[0], "Mul");
+        if (mi != SIZE_MAX && Matcher::other(nodes[mi], after.outputs[0]) == x) {
+          chain.push_back(rit->second[0]);
+          ni = mi;
+        }
+      }
+    } else if (is_onnx_op(after, "Reciprocal")) {
+      const size_t mi = sole_reader(after.outputs[0], "Mul");
+      if (mi != SIZE_MAX && Matcher::other(nodes[mi], after.outputs[0]) == x) {
+        chain.push_back(rit->second[0]);
+        ni = mi;
+      }
+    }
+    if (ni == SIZE_MAX) continue;
+    chain.push_back(ni);
+    std::string nv = nodes[ni].outputs[0];
+    if (!only_use(m, nv)) continue;
+    if (const size_t ci = sole_reader(nv, "Cast");
+        ci != SIZE_MAX && nodes[ci].attr_int("to", 0) == static_cast<int64_t>(onnx::DataType::kFloat)) {
+      chain.push_back(ci);
+      nv = nodes[ci].outputs[0];
+    }
+    const size_t wi = sole_reader(nv, "Mul");
+    if (wi == SIZE_MAX) continue;
+    std::string gamma = Matcher::other(nodes[wi], nv);
+    // gamma: a 1-D float constant, or Add(w, 1) of one (Gemma's (1 + w), folded at load).
+    const onnx::Tensor* gt = m.constant(gamma);
+    bool ok = gt != nullptr && gt->dims.size() == 1 && gt->dtype == onnx::DataType::kFloat;
+    if (ok) {
+      gamma = m.initializer_name(gamma);
+    } else if (const onnx::Node* plus = m.prod(gamma, "Add"); plus != nullptr && plus->inputs.size() == 2) {
+      for (int i = 0; i < 2 && !ok; ++i) {
+        const onnx::Tensor* w = m.constant(plus->inputs[i]);
+        ok = w != nullptr && w->dims.size() == 1 && w->dtype == onnx::DataType::kFloat &&
+             m.scalar(plus->inputs[1 - i]).has_value();
+      }
+    }
+    if (!ok) continue;
+    bool taken = false;
+    for (size_t c : chain) taken = taken || removed[c];
+    if (taken) continue;
+
+    onnx::Node& out = nodes[wi];
+    const std::string y = out.outputs[0];
+    // Skip form: x = [Cast(float)] Add(a, b) of two activations read by nothing else.
+    std::string add_v = x;
+    size_t cast_i = SIZE_MAX;
+    if (const onnx::Node* c = m.prod(x, "Cast");
+        c != nullptr && c->attr_int("to", 0) == static_cast<int64_t>(onnx::DataType::kFloat) &&
+        only_use(m, c->inputs[0])) {
+      cast_i = m.index(x);
+      add_v = c->inputs[0];
+    }
+    const onnx::Node* add = m.prod(add_v, "Add");
+    const bool skip = add != nullptr && add->inputs.size() == 2 && add->outputs.size() == 1 &&
+                      m.constant(add->inputs[0]) == nullptr && m.constant(add->inputs[1]) == nullptr &&
+                      !m.graph_output(add_v) && (add_v == x || only_use(m, add_v)) &&
+                      !removed[m.index(add_v)] && add->inputs[0] != add->inputs[1];
+    onnx::Node norm;
+    norm.name = out.name;
+    if (skip) {
+      norm.op_type = "SkipSimplifiedLayerNormalization";
+      norm.domain = "com.microsoft";
+      norm.inputs = {add->inputs[0], add->inputs[1], gamma};
+      // Readers of x besides the norm's own (the square and the scaling Mul): the residual.
+      int own = 0;
+      for (size_t c : chain)
+        for (const std::string& in : nodes[c].inputs) own += in == x;
+      const bool residual_read = m.uses(x) > own;
+      norm.outputs = {y, "", "", residual_read ? x : ""};
+      norm.attributes = {float_attribute("epsilon", *eps)};
+      removed[m.index(add_v)] = true;
+      if (cast_i != SIZE_MAX) removed[cast_i] = true;
+    } else {
+      norm.op_type = "SimplifiedLayerNormalization";
+      norm.domain = "";
+      norm.inputs = {x, gamma};
+      norm.outputs = {y};
+      norm.attributes = {int_attribute("axis", -1), float_attribute("epsilon", *eps)};
+    }
+    for (size_t c : chain) removed[c] = true;
+    out = std::move(norm);
+    ++fused;
+  }
+  erase_removed(nodes, removed);
+  if (fused > 0) nodes = sort_nodes(std::move(nodes), g);
+  return fused;
+}
+
+namespace {
+
+// The graph input a mask is computed from when it is the causal mask of
+// attention_mask: one integer [B, T] graph input read for its values (others only
+// through Shape), no float constant of more than one element, ai.onnx ops only.
+std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Graph& g,
+                                              const std::string& bias) {
+  std::set<std::string> seen, direct;
+  bool ok = true;
+  std::function<void(const std::string&)> visit = [&](const std::string& v) {
+    if (!ok || v.empty() || !seen.insert(v).second) return;
+    if (m.graph_input(v)) {
+      direct.insert(v);
+      return;
+    }
+    if (const onnx::Tensor* t = g.initializer(v)) {
+      const bool is_float = t->dtype == onnx::DataType::kFloat || t->dtype == onnx::DataType::kFloat16 ||
+                            t->dtype == onnx::DataType::kBfloat16;
+      ok = !is_float || t->numel() <= 1;
+      return;
+    }
+    const onnx::Node* n = m.any_prod(v);
+    if (n == nullptr) return;
+    if (is_onnx_op(*n, "Shape")) return;
+    if (is_onnx_op(*n, "Constant")) {
+      const onnx::Attribute* a = n->attr("value");
+      ok = a != nullptr && a->t && (a->t->numel() <= 1 || a->t->dtype == onnx::DataType::kInt64);
+      return;
+    }
+    if (!n->domain.empty() && n->domain != "ai.onnx") {
+      ok = false;
+      return;
+    }
+    for (const std::string& in : n->inputs) visit(in);
+  };
+  visit(bias);
+  if (!ok || direct.size() != 1) return std::nullopt;
+  const std::string mask = *direct.begin();
+  for (const onnx::ValueInfo& in : g.inputs)
+    if (in.name == mask &&
+        (in.elem_type == onnx::DataType::kInt64 || in.elem_type == onnx::DataType::kInt32) &&
+        (!in.has_shape || in.dims.size() == 2))
+      return mask;
+  return std::nullopt;
+}
+
+bool has_perm(const onnx::Node* n, std::vector<int64_t> perm) {
+  return n != nullptr && n->attr_ints("perm") == perm;
+}
+
+// The rotary tables: cos/sin = Unsqueeze([Cast] Mul(Cos|Sin(Concat(f, f)), scaling), 1),
+// f = Transpose(MatMul([Cast] Expand(inv_freq), [Cast] Unsqueeze(position_ids, 1)), 021).
+struct Rope {
+  std::string cos4, sin4;       // the [B,1,S,D] values the layers read
+  std::vector<float> inv_freq;  // [D/2]
+  float cos_scale = 1, sin_scale = 1;
+};
+
+std::optional<Rope> trace_rope(const Matcher& m, const std::string& cos4, const std::string& sin4) {
+  Rope r;
+  r.cos4 = cos4;
+  r.sin4 = sin4;
+  std::string cat;
+  for (int which = 0; which < 2; ++which) {
+    const onnx::Node* un = m.prod(which == 0 ? cos4 : sin4, "Unsqueeze");
+    if (un == nullptr || m.axes(*un) != std::vector<int64_t>{1}) return std::nullopt;
+    std::string v = m.skip_float_casts(un->inputs[0]);
+    float scale = 1.0f;
+    if (const onnx::Node* mul = m.prod(v, "Mul"); mul != nullptr && mul->inputs.size() == 2) {
+      int c = m.scalar(mul->inputs[1]) ? 1 : m.scalar(mul->inputs[0]) ? 0 : -1;
+      if (c < 0) return std::nullopt;
+      scale = *m.scalar(mul->inputs[c]);
+      v = m.skip_float_casts(mul->inputs[1 - c]);
+    }
+    const onnx::Node* trig = m.prod(v, which == 0 ? "Cos" : "Sin");
+    if (trig == nullptr) return std::nullopt;
+    if (which == 0) {
+      cat = trig->inputs[0];
+      r.cos_scale = scale;
+    } else {
+      if (trig->inputs[0] != cat) return std::nullopt;
+      r.sin_scale = scale;
+    }
+  }
+  const onnx::Node* cc = m.prod(cat, "Concat");
+  if (cc == nullptr || cc->inputs.size() != 2 || cc->inputs[0] != cc->inputs[1] ||
+      cc->attr_int("axis", 0) != -1)
+    return std::nullopt;
+  const onnx::Node* tr = m.prod(cc->inputs[0], "Transpose");
+  if (!has_perm(tr, {0, 2, 1})) return std::nullopt;
+  const onnx::Node* mm = m.prod(tr->inputs[0], "MatMul");
+  if (mm == nullptr || mm->inputs.size() != 2) return std::nullopt;
+  const onnx::Node* ex = m.prod(m.skip_float_casts(mm->inputs[0]), "Expand");
+  const onnx::Tensor* inv = ex ? m.constant(ex->inputs[0]) : m.constant(m.skip_float_casts(mm->inputs[0]));
+  if (inv == nullptr || inv->dtype != onnx::DataType::kFloat || inv->numel() < 1 || inv->dims.size() != 3 ||
+      inv->dims[2] != 1)
+    return std::nullopt;
+  std::string pos = mm->inputs[1];
+  for (int hops = 0; hops < 4; ++hops) {  // Casts to float (from int64 positions) and back
+    const onnx::Node* c = m.prod(pos, "Cast");
+    if (c == nullptr) break;
+    pos = c->inputs[0];
+  }
+  const onnx::Node* pu = m.prod(pos, "Unsqueeze");
+  if (pu == nullptr || m.axes(*pu) != std::vector<int64_t>{1} || !m.graph_input(pu->inputs[0]))
+    return std::nullopt;
+  r.inv_freq.assign(inv->data<float>(), inv->data<float>() + inv->numel());
+  return r;
+}
+
+// Y = Add(Mul(X, cos4), Mul(Concat(Neg(Slice(X)), Slice(X), -1), sin4)) (operands in either order):
+// returns X.
+std::optional<std::string> trace_rotary(const Matcher& m, const std::string& y, const std::string& cos4,
+                                        const std::string& sin4, std::vector<size_t>& chain) {
+  const onnx::Node* add = m.prod(y, "Add");
+  if (add == nullptr || add->inputs.size() != 2) return std::nullopt;
+  for (int order = 0; order < 2; ++order) {
+    const onnx::Node* mc = m.prod(add->inputs[order], "Mul");
+    const onnx::Node* ms = m.prod(add->inputs[1 - order], "Mul");
+    if (mc == nullptr || ms == nullptr) continue;
+    const std::string x = Matcher::other(*mc, cos4);
+    const std::string rh = Matcher::other(*ms, sin4);
+    if (x.empty() || rh.empty()) continue;
+    const onnx::Node* cat = m.prod(rh, "Concat");
+    if (cat == nullptr || cat->inputs.size() != 2 || cat->attr_int("axis", 0) != -1) continue;
+    const onnx::Node* neg = m.prod(cat->inputs[0], "Neg");
+    const onnx::Node* s2 = neg ? m.prod(neg->inputs[0], "Slice") : nullptr;
+    const onnx::Node* s1 = m.prod(cat->inputs[1], "Slice");
+    if (s1 == nullptr || s2 == nullptr || s1->inputs[0] != x || s2->inputs[0] != x) continue;
+    // Slices on the last axis: axes -1 (or 3).
+    for (const onnx::Node* s : {s1, s2}) {
+      const auto ax = s->has_input(3) ? m.ints(s->inputs[3]) : std::nullopt;
+      if (!ax || !(*ax == std::vector<int64_t>{-1} || *ax == std::vector<int64_t>{3})) return std::nullopt;
+      const auto st = s->has_input(4) ? m.ints(s->inputs[4]) : std::vector<int64_t>{1};
+      if (st != std::vector<int64_t>{1}) return std::nullopt;
+    }
+    chain.push_back(m.index(y));
+    return x;
+  }
+  return std::nullopt;
+}
+
+// repeat_kv: Reshape(Expand(Unsqueeze(v, 2), .), .) -> v; anything else -> itself.
+std::string skip_repeat_kv(const Matcher& m, const std::string& v) {
+  const onnx::Node* r = m.prod(v, "Reshape");
+  const onnx::Node* e = r ? m.prod(r->inputs[0], "Expand") : nullptr;
+  const onnx::Node* u = e ? m.prod(e->inputs[0], "Unsqueeze") : nullptr;
+  if (u == nullptr || m.axes(*u) != std::vector<int64_t>{2}) return v;
+  return u->inputs[0];
+}
+
+// The last element of a Reshape target: a constant, or Concat(..., constant [1]).
+int64_t last_dim(const Matcher& m, const std::string& shape) {
+  if (const auto s = m.ints(shape); s && !s->empty()) return s->back();
+  const onnx::Node* c = m.prod(shape, "Concat");
+  if (c == nullptr || c->inputs.empty()) return -1;
+  const auto s = m.ints(c->inputs.back());
+  return s && s->size() == 1 ? s->back() : -1;
+}
+
+struct Head {
+  std::string flat;      // [B, S, N*D] input of GQA
+  std::string per_head;  // set when a per-head norm sits between: [B,S,N,D] value to flatten
+  int64_t heads = 0, head_dim = 0;
+  size_t norm = SIZE_MAX, reshape = SIZE_MAX;  // with per_head: the norm and the Reshape in front
+  std::string reshaped;                        // that Reshape's output
+};
+
+// X = Transpose([SimplifiedLayerNormalization] Reshape(proj, [B,S,N,D]), 0213).
+std::optional<Head> trace_head(const Matcher& m, const std::string& x) {
+  const onnx::Node* t = m.prod(x, "Transpose");
+  if (!has_perm(t, {0, 2, 1, 3})) return std::nullopt;
+  Head h;
+  std::string v = t->inputs[0];
+  if (const onnx::Node* n = m.any_prod(v); n != nullptr && n->op_type == "SimplifiedLayerNormalization") {
+    h.per_head = v;
+    h.norm = m.index(v);
+    v = m.skip_float_casts(n->inputs[0]);
+  }
+  const onnx::Node* r = m.prod(v, "Reshape");
+  if (r == nullptr || !r->has_input(1)) return std::nullopt;
+  if (!h.per_head.empty()) {
+    h.reshape = m.index(v);
+    h.reshaped = v;
+  }
+  h.head_dim = last_dim(m, r->inputs[1]);
+  const int64_t cols = m.projection_cols(r->inputs[0]);
+  if (h.head_dim <= 0 || cols <= 0 || cols % h.head_dim != 0) return std::nullopt;
+  h.heads = cols / h.head_dim;
+  h.flat = r->inputs[0];
+  return h;
+}
+
+struct KvSide {
+  std::string past, present, fresh_rotated;
+  size_t concat = 0;
+};
+
+// present = Concat(past, new, -2) with past a graph input and present a graph output.
+std::optional<KvSide> trace_present(const Matcher& m, const std::string& present) {
+  const onnx::Node* c = m.prod(present, "Concat");
+  if (c == nullptr || c->inputs.size() != 2 || !m.graph_output(present) || !m.graph_input(c->inputs[0]))
+    return std::nullopt;
+  const int64_t axis = c->attr_int("axis", 0);
+  if (axis != -2 && axis != 2) return std::nullopt;
+  KvSide s;
+  s.past = c->inputs[0];
+  s.present = present;
+  s.fresh_rotated = c->inputs[1];
+  s.concat = m.index(present);
+  return s;
+}
+
+// Drops nodes none of whose outputs reaches a graph output (nodes in topological order).
+void remove_dead(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  std::set<std::string> live;
+  for (const onnx::ValueInfo& v : g.outputs) live.insert(v.name);
+  std::vector<bool> removed(nodes.size(), true);
+  for (size_t i = nodes.size(); i-- > 0;) {
+    bool used = false;
+    for (const std::string& o : nodes[i].outputs) used = used || (!o.empty() && live.count(o) != 0);
+    if (!used) continue;
+    removed[i] = false;
+    live.insert(nodes[i].inputs.begin(), nodes[i].inputs.end());
+    for (const onnx::Attribute& a : nodes[i].attributes)
+      if (a.g)
+        for (const onnx::Node& sub : a.g->nodes) live.insert(sub.inputs.begin(), sub.inputs.end());
+  }
+  erase_removed(nodes, removed);
+}
+
+const onnx::Tensor& add_float_initializer(onnx::Model& model, const std::string& name,
+                                          std::vector<int64_t> dims, const std::vector<float>& values) {
+  for (const onnx::Tensor& t : model.graph.initializers)
+    if (t.name == name) return t;
+  std::vector<uint8_t>& bytes = model.owned.emplace_back(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  onnx::Tensor t;
+  t.name = name;
+  t.dtype = onnx::DataType::kFloat;
+  t.dims = std::move(dims);
+  t.bytes = std::span<const uint8_t>(bytes.data(), bytes.size());
+  model.graph.initializers.push_back(std::move(t));
+  return model.graph.initializers.back();
+}
+
+void add_int64_initializer(onnx::Model& model, const std::string& name, const std::vector<int64_t>& values) {
+  for (const onnx::Tensor& t : model.graph.initializers)
+    if (t.name == name) return;
+  std::vector<uint8_t>& bytes = model.owned.emplace_back(values.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  onnx::Tensor t;
+  t.name = name;
+  t.dtype = onnx::DataType::kInt64;
+  t.dims = {static_cast<int64_t>(values.size())};
+  t.bytes = std::span<const uint8_t>(bytes.data(), bytes.size());
+  model.graph.initializers.push_back(std::move(t));
+}
+
+struct Layer {
+  onnx::Node gqa;
+  size_t out_reshape = 0, concat_k = 0, concat_v = 0;
+  std::string past_k, past_v, present_k, present_v;
+  std::optional<std::pair<std::string, std::string>> flatten_q, flatten_k;  // (from, to)
+  std::vector<Head> normed;  // heads with a per-head norm (Qwen3)
+};
+
+}  // namespace
+
+int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, int64_t max_positions) {
+  onnx::Graph& g = model.graph;
+  const Index ix = index_of(nodes, g);
+  const Matcher m(nodes, ix, g);
+  static constexpr const char* kSeqlens = "nbits/optimum/seqlens_k";
+  static constexpr const char* kTotal = "nbits/optimum/total_sequence_length";
+  std::vector<Layer> layers;
+  std::string mask_input;
+  std::optional<Rope> rope;
+  for (size_t si = 0; si < nodes.size(); ++si) {
+    const onnx::Node& sm = nodes[si];
+    if (!is_onnx_op(sm, "Softmax") || sm.outputs.size() != 1) continue;
+    const int64_t axis = sm.attr_int("axis", -1);
+    if (axis != -1 && axis != 3) continue;
+    // Scores = Add(MatMul(A, Bt) [* or / c], mask).
+    const onnx::Node* add = m.prod(sm.inputs[0], "Add");
+    if (add == nullptr || add->inputs.size() != 2) continue;
+    const onnx::Node* qk = nullptr;
+    std::string mask;
+    float scale = 1.0f;
+    for (int i = 0; i < 2 && qk == nullptr; ++i) {
+      std::string v = add->inputs[i];
+      float s = 1.0f;
+      if (const onnx::Node* d = m.prod(v, "Div"); d != nullptr && m.scalar(d->inputs[1])) {
+        s = 1.0f / *m.scalar(d->inputs[1]);
+        v = d->inputs[0];
+      } else if (const onnx::Node* mu = m.prod(v, "Mul"); mu != nullptr && mu->inputs.size() == 2) {
+        const int c = m.scalar(mu->inputs[1]) ? 1 : m.scalar(mu->inputs[0]) ? 0 : -1;
+        if (c >= 0) {
+          s = *m.scalar(mu->inputs[c]);
+          v = mu->inputs[1 - c];
+        }
+      }
+      if (const onnx::Node* mm = m.prod(v, "MatMul")) {
+        qk = mm;
+        scale = s;
+        mask = add->inputs[1 - i];
+      }
+    }
+    if (qk == nullptr) continue;
+    auto unscale = [&](std::string v) {
+      if (const onnx::Node* mu = m.prod(v, "Mul"); mu != nullptr && mu->inputs.size() == 2) {
+        const int c = m.scalar(mu->inputs[1]) ? 1 : m.scalar(mu->inputs[0]) ? 0 : -1;
+        if (c >= 0) {
+          scale *= *m.scalar(mu->inputs[c]);
+          return mu->inputs[1 - c];
+        }
+      }
+      return v;
+    };
+    const std::string q_rot = unscale(qk->inputs[0]);
+    const onnx::Node* kt = m.prod(unscale(qk->inputs[1]), "Transpose");
+    if (!has_perm(kt, {0, 1, 3, 2})) continue;
+    const auto ks = trace_present(m, skip_repeat_kv(m, kt->inputs[0]));
+    if (!ks) continue;
+    // Probabilities [-> Where(IsNaN(p), 0, p)] @ V -> Transpose(0213) -> Reshape.
+    std::string p = sm.outputs[0];
+    const onnx::Node* pv = nullptr;
+    for (size_t j = 0; j < nodes.size() && pv == nullptr; ++j) {
+      const onnx::Node& n = nodes[j];
+      if (is_onnx_op(n, "MatMul") && n.inputs.size() == 2 && n.inputs[0] == p) pv = &n;
+      if (is_onnx_op(n, "Where") && n.inputs.size() == 3 && n.inputs[2] == p &&
+          m.prod(n.inputs[0], "IsNaN")) {
+        p = n.outputs[0];
+        j = 0;
+      }
+    }
+    if (pv == nullptr) continue;
+    const auto vs = trace_present(m, skip_repeat_kv(m, pv->inputs[1]));
+    if (!vs) continue;
+    const onnx::Node* ot = nullptr;
+    const onnx::Node* orr = nullptr;
+    for (const onnx::Node& n : nodes)
+      if (is_onnx_op(n, "Transpose") && n.inputs[0] == pv->outputs[0] && has_perm(&n, {0, 2, 1, 3})) ot = &n;
+    if (ot != nullptr)
+      for (const onnx::Node& n : nodes)
+        if (is_onnx_op(n, "Reshape") && n.inputs[0] == ot->outputs[0]) orr = &n;
+    if (orr == nullptr) continue;
+    // Rotary on q and k, sharing cos/sin.
+    const onnx::Node* qadd = m.prod(q_rot, "Add");
+    if (qadd == nullptr) continue;
+    std::optional<Rope> r;
+    std::vector<size_t> chain;
+    std::optional<std::string> q_x, k_x;
+    if (qadd->inputs.size() == 2)
+      for (int order = 0; order < 2 && !r; ++order) {
+        const onnx::Node* mc = m.prod(qadd->inputs[order], "Mul");
+        const onnx::Node* ms = m.prod(qadd->inputs[1 - order], "Mul");
+        if (mc == nullptr || ms == nullptr || mc->inputs.size() != 2 || ms->inputs.size() != 2) continue;
+        for (int i = 0; i < 2 && !r; ++i)
+          for (int j = 0; j < 2 && !r; ++j) {
+            r = trace_rope(m, mc->inputs[i], ms->inputs[j]);
+            if (r) q_x = trace_rotary(m, q_rot, r->cos4, r->sin4, chain);
+            if (!q_x) r.reset();
+          }
+      }
+    if (!r || !q_x) continue;
+    k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, chain);
+    if (!k_x) continue;
+    if (rope &&
+        (rope->inv_freq != r->inv_freq || rope->cos_scale != r->cos_scale || rope->sin_scale != r->sin_scale))
+      continue;
+    const auto qh = trace_head(m, *q_x);
+    const auto kh = trace_head(m, *k_x);
+    const auto vh = trace_head(m, vs->fresh_rotated);
+    if (!qh || !kh || !vh || vh->per_head.size() != 0) continue;
+    const int64_t D = qh->head_dim;
+    if (kh->head_dim != D || vh->head_dim != D || kh->heads != vh->heads || qh->heads % kh->heads != 0 ||
+        static_cast<int64_t>(r->inv_freq.size()) * 2 != D)
+      continue;
+    const auto src = causal_mask_source(m, g, mask);
+    if (!src || (!mask_input.empty() && *src != mask_input)) continue;
+    mask_input = *src;
+    rope = r;
+
+    Layer l;
+    l.out_reshape = m.index(orr->outputs[0]);
+    l.concat_k = ks->concat;
+    l.concat_v = vs->concat;
+    l.past_k = ks->past;
+    l.past_v = vs->past;
+    l.present_k = ks->present;
+    l.present_v = vs->present;
+    std::string q_in = qh->flat, k_in = kh->flat;
+    if (!qh->per_head.empty()) {
+      q_in = qh->per_head + "/nbits_flat";
+      l.flatten_q = std::make_pair(qh->per_head, q_in);
+    }
+    if (!kh->per_head.empty()) {
+      k_in = kh->per_head + "/nbits_flat";
+      l.flatten_k = std::make_pair(kh->per_head, k_in);
+    }
+    for (const auto& h : {qh, kh})
+      if (!h->per_head.empty()) l.normed.push_back(*h);
+    l.gqa.name = orr->name + "/GroupQueryAttention";
+    l.gqa.op_type = "GroupQueryAttention";
+    l.gqa.domain = "com.microsoft";
+    l.gqa.inputs = {q_in,
+                    k_in,
+                    vh->flat,
+                    ks->past,
+                    vs->past,
+                    kSeqlens,
+                    kTotal,
+                    "nbits/optimum/cos_cache",
+                    "nbits/optimum/sin_cache"};
+    l.gqa.outputs = {orr->outputs[0], ks->present, vs->present};
+    l.gqa.attributes = {int_attribute("num_heads", qh->heads), int_attribute("kv_num_heads", kh->heads),
+                        float_attribute("scale", scale), int_attribute("do_rotary", 1),
+                        int_attribute("rotary_interleaved", 0)};
+    layers.push_back(std::move(l));
+  }
+  if (layers.empty()) return 0;
+  // All layers or none: the Generator shares past/present buffers for every layer or none.
+  size_t concat_presents = 0;
+  for (const onnx::ValueInfo& o : g.outputs) concat_presents += trace_present(m, o.name).has_value();
+  if (concat_presents != 2 * layers.size()) return 0;
+
+  const std::vector<onnx::Node> original = nodes;
+  std::vector<bool> removed(nodes.size(), false);
+  std::vector<onnx::Node> added;
+  std::set<int64_t> head_dims;
+  for (Layer& l : layers) {
+    removed[l.out_reshape] = removed[l.concat_k] = removed[l.concat_v] = true;
+    // Per-head norms: [B,S,N*D] -> [B,S,N,D] by a constant shape (its shape subgraph goes
+    // dead) and the norm reads it without the Cast(float) in between.
+    for (const Head& h : l.normed) {
+      const std::string shape = "nbits/optimum/head_shape_" + std::to_string(h.head_dim);
+      head_dims.insert(h.head_dim);
+      nodes[h.reshape].inputs[1] = shape;
+      nodes[h.norm].inputs[0] = h.reshaped;
+    }
+    for (const auto& f : {l.flatten_q, l.flatten_k})
+      if (f) {
+        onnx::Node rs;
+        rs.name = "<Reshape -> " + f->second + ">";
+        rs.op_type = "Reshape";
+        rs.inputs = {f->first, "nbits/optimum/flat_shape"};
+        rs.outputs = {f->second};
+        added.push_back(std::move(rs));
+      }
+    added.push_back(std::move(l.gqa));
+  }
+  erase_removed(nodes, removed);
+  onnx::Node lengths;
+  lengths.name = "<AttentionMaskLengths>";
+  lengths.op_type = "AttentionMaskLengths";
+  lengths.domain = kInternalDomain;
+  lengths.inputs = {mask_input};
+  lengths.outputs = {kSeqlens, kTotal};
+  nodes.push_back(std::move(lengths));
+  for (onnx::Node& n : added) nodes.push_back(std::move(n));
+  try {
+    std::vector<std::string> extra{"nbits/optimum/cos_cache", "nbits/optimum/sin_cache",
+                                   "nbits/optimum/flat_shape"};
+    for (int64_t d : head_dims) extra.push_back("nbits/optimum/head_shape_" + std::to_string(d));
+    nodes = sort_nodes(std::move(nodes), g, extra);
+  } catch (const Error&) {
+    nodes = original;
+    return 0;
+  }
+  remove_dead(nodes, g);
+  std::map<std::string, int> reads;
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs) ++reads[in];
+  for (const Layer& l : layers)
+    if (reads[l.present_k] != 0 || reads[l.present_v] != 0 || reads[l.past_k] != 1 || reads[l.past_v] != 1) {
+      nodes = original;
+      return 0;
+    }
+  // Tables of max_positions rows, as the layers computed them: cos(p * inv_freq) * scaling.
+  const int64_t half = static_cast<int64_t>(rope->inv_freq.size());
+  std::vector<float> cos_t(max_positions * half), sin_t(max_positions * half);
+  for (int64_t p = 0; p < max_positions; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const float f = static_cast<float>(p) * rope->inv_freq[i];
+      cos_t[p * half + i] = std::cos(f) * rope->cos_scale;
+      sin_t[p * half + i] = std::sin(f) * rope->sin_scale;
+    }
+  add_float_initializer(model, "nbits/optimum/cos_cache", {max_positions, half}, cos_t);
+  add_float_initializer(model, "nbits/optimum/sin_cache", {max_positions, half}, sin_t);
+  add_int64_initializer(model, "nbits/optimum/flat_shape", {0, 0, -1});
+  for (int64_t d : head_dims)
+    add_int64_initializer(model, "nbits/optimum/head_shape_" + std::to_string(d), {0, 0, -1, d});
+  return static_cast<int>(layers.size());
+}
+
+}  // namespace nbits::graph

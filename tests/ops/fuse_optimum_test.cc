@@ -1,0 +1,310 @@
+// Load-time fusions of plain-op (Optimum / torch.onnx.export) decoders
+// (graph/fuse_optimum.cc): small written pattern graphs, each run fused and with the
+// fusion blocked (an intermediate exported as a graph output), outputs compared.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model_file.h"
+
+namespace nbits::testing {
+namespace {
+
+using onnx::DataType;
+using onnx::dim_param;
+using onnx::dim_value;
+using onnx::int_attr;
+using onnx::ints_attr;
+
+onnx::ModelWriter writer() {
+  onnx::ModelWriter w;
+  w.add_opset("", 18);
+  w.add_opset("com.microsoft", 1);
+  return w;
+}
+
+std::vector<float> out_floats(const graph::Session& s, const char* name) {
+  const graph::Tensor& t = s.output(name);
+  return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
+}
+
+std::vector<std::string> op_types(const graph::Session& s) {
+  std::vector<std::string> v;
+  for (const auto& p : s.profile()) v.push_back(p.op_type);
+  return v;
+}
+
+void scalar_f(onnx::ModelWriter& w, const std::string& name, float v) {
+  w.add_initializer(name, DataType::kFloat, {}, bytes_of(std::vector<float>{v}));
+}
+void ints(onnx::ModelWriter& w, const std::string& name, std::vector<int64_t> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  w.add_initializer(name, DataType::kInt64, {n}, bytes_of(v));
+}
+
+void expect_near(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  ASSERT_EQ(a.size(), b.size());
+  bool nonzero = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], tol * (1.0f + std::fabs(b[i]))) << "at " << i;
+    nonzero = nonzero || a[i] != 0.0f;
+  }
+  EXPECT_TRUE(nonzero);
+}
+
+enum class Inv { kDivOne, kReciprocal, kDivX };
+
+// y = RMSNorm(x) * gamma, written out as torch.onnx.export does; with `skip` x =
+// Cast(Add(a, b)) and the sum is also read by a residual Add (out2 = x + a).
+// `block` exports the Sqrt output, which must keep the plain ops.
+std::unique_ptr<graph::Session> rms_model(bool skip, Inv inv, bool gemma, bool block) {
+  const int64_t D = 8;
+  auto w = writer();
+  w.add_input("a", DataType::kFloat, {dim_value(3), dim_value(D)});
+  std::string x = "a";
+  if (skip) {
+    w.add_input("b", DataType::kFloat, {dim_value(3), dim_value(D)});
+    w.add_node("Add", "", "res", {"a", "b"}, {"h"});
+    w.add_node("Cast", "", "cast", {"h"}, {"x"}, {int_attr("to", 1)});
+    x = "x";
+  }
+  scalar_f(w, "two", 2.0f);
+  scalar_f(w, "eps", 1e-6f);
+  scalar_f(w, "one", 1.0f);
+  ints(w, "axes", {-1});
+  std::vector<float> gamma = random_floats(D, 5);
+  w.add_initializer("gamma", DataType::kFloat, {D}, bytes_of(gamma));
+  w.add_node("Pow", "", "pow", {x, "two"}, {"p"});
+  w.add_node("ReduceMean", "", "mean", {"p", "axes"}, {"m"}, {int_attr("keepdims", 1)});
+  w.add_node("Add", "", "add_eps", {"m", "eps"}, {"e"});
+  w.add_node("Sqrt", "", "sqrt", {"e"}, {"s"});
+  if (inv == Inv::kDivOne) {
+    w.add_node("Div", "", "div", {"one", "s"}, {"r"});
+    w.add_node("Mul", "", "scale", {x, "r"}, {"n"});
+  } else if (inv == Inv::kReciprocal) {
+    w.add_node("Reciprocal", "", "rec", {"s"}, {"r"});
+    w.add_node("Mul", "", "scale", {"r", x}, {"n"});
+  } else {
+    w.add_node("Div", "", "div", {x, "s"}, {"n"});
+  }
+  w.add_node("Cast", "", "cast_n", {"n"}, {"nc"}, {int_attr("to", 1)});
+  std::string g = "gamma";
+  if (gemma) {
+    w.add_node("Add", "", "one_plus", {"gamma", "one"}, {"g1"});
+    g = "g1";
+  }
+  w.add_node("Mul", "", "weight", {g, "nc"}, {"y"});
+  w.add_output("y", DataType::kFloat, {dim_value(3), dim_value(D)});
+  if (skip) {
+    w.add_node("Add", "", "residual", {x, "a"}, {"y2"});
+    w.add_output("y2", DataType::kFloat, {dim_value(3), dim_value(D)});
+  }
+  if (block) w.add_output("s", DataType::kFloat, {dim_value(3), dim_value(1)});
+  return load_written(w);
+}
+
+TEST(RmsNormFusion, MatchesThePlainOps) {
+  const auto a = random_floats(3 * 8, 21), b = random_floats(3 * 8, 22);
+  for (bool skip : {false, true})
+    for (Inv inv : {Inv::kDivOne, Inv::kReciprocal, Inv::kDivX})
+      for (bool gemma : {false, true}) {
+        SCOPED_TRACE(std::string(skip ? "skip " : "") + std::to_string(static_cast<int>(inv)) +
+                     (gemma ? " gemma" : ""));
+        auto fused = rms_model(skip, inv, gemma, false), plain = rms_model(skip, inv, gemma, true);
+        const std::vector<std::string> want{skip ? "SkipSimplifiedLayerNormalization"
+                                                 : "SimplifiedLayerNormalization"};
+        std::vector<std::string> types = op_types(*fused);
+        if (skip) types.pop_back();  // the residual Add
+        EXPECT_EQ(types, want);
+        EXPECT_GT(op_types(*plain).size(), 5u);
+        for (auto* s : {fused.get(), plain.get()}) {
+          s->bind_input("a", {graph::DType::kF32, {3, 8}, const_cast<float*>(a.data())});
+          if (skip) s->bind_input("b", {graph::DType::kF32, {3, 8}, const_cast<float*>(b.data())});
+          s->run();
+        }
+        expect_near(out_floats(*fused, "y"), out_floats(*plain, "y"), 2e-6f);
+        if (skip) expect_near(out_floats(*fused, "y2"), out_floats(*plain, "y2"), 0.0f);
+      }
+}
+
+TEST(RmsNormFusion, ReduceOverAnotherAxisIsLeftAlone) {
+  auto w = writer();
+  w.add_input("a", DataType::kFloat, {dim_value(3), dim_value(8)});
+  scalar_f(w, "two", 2.0f);
+  scalar_f(w, "eps", 1e-6f);
+  ints(w, "axes", {0});
+  w.add_initializer("gamma", DataType::kFloat, {8}, bytes_of(random_floats(8, 5)));
+  w.add_node("Pow", "", "pow", {"a", "two"}, {"p"});
+  w.add_node("ReduceMean", "", "mean", {"p", "axes"}, {"m"}, {int_attr("keepdims", 1)});
+  w.add_node("Add", "", "add_eps", {"m", "eps"}, {"e"});
+  w.add_node("Sqrt", "", "sqrt", {"e"}, {"s"});
+  w.add_node("Div", "", "div", {"a", "s"}, {"n"});
+  w.add_node("Mul", "", "weight", {"n", "gamma"}, {"y"});
+  w.add_output("y", DataType::kFloat, {dim_value(3), dim_value(8)});
+  auto s = load_written(w);
+  EXPECT_EQ(op_types(*s).size(), 6u);
+}
+
+// One Optimum-style attention layer: x -> q/k/v MatMul -> Reshape/Transpose, rotary
+// from position_ids x inv_freq (rotate_half), present = Concat(past, new), repeat_kv,
+// Softmax(q*c @ (k^T)*c + causal mask of attention_mask) @ v -> Transpose -> Reshape.
+// `block` also exports the scores, which must keep the plain graph.
+constexpr int64_t kHid = 16, kNq = 4, kNkv = 2, kD = 4;
+
+std::unique_ptr<graph::Session> attention_model(bool block) {
+  auto w = writer();
+  w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
+  w.add_input("attention_mask", DataType::kInt64, {dim_value(1), dim_param("T")});
+  w.add_input("position_ids", DataType::kInt64, {dim_value(1), dim_param("S")});
+  for (const char* p : {"past_k", "past_v"})
+    w.add_input(p, DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("P"), dim_value(kD)});
+  w.add_initializer("Wq", DataType::kFloat, {kHid, kNq * kD}, bytes_of(random_floats(kHid * kNq * kD, 1)));
+  w.add_initializer("Wk", DataType::kFloat, {kHid, kNkv * kD}, bytes_of(random_floats(kHid * kNkv * kD, 2)));
+  w.add_initializer("Wv", DataType::kFloat, {kHid, kNkv * kD}, bytes_of(random_floats(kHid * kNkv * kD, 3)));
+  w.add_initializer("bq", DataType::kFloat, {kNq * kD}, bytes_of(random_floats(kNq * kD, 4)));
+  w.add_node("MatMul", "", "q_mm", {"x", "Wq"}, {"q0"});
+  w.add_node("Add", "", "q_bias", {"bq", "q0"}, {"q"});
+  w.add_node("MatMul", "", "k_mm", {"x", "Wk"}, {"k"});
+  w.add_node("MatMul", "", "v_mm", {"x", "Wv"}, {"v"});
+  ints(w, "shape_q", {0, 0, -1, kD});
+  for (const char* p : {"q", "k", "v"}) {
+    const std::string s(p);
+    w.add_node("Reshape", "", s + "_r", {s, "shape_q"}, {s + "4"});
+    w.add_node("Transpose", "", s + "_t", {s + "4"}, {s + "t"}, {ints_attr("perm", {0, 2, 1, 3})});
+  }
+  // Rotary tables from position_ids.
+  w.add_initializer("inv_freq", DataType::kFloat, {1, kD / 2, 1}, bytes_of(std::vector<float>{1.0f, 0.01f}));
+  ints(w, "ax1", {1});
+  ints(w, "ax2", {2});
+  w.add_node("Unsqueeze", "", "pos_u", {"position_ids", "ax1"}, {"pos_u"});
+  w.add_node("Cast", "", "pos_f", {"pos_u"}, {"pos_f"}, {int_attr("to", 1)});
+  w.add_node("MatMul", "", "freq_mm", {"inv_freq", "pos_f"}, {"fr"});
+  w.add_node("Transpose", "", "freq_t", {"fr"}, {"frt"}, {ints_attr("perm", {0, 2, 1})});
+  w.add_node("Concat", "", "emb", {"frt", "frt"}, {"emb"}, {int_attr("axis", -1)});
+  w.add_node("Cos", "", "cos", {"emb"}, {"cos0"});
+  w.add_node("Sin", "", "sin", {"emb"}, {"sin0"});
+  scalar_f(w, "att_scaling", 1.0f);
+  w.add_node("Mul", "", "cos_s", {"cos0", "att_scaling"}, {"cos3"});
+  w.add_node("Mul", "", "sin_s", {"sin0", "att_scaling"}, {"sin3"});
+  w.add_node("Unsqueeze", "", "cos_u", {"cos3", "ax1"}, {"cos4"});
+  w.add_node("Unsqueeze", "", "sin_u", {"sin3", "ax1"}, {"sin4"});
+  ints(w, "zero", {0});
+  ints(w, "half", {kD / 2});
+  ints(w, "big", {1 << 30});
+  ints(w, "last", {-1});
+  for (const char* p : {"q", "k"}) {
+    const std::string s(p);
+    w.add_node("Slice", "", s + "_s1", {s + "t", "zero", "half", "last"}, {s + "x1"});
+    w.add_node("Slice", "", s + "_s2", {s + "t", "half", "big", "last"}, {s + "x2"});
+    w.add_node("Neg", "", s + "_neg", {s + "x2"}, {s + "nx2"});
+    w.add_node("Concat", "", s + "_rh", {s + "nx2", s + "x1"}, {s + "rh"}, {int_attr("axis", -1)});
+    w.add_node("Mul", "", s + "_mc", {s + "t", "cos4"}, {s + "mc"});
+    w.add_node("Mul", "", s + "_ms", {s + "rh", "sin4"}, {s + "ms"});
+    w.add_node("Add", "", s + "_rot", {s + "mc", s + "ms"}, {s + "rot"});
+  }
+  w.add_node("Concat", "", "cat_k", {"past_k", "krot"}, {"present_k"}, {int_attr("axis", -2)});
+  w.add_node("Concat", "", "cat_v", {"past_v", "vt"}, {"present_v"}, {int_attr("axis", -2)});
+  ints(w, "rep", {1, 1, kNq / kNkv, 1, 1});
+  ints(w, "shape_rep", {1, kNq, -1, kD});
+  for (const char* p : {"k", "v"}) {
+    const std::string s(p);
+    w.add_node("Unsqueeze", "", s + "_ru", {"present_" + s, "ax2"}, {s + "ru"});
+    w.add_node("Expand", "", s + "_re", {s + "ru", "rep"}, {s + "re"});
+    w.add_node("Reshape", "", s + "_rr", {s + "re", "shape_rep"}, {s + "rep"});
+  }
+  // Causal mask of attention_mask: key j visible to query i iff j <= T - S + i and mask[j] != 0.
+  ints(w, "one_i", {1});
+  w.add_node("Shape", "", "shape_m", {"attention_mask"}, {"shm"});
+  w.add_node("Gather", "", "T", {"shm", "one_i"}, {"T"}, {int_attr("axis", 0)});
+  w.add_node("Shape", "", "shape_x", {"x"}, {"shx"});
+  w.add_node("Gather", "", "S", {"shx", "one_i"}, {"S"}, {int_attr("axis", 0)});
+  w.add_node("Sub", "", "P", {"T", "S"}, {"P"});
+  ints(w, "zero_s", {0});
+  w.add_node("Squeeze", "", "T0", {"T", "zero_s"}, {"T0"});
+  w.add_node("Squeeze", "", "P0", {"P", "zero_s"}, {"P0"});
+  w.add_initializer("c0", DataType::kInt64, {}, bytes_of(std::vector<int64_t>{0}));
+  w.add_initializer("c1", DataType::kInt64, {}, bytes_of(std::vector<int64_t>{1}));
+  w.add_node("Range", "", "cols", {"c0", "T0", "c1"}, {"cols"});
+  w.add_node("Range", "", "rows", {"P0", "T0", "c1"}, {"rows"});
+  w.add_node("Unsqueeze", "", "rows_u", {"rows", "ax1"}, {"rows_u"});
+  w.add_node("LessOrEqual", "", "causal", {"cols", "rows_u"}, {"causal"});
+  w.add_node("Cast", "", "mask_b", {"attention_mask"}, {"mask_b"}, {int_attr("to", 9)});
+  w.add_node("And", "", "allowed", {"causal", "mask_b"}, {"allowed"});
+  scalar_f(w, "zero_f", 0.0f);
+  scalar_f(w, "neg", -3.4028234663852886e38f);
+  w.add_node("Where", "", "bias", {"allowed", "zero_f", "neg"}, {"bias"});
+  // Scores, softmax, PV.
+  scalar_f(w, "sq", 1.0f / std::sqrt(std::sqrt(static_cast<float>(kD))));
+  w.add_node("Transpose", "", "kT", {"krep"}, {"kT"}, {ints_attr("perm", {0, 1, 3, 2})});
+  w.add_node("Mul", "", "q_scaled", {"qrot", "sq"}, {"qs"});
+  w.add_node("Mul", "", "k_scaled", {"kT", "sq"}, {"ks"});
+  w.add_node("MatMul", "", "qk", {"qs", "ks"}, {"qk"});
+  w.add_node("Add", "", "masked", {"qk", "bias"}, {"scores"});
+  w.add_node("Softmax", "", "softmax", {"scores"}, {"probs"}, {int_attr("axis", -1)});
+  w.add_node("IsNaN", "", "isnan", {"probs"}, {"nan"});
+  w.add_node("Where", "", "no_nan", {"nan", "zero_f", "probs"}, {"probs2"});
+  w.add_node("MatMul", "", "pv", {"probs2", "vrep"}, {"o4"});
+  w.add_node("Transpose", "", "o_t", {"o4"}, {"ot"}, {ints_attr("perm", {0, 2, 1, 3})});
+  ints(w, "shape_o", {0, 0, kNq * kD});
+  w.add_node("Reshape", "", "o_r", {"ot", "shape_o"}, {"attn"});
+  w.add_output("attn", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kNq * kD)});
+  for (const char* p : {"present_k", "present_v"})
+    w.add_output(p, DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("T"), dim_value(kD)});
+  if (block)
+    w.add_output("scores", DataType::kFloat, {dim_value(1), dim_value(kNq), dim_param("S"), dim_param("T")});
+  return load_written(w);
+}
+
+TEST(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
+  auto fused = attention_model(false), plain = attention_model(true);
+  const std::vector<std::string> types = op_types(*fused);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "GroupQueryAttention"), 1);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 0);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Concat"), 0);
+  const std::vector<std::string> plain_types = op_types(*plain);
+  EXPECT_EQ(std::count(plain_types.begin(), plain_types.end(), "GroupQueryAttention"), 0);
+
+  // Fused: one shared cache buffer of capacity 8, as the Generator binds it.
+  const int64_t cap = 8;
+  std::vector<float> ck(kNkv * cap * kD, 0.0f), cv(ck.size(), 0.0f);
+  // Plain: past grows by Concat.
+  std::vector<float> pk, pv;
+  int64_t past = 0;
+  for (int64_t S : {3, 1, 2}) {
+    SCOPED_TRACE("step of " + std::to_string(S) + " after " + std::to_string(past));
+    const int64_t T = past + S;
+    const auto x = random_floats(S * kHid, 100 + static_cast<uint32_t>(T));
+    std::vector<int64_t> mask(T, 1), pos(S);
+    for (int64_t i = 0; i < S; ++i) pos[i] = past + i;
+    for (auto* s : {fused.get(), plain.get()}) {
+      s->bind_input("x", {graph::DType::kF32, {1, S, kHid}, const_cast<float*>(x.data())});
+      s->bind_input("attention_mask", {graph::DType::kI64, {1, T}, mask.data()});
+      s->bind_input("position_ids", {graph::DType::kI64, {1, S}, pos.data()});
+    }
+    const graph::Tensor fk{graph::DType::kF32, {1, kNkv, cap, kD}, ck.data()};
+    const graph::Tensor fv{graph::DType::kF32, {1, kNkv, cap, kD}, cv.data()};
+    fused->bind_input("past_k", fk);
+    fused->bind_input("past_v", fv);
+    fused->bind_output("present_k", fk);
+    fused->bind_output("present_v", fv);
+    plain->bind_input("past_k", {graph::DType::kF32, {1, kNkv, past, kD}, pk.data()});
+    plain->bind_input("past_v", {graph::DType::kF32, {1, kNkv, past, kD}, pv.data()});
+    fused->run();
+    plain->run();
+    expect_near(out_floats(*fused, "attn"), out_floats(*plain, "attn"), 1e-5f);
+    pk = out_floats(*plain, "present_k");
+    pv = out_floats(*plain, "present_v");
+    // The shared buffer holds the same rows.
+    for (int64_t h = 0; h < kNkv; ++h)
+      for (int64_t t = 0; t < T * kD; ++t) {
+        EXPECT_NEAR(ck[h * cap * kD + t], pk[h * T * kD + t], 1e-5f);
+        EXPECT_NEAR(cv[h * cap * kD + t], pv[h * T * kD + t], 1e-6f);
+      }
+    past = T;
+  }
+}
+
+}  // namespace
+}  // namespace nbits::testing
