@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cached set-up of the test models made by registry packages (skipped when present):
 #   1. a Python venv with the real onnxruntime-genai builder, torch, transformers, ONNX Runtime;
-#   2. the builder exports of tools/builder_models/cases.txt with their ONNX Runtime references.
+#   2. the builder exports of tools/builder_models/cases.txt with their ONNX Runtime references;
+#   3. the Optimum / transformers.js exports of tools/optimum_models/cases.txt, with theirs.
 # Cache: $NBITS_CACHE (default ~/.cache/nbits), outside any clone, so CI reuses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,3 +72,19 @@ if [ ! -f "$tiny/qwen3.llama_cpp.json" ]; then
 fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"
+# Hugging Face Optimum / transformers.js (onnx-community layout) exports of the same HF folders:
+# optimum-onnx needs transformers < 4.58, so it and transformers 4.57 go in an overlay on top of the
+# venv (PYTHONPATH; the venv's torch, onnx and onnxruntime), plus onnxslim as transformers.js uses it.
+overlay=$cache/optimum-overlay
+opkgs=(transformers==4.57.6 optimum==2.1.0 optimum-onnx==0.1.0 tokenizers==0.22.2 huggingface_hub==0.36.2
+       onnxslim==0.1.98 colorama==0.4.6)
+ostamp=$overlay/.nbits-$(printf '%s\n' "${opkgs[@]}" | md5sum | cut -c1-12)
+if [ ! -f "$ostamp" ]; then
+  echo "-- making $overlay (optimum-onnx, transformers 4.57)"
+  rm -rf "$overlay"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --target "$overlay" "${opkgs[@]}"
+  touch "$ostamp"
+fi
+# make.py skips every variant whose ref.json exists.
+PYTHONPATH=$overlay "$venv/bin/python" tools/optimum_models/make.py "$models/hf" \
+  "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}"
