@@ -332,6 +332,17 @@ std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Grap
                                               const std::string& bias) {
   std::set<std::string> seen, direct;
   bool ok = true;
+  // A sliding-window (or chunked) mask carries its window as an integer constant: only
+  // the small axes / indices / offsets of the plain causal mask (and INT64 sentinels of
+  // Slice ends) are accepted, so such a mask keeps the general path.
+  auto small_ints = [](const onnx::Tensor& t) {
+    if (t.dtype != onnx::DataType::kInt64 && t.dtype != onnx::DataType::kInt32) return true;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const int64_t x = t.dtype == onnx::DataType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+      if ((x > 8 || x < -8) && x < (int64_t{1} << 31) && x > -(int64_t{1} << 31)) return false;
+    }
+    return true;
+  };
   std::function<void(const std::string&)> visit = [&](const std::string& v) {
     if (!ok || v.empty() || !seen.insert(v).second) return;
     if (m.graph_input(v)) {
@@ -341,7 +352,7 @@ std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Grap
     if (const onnx::Tensor* t = g.initializer(v)) {
       const bool is_float = t->dtype == onnx::DataType::kFloat || t->dtype == onnx::DataType::kFloat16 ||
                             t->dtype == onnx::DataType::kBfloat16;
-      ok = !is_float || t->numel() <= 1;
+      ok = (!is_float || t->numel() <= 1) && t->numel() <= 16 && small_ints(*t);
       return;
     }
     const onnx::Node* n = m.any_prod(v);
@@ -349,7 +360,8 @@ std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Grap
     if (is_onnx_op(*n, "Shape")) return;
     if (is_onnx_op(*n, "Constant")) {
       const onnx::Attribute* a = n->attr("value");
-      ok = a != nullptr && a->t && (a->t->numel() <= 1 || a->t->dtype == onnx::DataType::kInt64);
+      ok = a != nullptr && a->t && (a->t->numel() <= 1 || a->t->dtype == onnx::DataType::kInt64) &&
+           a->t->numel() <= 16 && small_ints(*a->t);
       return;
     }
     if (!n->domain.empty() && n->domain != "ai.onnx") {

@@ -153,7 +153,7 @@ TEST(RmsNormFusion, ReduceOverAnotherAxisIsLeftAlone) {
 // `block` also exports the scores, which must keep the plain graph.
 constexpr int64_t kHid = 16, kNq = 4, kNkv = 2, kD = 4;
 
-std::unique_ptr<graph::Session> attention_model(bool block) {
+std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, bool qk_norm = false) {
   auto w = writer();
   w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
   w.add_input("attention_mask", DataType::kInt64, {dim_value(1), dim_param("T")});
@@ -169,10 +169,28 @@ std::unique_ptr<graph::Session> attention_model(bool block) {
   w.add_node("MatMul", "", "k_mm", {"x", "Wk"}, {"k"});
   w.add_node("MatMul", "", "v_mm", {"x", "Wv"}, {"v"});
   ints(w, "shape_q", {0, 0, -1, kD});
+  scalar_f(w, "two", 2.0f);
+  scalar_f(w, "eps", 1e-6f);
+  scalar_f(w, "one", 1.0f);
+  ints(w, "axes_last", {-1});
   for (const char* p : {"q", "k", "v"}) {
     const std::string s(p);
     w.add_node("Reshape", "", s + "_r", {s, "shape_q"}, {s + "4"});
-    w.add_node("Transpose", "", s + "_t", {s + "4"}, {s + "t"}, {ints_attr("perm", {0, 2, 1, 3})});
+    std::string t_in = s + "4";
+    if (qk_norm && s != "v") {  // Qwen3: per-head RMSNorm over D, between Reshape and Transpose
+      const std::string n = s + "_norm/";
+      w.add_initializer(n + "w", DataType::kFloat, {kD}, bytes_of(random_floats(kD, s == "q" ? 7 : 8)));
+      w.add_node("Cast", "", n + "cast", {t_in}, {n + "x"}, {int_attr("to", 1)});
+      w.add_node("Pow", "", n + "pow", {n + "x", "two"}, {n + "p"});
+      w.add_node("ReduceMean", "", n + "mean", {n + "p", "axes_last"}, {n + "m"}, {int_attr("keepdims", 1)});
+      w.add_node("Add", "", n + "add", {n + "m", "eps"}, {n + "e"});
+      w.add_node("Sqrt", "", n + "sqrt", {n + "e"}, {n + "s"});
+      w.add_node("Div", "", n + "div", {"one", n + "s"}, {n + "r"});
+      w.add_node("Mul", "", n + "mul", {n + "x", n + "r"}, {n + "n"});
+      w.add_node("Mul", "", n + "w_mul", {n + "w", n + "n"}, {n + "y"});
+      t_in = n + "y";
+    }
+    w.add_node("Transpose", "", s + "_t", {t_in}, {s + "t"}, {ints_attr("perm", {0, 2, 1, 3})});
   }
   // Rotary tables from position_ids.
   w.add_initializer("inv_freq", DataType::kFloat, {1, kD / 2, 1}, bytes_of(std::vector<float>{1.0f, 0.01f}));
@@ -231,7 +249,15 @@ std::unique_ptr<graph::Session> attention_model(bool block) {
   w.add_node("Unsqueeze", "", "rows_u", {"rows", "ax1"}, {"rows_u"});
   w.add_node("LessOrEqual", "", "causal", {"cols", "rows_u"}, {"causal"});
   w.add_node("Cast", "", "mask_b", {"attention_mask"}, {"mask_b"}, {int_attr("to", 9)});
-  w.add_node("And", "", "allowed", {"causal", "mask_b"}, {"allowed"});
+  if (window > 0) {  // sliding window: also key j > i - window
+    ints(w, "window", {window});
+    w.add_node("Sub", "", "lo", {"rows_u", "window"}, {"lo"});
+    w.add_node("Greater", "", "in_window", {"cols", "lo"}, {"in_window"});
+    w.add_node("And", "", "causal_w", {"causal", "in_window"}, {"causal_w"});
+    w.add_node("And", "", "allowed", {"causal_w", "mask_b"}, {"allowed"});
+  } else {
+    w.add_node("And", "", "allowed", {"causal", "mask_b"}, {"allowed"});
+  }
   scalar_f(w, "zero_f", 0.0f);
   scalar_f(w, "neg", -3.4028234663852886e38f);
   w.add_node("Where", "", "bias", {"allowed", "zero_f", "neg"}, {"bias"});
@@ -257,8 +283,11 @@ std::unique_ptr<graph::Session> attention_model(bool block) {
   return load_written(w);
 }
 
-TEST(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
-  auto fused = attention_model(false), plain = attention_model(true);
+class OptimumAttentionFusion : public ::testing::TestWithParam<bool> {};
+
+TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
+  const bool qk_norm = GetParam();
+  auto fused = attention_model(false, 0, qk_norm), plain = attention_model(true, 0, qk_norm);
   const std::vector<std::string> types = op_types(*fused);
   EXPECT_EQ(std::count(types.begin(), types.end(), "GroupQueryAttention"), 1);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 0);
@@ -304,6 +333,15 @@ TEST(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
       }
     past = T;
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(QkNorm, OptimumAttentionFusion, ::testing::Bool());
+
+TEST(OptimumAttentionRefused, SlidingWindowMaskKeepsThePlainOps) {
+  auto s = attention_model(false, 512);
+  const std::vector<std::string> types = op_types(*s);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "GroupQueryAttention"), 0);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 1);
 }
 
 }  // namespace
