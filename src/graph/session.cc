@@ -13,6 +13,7 @@
 #include "base/fp16.h"
 #include "base/mapped_file.h"
 #include "base/timer.h"
+#include "graph/fuse_dynamic_quantize.h"
 #include "graph/op.h"
 #include "graph/rewrites.h"
 
@@ -417,6 +418,7 @@ void SessionImpl::build() {
   fuse_matmul_nbits_bias(nodes, g);
   fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
+  fuse_dynamic_quantize_matmul(nodes, shared_->model);
   fuse_mha_into_gqa(nodes, shared_->model.graph);
   fuse_rms_norm(nodes, g);
   fuse_optimum_attention(nodes, shared_->model);

@@ -100,5 +100,14 @@ std::unique_ptr<Op> make_reduce_sum(OpBuild& b);
 std::unique_ptr<Op> make_reduce_mean(OpBuild& b);
 std::unique_ptr<Op> make_reduce_max(OpBuild& b);
 std::unique_ptr<Op> make_softmax(OpBuild& b);
+// scatter_gather.cc, einsum.cc (torch.onnx.export decoders)
+std::unique_ptr<Op> make_trilu(OpBuild& b);
+std::unique_ptr<Op> make_scatter_nd(OpBuild& b);
+std::unique_ptr<Op> make_gather_elements(OpBuild& b);
+std::unique_ptr<Op> make_cum_sum(OpBuild& b);
+std::unique_ptr<Op> make_einsum(OpBuild& b);
+// quantize_dynamic.cc, matmul_integer.cc (quantize_dynamic int8 decoders)
+std::unique_ptr<Op> make_dynamic_quantize_linear(OpBuild& b);
+std::unique_ptr<Op> make_matmul_integer(OpBuild& b);
 
 }  // namespace nbits::ops

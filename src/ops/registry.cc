@@ -89,6 +89,14 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kOnnx, "ReduceMean", ops::make_reduce_mean},
       {kOnnx, "ReduceMax", ops::make_reduce_max},
       {kOnnx, "Softmax", ops::make_softmax},
+      // torch.onnx.export / Optimum decoders
+      {kOnnx, "Trilu", ops::make_trilu},
+      {kOnnx, "ScatterND", ops::make_scatter_nd},
+      {kOnnx, "GatherElements", ops::make_gather_elements},
+      {kOnnx, "CumSum", ops::make_cum_sum},
+      {kOnnx, "Einsum", ops::make_einsum},
+      {kOnnx, "DynamicQuantizeLinear", ops::make_dynamic_quantize_linear},
+      {kOnnx, "MatMulInteger", ops::make_matmul_integer},
   };
   const std::string_view d = domain == "ai.onnx" ? kOnnx : std::string_view(domain);
   for (const Entry& e : kTable)
