@@ -82,7 +82,7 @@ int set_kv_cache_dtype(const std::vector<onnx::Node>& nodes, onnx::Graph& g, onn
 
 // fp16/bf16 initializers that stay in half precision at load instead of being
 // widened to fp32: 2-D ones read only as the right operand (B) of ai.onnx MatMul
-// nodes, which pack them into half-precision panels (kernels/half_x16_matmul.h),
+// nodes, which pack them into half-precision panels (kernels/float_x16_matmul.h),
 // or by a Transpose whose only readers are Gathers' data (the tied embedding of
 // fp16 exports: the transposed copy folds at load in half, Gather widens rows).
 std::set<std::string> half_matmul_weights(const std::vector<onnx::Node>& nodes, const onnx::Graph& g);

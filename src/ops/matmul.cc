@@ -1,9 +1,10 @@
 // fp32 MatMul: A [..., M, K] x B [K, N] (or B with the same batch dims as A).
-// A constant fp16/bf16 B (kept in half precision by the session, graph/rewrites.h
-// half_matmul_weights) is packed at load into half-precision x16 panels.
+// A constant 2-D B (fp32, or fp16/bf16 kept in half precision by the session,
+// graph/rewrites.h half_matmul_weights) is packed once at load into x16 panels
+// of its own precision (kernels/float_x16_matmul.h).
 #include <algorithm>
 
-#include "kernels/half_x16_matmul.h"
+#include "kernels/float_x16_matmul.h"
 #include "kernels/vector_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -78,11 +79,11 @@ class MatMulOp final : public Op {
   std::string where_;
 };
 
-// A [..., M, K] x constant half B [K, N], packed once.
-class HalfWeightMatMulOp final : public Op {
+// A [..., M, K] x constant B [K, N], packed once.
+class PackedWeightMatMulOp final : public Op {
  public:
-  HalfWeightMatMulOp(std::string where, kernels::PackedHalfX16 w)
-      : where_(std::move(where)), w_(std::move(w)), kernel_(kernels::half_x16_best()) {}
+  PackedWeightMatMulOp(std::string where, kernels::PackedFloatX16 w)
+      : where_(std::move(where)), w_(std::move(w)), kernel_(kernels::float_x16_best()) {}
   void infer(const OpArgs& a) const override {
     const Shape& sa = a.in[0]->shape;
     NBITS_CHECK(sa.rank >= 1 && sa[sa.rank - 1] == w_.K, where_, ": A ", sa.str(), " but B has ", w_.K,
@@ -109,14 +110,14 @@ class HalfWeightMatMulOp final : public Op {
     }
   }
   bool last_position_only() const override { return true; }
-  const char* kernel_name(const OpArgs&) const override { return kernel_.name; }
+  const char* kernel_name(const OpArgs&) const override { return kernel_.name(w_.elem); }
   size_t packed_weight_bytes() const override { return w_.data.size(); }
   bool reads_constant_at_run(size_t input) const override { return input != 1; }
 
  private:
   std::string where_;
-  kernels::PackedHalfX16 w_;
-  const kernels::HalfX16Kernel& kernel_;
+  kernels::PackedFloatX16 w_;
+  const kernels::FloatX16Kernel& kernel_;
 };
 
 }  // namespace
@@ -127,12 +128,23 @@ std::unique_ptr<Op> make_matmul(OpBuild& b) {
     const Tensor& B = b.constant(1, "half-precision B");
     b.check(B.shape.rank == 2, "half-precision B must be 2-D, got ", B.shape.str());
     b.set_outputs(DType::kF32);
-    return std::make_unique<HalfWeightMatMulOp>(
-        b.where(), kernels::pack_half_x16(B.as<const uint16_t>(), B.shape[0], B.shape[1],
-                                          b.type(1) == DType::kBF16, b.pool));
+    return std::make_unique<PackedWeightMatMulOp>(
+        b.where(),
+        kernels::pack_float_x16(
+            B.data, B.shape[0], B.shape[1],
+            b.type(1) == DType::kBF16 ? kernels::X16Float::kBF16 : kernels::X16Float::kF16, b.pool));
   }
   b.require_type(1, {DType::kF32}, "B");
   b.set_outputs(DType::kF32);
+  // A constant fp32 weight (fp32 exports' projections): packed panels, register-tiled, where
+  // this CPU has a SIMD kernel for them (else sgemm_rows4's vector axpy is faster than the
+  // scalar panel reference).
+  const bool simd_panels = kernels::float_x16_best().gemm != kernels::float_x16_ref().gemm;
+  if (const Tensor* B = b.constant_or_null(1);
+      simd_panels && B != nullptr && B->shape.rank == 2 && B->numel() > 0)
+    return std::make_unique<PackedWeightMatMulOp>(
+        b.where(),
+        kernels::pack_float_x16(B->data, B->shape[0], B->shape[1], kernels::X16Float::kF32, b.pool));
   return std::make_unique<MatMulOp>(b.where());
 }
 

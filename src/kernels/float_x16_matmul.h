@@ -1,0 +1,54 @@
+// Float weights B [K, N] (a MatMul's constant right operand: fp16, bf16 or fp32)
+// packed once at load into panels of 16 output columns: panel p holds, for
+// k = 0..K-1, the 16 elements of columns 16p..16p+15 (zero past N), so a kernel
+// streams one contiguous run per panel (2 bytes per weight for halves, widened in
+// registers; 4 for fp32) with a register tile of rows x panels. Every y element is
+// the fp32 sum over k in order of fma(A[m,k], float(B[k,n]), acc): the SIMD kernels
+// are bitwise equal to the scalar reference.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "quant/packed_x16.h"
+
+namespace nbits::kernels {
+
+enum class X16Float { kF16, kBF16, kF32 };
+
+struct PackedFloatX16 {
+  X16Float elem = X16Float::kF32;
+  int64_t K = 0, N = 0, panels = 0;
+  quant::AlignedBytes data;
+  size_t elem_bytes() const { return elem == X16Float::kF32 ? 4 : 2; }
+  // Panel p: K x 16 elements of type T (uint16_t for the halves, float for fp32).
+  template <typename T>
+  const T* panel(int64_t p) const {
+    return reinterpret_cast<const T*>(data.data()) + p * K * 16;
+  }
+};
+
+// Packs row-major B [K, N] (elements of `elem`: uint16_t halves or floats), panels
+// in parallel when a pool is given.
+PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool = nullptr);
+
+// Y[m, 16p + j] = sum_k A[m, k] * B[k, 16p + j] for m < M, panels [p0, p1) (columns
+// past N are not written). A rows `lda` floats apart, Y rows `ldy`.
+using FloatX16Gemm = void (*)(const PackedFloatX16& w, int64_t p0, int64_t p1, int64_t M, const float* A,
+                              int64_t lda, float* Y, int64_t ldy);
+
+struct FloatX16Kernel {
+  const char* half_name;  // for fp16/bf16 panels (hgemm_x16_...)
+  const char* fp32_name;  // for fp32 panels (sgemm_x16_...)
+  FloatX16Gemm gemm;
+  const char* name(X16Float e) const { return e == X16Float::kF32 ? fp32_name : half_name; }
+};
+
+// The scalar reference, every kernel this CPU can run (most preferred first, the
+// reference last), and the best of them (the dispatch point).
+const FloatX16Kernel& float_x16_ref();
+const std::vector<FloatX16Kernel>& float_x16_available();
+const FloatX16Kernel& float_x16_best();
+
+}  // namespace nbits::kernels
