@@ -205,10 +205,12 @@ def signature(path):
             "inputs": io(m.graph.input), "outputs": io(m.graph.output)}
 
 
-def ort_reference(path):
+def ort_reference(path, level=None, steps=STEPS):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    if level is not None:
+        so.graph_optimization_level = level
     try:
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - a kernel ORT's CPU provider lacks
@@ -227,7 +229,7 @@ def ort_reference(path):
     out_names = [o.name for o in sess.get_outputs()]
     ids, feed_ids = list(PROMPT), list(PROMPT)
     out_ids, margins, maxabs, first = [], [], [], None
-    for _ in range(STEPS):
+    for _ in range(steps):
         T = len(ids)
         feed = {"input_ids": np.array([feed_ids], dtype=np.int64),
                 "attention_mask": np.ones((1, T), dtype=np.int64)}
@@ -251,6 +253,61 @@ def ort_reference(path):
         feed_ids = [tok]
     return {"prompt": PROMPT, "ids": out_ids, "margins": margins, "max_abs_logit": maxabs, "first_logits": first,
             "onnxruntime": ort.__version__}
+
+
+def ort_spread(path, ref):
+    """How far ONNX Runtime is from itself on this file: the run above (all graph optimizations)
+    against one with basic optimizations only (constant folding, no fusions).
+
+    DynamicQuantizeLinear rounds each activation tensor to uint8 with one scale per tensor: a
+    1-ulp difference upstream (folded constants, a fused RMSNorm) moves a value across a rounding
+    boundary or an outlier's range, a whole quantization step, and real weights' outlier-heavy
+    hidden states turn that into percents of max|logit| (SmolLM2-135M: ~10%, greedy parting at
+    step 0). The test reads nbits' difference from ORT against this spread."""
+    import onnxruntime as ort
+    other = ort_reference(path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    a, b = np.array(ref["first_logits"]), np.array(other["first_logits"])
+    agree = next((i for i, (x, y) in enumerate(zip(ref["ids"], other["ids"])) if x != y), len(ref["ids"]))
+    return {"ort_basic_first_rel": float(np.max(np.abs(a - b)) / np.max(np.abs(a))), "ort_basic_ids_agree": agree}
+
+
+def exact_int8_reference(path, work):
+    """ORT on the int8 file with its activations left unrounded: each MatMulInteger(
+    DynamicQuantizeLinear(x), W_q) becomes MatMul(x / scale_x, W_q - W_zp) in float (the Cast and
+    scale Muls after it unchanged), i.e. x times the dequantized int8 weights. The first step's
+    logits: the accuracy yardstick when nbits rounds activations otherwise than ORT's one uint8
+    scale per tensor (finer: per row and block of 32)."""
+    import onnx
+    from onnx import TensorProto, helper
+    m = onnx.load(path)
+    g = m.graph
+    dql = {n.output[0]: n for n in g.node if n.op_type == "DynamicQuantizeLinear"}
+    nodes = []
+    for n in g.node:
+        if n.op_type != "MatMulInteger" or n.input[0] not in dql:
+            nodes.append(n)
+            continue
+        q = dql[n.input[0]]
+        p = n.output[0] + "_exact_"
+        nodes.append(helper.make_node("Div", [q.input[0], q.output[1]], [p + "x"]))
+        nodes.append(helper.make_node("Cast", [n.input[1]], [p + "w"], to=TensorProto.FLOAT))
+        w = p + "w"
+        if len(n.input) > 3 and n.input[3]:
+            nodes.append(helper.make_node("Cast", [n.input[3]], [p + "wzp"], to=TensorProto.FLOAT))
+            nodes.append(helper.make_node("Sub", [w, p + "wzp"], [p + "wd"]))
+            w = p + "wd"
+        nodes.append(helper.make_node("MatMul", [p + "x", w], [n.output[0]]))  # float; the Cast after it: a no-op
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.value_info[:]  # the MatMulInteger outputs were int32
+    os.makedirs(work, exist_ok=True)
+    tmp = os.path.join(work, "exact_int8.onnx")
+    onnx.save(m, tmp)
+    try:
+        r = ort_reference(tmp, steps=1)
+    finally:
+        os.remove(tmp)
+    return {"exact_first_logits": r["first_logits"]}
 
 
 def versions():
@@ -283,23 +340,27 @@ def run_case(name, hf_root, out_dir):
     failed = []
     for v in todo:
         path = os.path.join(onnx_dir, FILES[v])
-        t = time.time()
+        t, made = time.time(), v != "fp32" and not os.path.exists(path)
         try:
-            if v != "fp32" and not os.path.exists(path):
+            if made:
                 make_variant(v, fp32, path)
         except Exception as e:  # noqa: BLE001 - record and go on with the other variants
             print(f"{name} {v}: making it failed: {e}", flush=True)
             failed.append(f"{name}:{v}")
             continue
-        make_seconds = time.time() - t
+        make_seconds = time.time() - t if made else None  # None: made by an earlier run
         data = {"case": name, "family": family, "variant": v, "file": FILES[v],
                 "bytes": sum(os.path.getsize(os.path.join(onnx_dir, n)) for n in os.listdir(onnx_dir)
                              if n == FILES[v] or n == FILES[v] + "_data"),
-                "make_seconds": round(export_seconds if v == "fp32" and export_seconds else make_seconds, 2),
+                "make_seconds": round(export_seconds, 2) if v == "fp32" and export_seconds
+                else round(make_seconds, 2) if make_seconds is not None else None,
                 **versions(), **signature(path)}
         t = time.time()
         try:
             data.update(ort_reference(path))
+            if v == "int8":
+                data.update(ort_spread(path, data))
+                data.update(exact_int8_reference(path, os.path.join(out_dir, ".work")))
         except NoReference as e:
             data["no_reference"] = str(e)
         data["reference_seconds"] = round(time.time() - t, 2)
@@ -307,7 +368,7 @@ def run_case(name, hf_root, out_dir):
         with open(rp + ".tmp", "w") as f:
             json.dump(data, f)
         os.replace(rp + ".tmp", rp)
-        print(f"made {name}/{FILES[v]} ({data['bytes'] / 1e6:.1f} MB, {data['make_seconds']:.1f} s"
+        print(f"made {name}/{FILES[v]} ({data['bytes'] / 1e6:.1f} MB, {data['make_seconds']} s"
               f"{'; no reference: ' + data['no_reference'] if 'no_reference' in data else ''})", flush=True)
     return failed
 
