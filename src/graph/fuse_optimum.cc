@@ -28,6 +28,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/fp16.h"
 #include "graph/rewrite_util.h"
 #include "graph/rewrites.h"
 
@@ -52,6 +53,29 @@ Index index_of(const std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     ix.uses[v.name] += 2;
   }
   return ix;
+}
+
+// A Cast to a float type: of a float value, the identity inside a session (every float
+// is computed in fp32, graph::compute_dtype); fp16 exports cast norms and rotary to fp32
+// and back. Used only where the value cast is itself float.
+bool float_cast(const onnx::Node& n) {
+  const int64_t to = n.attr_int("to", 0);
+  return to == static_cast<int64_t>(onnx::DataType::kFloat) ||
+         to == static_cast<int64_t>(onnx::DataType::kFloat16) ||
+         to == static_cast<int64_t>(onnx::DataType::kBfloat16);
+}
+
+bool float_type(onnx::DataType t) {
+  return t == onnx::DataType::kFloat || t == onnx::DataType::kFloat16 || t == onnx::DataType::kBfloat16;
+}
+
+std::vector<float> widened(const onnx::Tensor& t) {
+  std::vector<float> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[i] = t.dtype == onnx::DataType::kFloat     ? t.data<float>()[i]
+           : t.dtype == onnx::DataType::kFloat16 ? fp16_to_float(t.data<uint16_t>()[i])
+                                                 : bf16_to_float(t.data<uint16_t>()[i]);
+  return v;
 }
 
 class Matcher {
@@ -109,6 +133,8 @@ class Matcher {
     if (t == nullptr || t->numel() != 1) return std::nullopt;
     if (t->dtype == onnx::DataType::kFloat) return *t->data<float>();
     if (t->dtype == onnx::DataType::kDouble) return static_cast<float>(*t->data<double>());
+    if (t->dtype == onnx::DataType::kFloat16) return fp16_to_float(*t->data<uint16_t>());
+    if (t->dtype == onnx::DataType::kBfloat16) return bf16_to_float(*t->data<uint16_t>());
     return std::nullopt;
   }
   std::optional<std::vector<int64_t>> ints(const std::string& v) const {
@@ -131,7 +157,7 @@ class Matcher {
     std::string cur = v;
     for (int hops = 0; hops < 4; ++hops) {
       const onnx::Node* c = prod(cur, "Cast");
-      if (c == nullptr || c->attr_int("to", 0) != static_cast<int64_t>(onnx::DataType::kFloat)) break;
+      if (c == nullptr || !float_cast(*c)) break;
       cur = c->inputs[0];
     }
     return cur;
@@ -154,6 +180,17 @@ class Matcher {
           const int64_t inner = projection_cols(n->inputs[1 - i]);
           return inner == b->dims[0] ? inner : -1;
         }
+    if (is_onnx_op(*n, "Mul") && n->inputs.size() == 2)  // dynamic int8: Cast(MatMulInteger(.)) * scales
+      for (int i = 0; i < 2; ++i) {
+        const onnx::Node* c = prod(n->inputs[i], "Cast");
+        const onnx::Node* mi = c ? prod(c->inputs[0], "MatMulInteger") : nullptr;
+        if (mi == nullptr || mi->inputs.size() < 2) continue;
+        const onnx::Tensor* b = constant(mi->inputs[1]);
+        return b != nullptr && b->dims.size() == 2 ? b->dims[1] : -1;
+      }
+    if (n->op_type == kMatMulDequantizedOp && n->domain == kInternalDomain && n->inputs.size() >= 2)
+      if (const onnx::Tensor* b = constant(n->inputs[1]); b != nullptr && b->dims.size() == 2)
+        return b->dims[1];
     if (n->op_type == "MatMulNBits") {
       const onnx::Attribute* a = n->attr("N");
       return a != nullptr ? a->i : -1;
@@ -251,8 +288,7 @@ int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     chain.push_back(ni);
     std::string nv = nodes[ni].outputs[0];
     if (!only_use(m, nv)) continue;
-    if (const size_t ci = sole_reader(nv, "Cast");
-        ci != SIZE_MAX && nodes[ci].attr_int("to", 0) == static_cast<int64_t>(onnx::DataType::kFloat)) {
+    if (const size_t ci = sole_reader(nv, "Cast"); ci != SIZE_MAX && float_cast(nodes[ci])) {
       chain.push_back(ci);
       nv = nodes[ci].outputs[0];
     }
@@ -261,13 +297,13 @@ int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     std::string gamma = Matcher::other(nodes[wi], nv);
     // gamma: a 1-D float constant, or Add(w, 1) of one (Gemma's (1 + w), folded at load).
     const onnx::Tensor* gt = m.constant(gamma);
-    bool ok = gt != nullptr && gt->dims.size() == 1 && gt->dtype == onnx::DataType::kFloat;
+    bool ok = gt != nullptr && gt->dims.size() == 1 && float_type(gt->dtype);
     if (ok) {
       gamma = m.initializer_name(gamma);
     } else if (const onnx::Node* plus = m.prod(gamma, "Add"); plus != nullptr && plus->inputs.size() == 2) {
       for (int i = 0; i < 2 && !ok; ++i) {
         const onnx::Tensor* w = m.constant(plus->inputs[i]);
-        ok = w != nullptr && w->dims.size() == 1 && w->dtype == onnx::DataType::kFloat &&
+        ok = w != nullptr && w->dims.size() == 1 && float_type(w->dtype) &&
              m.scalar(plus->inputs[1 - i]).has_value();
       }
     }
@@ -282,8 +318,7 @@ int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     std::string add_v = x;
     size_t cast_i = SIZE_MAX;
     if (const onnx::Node* c = m.prod(x, "Cast");
-        c != nullptr && c->attr_int("to", 0) == static_cast<int64_t>(onnx::DataType::kFloat) &&
-        only_use(m, c->inputs[0])) {
+        c != nullptr && float_cast(*c) && only_use(m, c->inputs[0])) {
       cast_i = m.index(x);
       add_v = c->inputs[0];
     }
@@ -429,7 +464,7 @@ std::optional<Rope> trace_rope(const Matcher& m, const std::string& cos4, const 
   if (mm == nullptr || mm->inputs.size() != 2) return std::nullopt;
   const onnx::Node* ex = m.prod(m.skip_float_casts(mm->inputs[0]), "Expand");
   const onnx::Tensor* inv = ex ? m.constant(ex->inputs[0]) : m.constant(m.skip_float_casts(mm->inputs[0]));
-  if (inv == nullptr || inv->dtype != onnx::DataType::kFloat || inv->numel() < 1 || inv->dims.size() != 3 ||
+  if (inv == nullptr || !float_type(inv->dtype) || inv->numel() < 1 || inv->dims.size() != 3 ||
       inv->dims[2] != 1)
     return std::nullopt;
   std::string pos = mm->inputs[1];
@@ -441,7 +476,7 @@ std::optional<Rope> trace_rope(const Matcher& m, const std::string& cos4, const 
   const onnx::Node* pu = m.prod(pos, "Unsqueeze");
   if (pu == nullptr || m.axes(*pu) != std::vector<int64_t>{1} || !m.graph_input(pu->inputs[0]))
     return std::nullopt;
-  r.inv_freq.assign(inv->data<float>(), inv->data<float>() + inv->numel());
+  r.inv_freq = widened(*inv);
   return r;
 }
 
