@@ -20,6 +20,7 @@
 // KV buffer. cos/sin caches are computed once at load from inv_freq. The mask must be
 // computed from attention_mask (and shapes) only: batch 1 without padding, as
 // fuse_mha_into_gqa.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -637,6 +638,131 @@ struct Layer {
   std::vector<Head> normed;  // heads with a per-head norm (Qwen3)
 };
 
+// Bytes of a tensor, concatenated: q, k, v weights / scales / biases of one layer.
+const onnx::Tensor& add_concat_initializer(onnx::Model& model, const std::string& name,
+                                           const std::vector<const onnx::Tensor*>& parts,
+                                           std::vector<int64_t> dims) {
+  size_t n = 0;
+  for (const onnx::Tensor* t : parts) n += t->bytes.size();
+  std::vector<uint8_t>& bytes = model.owned.emplace_back(n);
+  size_t at = 0;
+  for (const onnx::Tensor* t : parts) {
+    std::memcpy(bytes.data() + at, t->bytes.data(), t->bytes.size());
+    at += t->bytes.size();
+  }
+  onnx::Tensor t;
+  t.name = name;
+  t.dtype = parts[0]->dtype;
+  t.dims = std::move(dims);
+  t.bytes = std::span<const uint8_t>(bytes.data(), bytes.size());
+  model.graph.initializers.push_back(std::move(t));
+  return model.graph.initializers.back();
+}
+
+// The q, k and v MatMulNBits of a fused layer (same input, K, bits, block size and
+// accuracy level; constant codes and scales, no zero points or g_idx; biases on all or
+// none) become one MatMulNBits over the rows concatenated along N, and GroupQueryAttention
+// reads it packed, as the builder's layout: one GEMV a layer instead of three. Each output
+// column is the same dot product as before. Returns the number of layers packed.
+int pack_qkv(std::vector<onnx::Node>& nodes, onnx::Model& model) {
+  onnx::Graph& g = model.graph;
+  const Index ix = index_of(nodes, g);
+  const Matcher m(nodes, ix, g);
+  struct Pack {
+    size_t gqa;
+    std::array<size_t, 3> mm;
+  };
+  std::vector<Pack> packs;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const onnx::Node& n = nodes[i];
+    if (n.op_type != "GroupQueryAttention" || n.domain != "com.microsoft" || !n.has_input(1) ||
+        !n.has_input(2))
+      continue;
+    std::array<size_t, 3> mm{};
+    bool ok = true;
+    for (int j = 0; j < 3 && ok; ++j) {
+      const onnx::Node* p = m.any_prod(n.inputs[j]);
+      ok = p != nullptr && p->op_type == "MatMulNBits" && p->domain == "com.microsoft" &&
+           p->outputs.size() == 1 && m.uses(n.inputs[j]) == 1 && !p->has_input(3) && !p->has_input(4) &&
+           p->inputs.size() <= 6 && g.initializer(p->inputs[1]) != nullptr &&
+           g.initializer(p->inputs[2]) != nullptr &&
+           (!p->has_input(5) || g.initializer(p->inputs[5]) != nullptr);
+      if (ok) mm[j] = m.index(n.inputs[j]);
+    }
+    if (!ok) continue;
+    const onnx::Node& q = nodes[mm[0]];
+    for (int j = 1; j < 3 && ok; ++j) {
+      const onnx::Node& o = nodes[mm[j]];
+      ok = o.inputs[0] == q.inputs[0] && o.has_input(5) == q.has_input(5);
+      for (const char* a : {"K", "bits", "block_size", "accuracy_level"})
+        ok = ok && o.attr_int(a, -1) == q.attr_int(a, -1);
+      const onnx::Tensor* b0 = g.initializer(q.inputs[1]);
+      const onnx::Tensor* b1 = g.initializer(o.inputs[1]);
+      const onnx::Tensor* s0 = g.initializer(q.inputs[2]);
+      const onnx::Tensor* s1 = g.initializer(o.inputs[2]);
+      ok = ok && b0->dtype == b1->dtype && b0->dims.size() == 3 && b1->dims.size() == 3 &&
+           b0->dims[1] == b1->dims[1] && b0->dims[2] == b1->dims[2] && s0->dtype == s1->dtype;
+      if (ok && q.has_input(5)) ok = g.initializer(q.inputs[5])->dtype == g.initializer(o.inputs[5])->dtype;
+    }
+    for (int j = 0; j < 3 && ok; ++j) {
+      const onnx::Node& o = nodes[mm[j]];
+      const onnx::Tensor* b = g.initializer(o.inputs[1]);
+      const onnx::Tensor* sc = g.initializer(o.inputs[2]);
+      ok = b->dims[0] == o.attr_int("N", -1) && sc->numel() == b->dims[0] * b->dims[1] &&
+           (!o.has_input(5) || g.initializer(o.inputs[5])->numel() == b->dims[0]);
+    }
+    if (ok) packs.push_back({i, mm});
+  }
+  if (packs.empty()) return 0;
+  const std::vector<onnx::Node> before = nodes;
+  for (const Pack& p : packs) {
+    const onnx::Node& q = nodes[p.mm[0]];
+    std::vector<const onnx::Tensor*> bs, ss, bias;
+    int64_t n_total = 0;
+    for (size_t j : p.mm) {
+      bs.push_back(g.initializer(nodes[j].inputs[1]));
+      ss.push_back(g.initializer(nodes[j].inputs[2]));
+      if (q.has_input(5)) bias.push_back(g.initializer(nodes[j].inputs[5]));
+      n_total += bs.back()->dims[0];
+    }
+    const std::string base = q.outputs[0] + "/nbits_qkv";
+    const int64_t kb = bs[0]->dims[1], blob = bs[0]->dims[2];
+    // Pointers into g.initializers stay valid: each is copied before the next push_back.
+    const std::string bname = base + "/B", sname = base + "/scales", biname = base + "/bias";
+    add_concat_initializer(model, bname, bs, {n_total, kb, blob});
+    ss = {g.initializer(nodes[p.mm[0]].inputs[2]), g.initializer(nodes[p.mm[1]].inputs[2]),
+          g.initializer(nodes[p.mm[2]].inputs[2])};
+    add_concat_initializer(model, sname, ss, {n_total * kb});
+    onnx::Node packed;
+    packed.name = base;
+    packed.op_type = "MatMulNBits";
+    packed.domain = "com.microsoft";
+    packed.inputs = {q.inputs[0], bname, sname};
+    if (q.has_input(5)) {
+      bias = {g.initializer(nodes[p.mm[0]].inputs[5]), g.initializer(nodes[p.mm[1]].inputs[5]),
+              g.initializer(nodes[p.mm[2]].inputs[5])};
+      add_concat_initializer(model, biname, bias, {n_total});
+      packed.inputs.insert(packed.inputs.end(), {"", "", biname});
+    }
+    packed.outputs = {base};
+    packed.attributes = q.attributes;
+    for (onnx::Attribute& a : packed.attributes)
+      if (a.name == "N") a.i = n_total;
+    onnx::Node& gqa = nodes[p.gqa];
+    gqa.inputs[0] = base;
+    gqa.inputs[1] = gqa.inputs[2] = "";
+    nodes.push_back(std::move(packed));
+  }
+  try {
+    nodes = sort_nodes(std::move(nodes), g);
+  } catch (const Error&) {  // not expected: keep the unpacked layers
+    nodes = before;
+    return 0;
+  }
+  remove_dead(nodes, g);
+  return static_cast<int>(packs.size());
+}
+
 }  // namespace
 
 int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, int64_t max_positions) {
@@ -863,6 +989,7 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
   add_int64_initializer(model, "nbits/optimum/flat_shape", {0, 0, -1});
   for (int64_t d : head_dims)
     add_int64_initializer(model, "nbits/optimum/head_shape_" + std::to_string(d), {0, 0, -1, d});
+  pack_qkv(nodes, model);
   return static_cast<int>(layers.size());
 }
 
