@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "model_file.h"
 
@@ -153,7 +154,23 @@ TEST(RmsNormFusion, ReduceOverAnotherAxisIsLeftAlone) {
 // `block` also exports the scores, which must keep the plain graph.
 constexpr int64_t kHid = 16, kNq = 4, kNkv = 2, kD = 4;
 
-std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, bool qk_norm = false) {
+// A MatMulNBits projection x [.., 16] -> [.., N] (4 bits, block 16) with a bias.
+void nbits_projection(onnx::ModelWriter& w, const std::string& name, const std::string& x,
+                      const std::string& y, int64_t N, uint32_t seed) {
+  std::vector<uint8_t> B(N * 8);
+  for (size_t i = 0; i < B.size(); ++i) B[i] = static_cast<uint8_t>(i * (37 + seed) + seed);
+  std::vector<float> S(N), bias = random_floats(N, seed + 50);
+  for (int64_t n = 0; n < N; ++n) S[n] = 0.02f * static_cast<float>(n % 5 + 1);
+  w.add_initializer(name + "_B", DataType::kUint8, {N, 1, 8}, B);
+  w.add_initializer(name + "_S", DataType::kFloat, {N}, bytes_of(S));
+  w.add_initializer(name + "_bias", DataType::kFloat, {N}, bytes_of(bias));
+  w.add_node("MatMulNBits", "com.microsoft", name, {x, name + "_B", name + "_S"}, {name + "_mm"},
+             {int_attr("K", 16), int_attr("N", N), int_attr("bits", 4), int_attr("block_size", 16)});
+  w.add_node("Add", "", name + "_add", {name + "_mm", name + "_bias"}, {y});
+}
+
+std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, bool qk_norm = false,
+                                                bool quantized = false) {
   auto w = writer();
   w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
   w.add_input("attention_mask", DataType::kInt64, {dim_value(1), dim_param("T")});
@@ -164,10 +181,16 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   w.add_initializer("Wk", DataType::kFloat, {kHid, kNkv * kD}, bytes_of(random_floats(kHid * kNkv * kD, 2)));
   w.add_initializer("Wv", DataType::kFloat, {kHid, kNkv * kD}, bytes_of(random_floats(kHid * kNkv * kD, 3)));
   w.add_initializer("bq", DataType::kFloat, {kNq * kD}, bytes_of(random_floats(kNq * kD, 4)));
-  w.add_node("MatMul", "", "q_mm", {"x", "Wq"}, {"q0"});
-  w.add_node("Add", "", "q_bias", {"bq", "q0"}, {"q"});
-  w.add_node("MatMul", "", "k_mm", {"x", "Wk"}, {"k"});
-  w.add_node("MatMul", "", "v_mm", {"x", "Wv"}, {"v"});
+  if (quantized) {  // q4 exports: MatMulNBits (+ bias, fused at load), packed into one at load
+    nbits_projection(w, "q_proj", "x", "q", kNq * kD, 1);
+    nbits_projection(w, "k_proj", "x", "k", kNkv * kD, 2);
+    nbits_projection(w, "v_proj", "x", "v", kNkv * kD, 3);
+  } else {
+    w.add_node("MatMul", "", "q_mm", {"x", "Wq"}, {"q0"});
+    w.add_node("Add", "", "q_bias", {"bq", "q0"}, {"q"});
+    w.add_node("MatMul", "", "k_mm", {"x", "Wk"}, {"k"});
+    w.add_node("MatMul", "", "v_mm", {"x", "Wv"}, {"v"});
+  }
   ints(w, "shape_q", {0, 0, -1, kD});
   scalar_f(w, "two", 2.0f);
   scalar_f(w, "eps", 1e-6f);
@@ -283,15 +306,19 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   return load_written(w);
 }
 
-class OptimumAttentionFusion : public ::testing::TestWithParam<bool> {};
+// (q/k norm, quantized projections)
+class OptimumAttentionFusion : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
-  const bool qk_norm = GetParam();
-  auto fused = attention_model(false, 0, qk_norm), plain = attention_model(true, 0, qk_norm);
+  const auto [qk_norm, quantized] = GetParam();
+  auto fused = attention_model(false, 0, qk_norm, quantized),
+       plain = attention_model(true, 0, qk_norm, quantized);
   const std::vector<std::string> types = op_types(*fused);
   EXPECT_EQ(std::count(types.begin(), types.end(), "GroupQueryAttention"), 1);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 0);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Concat"), 0);
+  // Quantized q/k/v without per-head norms: one packed MatMulNBits.
+  EXPECT_EQ(std::count(types.begin(), types.end(), "MatMulNBits"), quantized ? (qk_norm ? 3 : 1) : 0);
   const std::vector<std::string> plain_types = op_types(*plain);
   EXPECT_EQ(std::count(plain_types.begin(), plain_types.end(), "GroupQueryAttention"), 0);
 
@@ -335,7 +362,8 @@ TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(QkNorm, OptimumAttentionFusion, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(QkNormQuantized, OptimumAttentionFusion,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
 TEST(OptimumAttentionRefused, SlidingWindowMaskKeepsThePlainOps) {
   auto s = attention_model(false, 512);
