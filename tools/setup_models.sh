@@ -2,7 +2,8 @@
 # Cached set-up of the test models made by registry packages (skipped when present):
 #   1. a Python venv with the real onnxruntime-genai builder, torch, transformers, ONNX Runtime;
 #   2. the builder exports of tools/builder_models/cases.txt with their ONNX Runtime references;
-#   3. the Optimum / transformers.js exports of tools/optimum_models/cases.txt, with theirs.
+#   3. the Optimum / transformers.js exports of tools/optimum_models/cases.txt, with theirs;
+#   4. transformers.js' (npm @huggingface/transformers) greedy runs of those folders.
 # Cache: $NBITS_CACHE (default ~/.cache/nbits), outside any clone, so CI reuses it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,3 +89,19 @@ fi
 # make.py skips every variant whose ref.json exists.
 PYTHONPATH=$overlay "$venv/bin/python" tools/optimum_models/make.py "$models/hf" \
   "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}"
+# transformers.js as a second oracle for the same folders: npm @huggingface/transformers (its own
+# onnxruntime-node 1.30 CPU library inside the package; install scripts skipped: they fetch GPU
+# files) in $cache/transformersjs; tjs_reference.mjs writes onnx/<file>.tjs.json for every
+# variant with a ref.json and skips those present (~2 min for all of cases.txt, mostly SmolLM2).
+tjs=$cache/transformersjs
+tjs_version=4.3.2
+if ! node -e "process.exit(require('$tjs/node_modules/@huggingface/transformers/package.json').version==='$tjs_version'?0:1)" 2>/dev/null; then
+  echo "-- installing @huggingface/transformers@$tjs_version in $tjs"
+  mkdir -p "$tjs"
+  [ -f "$tjs/package.json" ] || echo '{"name":"nbits-transformersjs","private":true}' > "$tjs/package.json"
+  (cd "$tjs" && ONNXRUNTIME_NODE_INSTALL=skip npm install -s --no-audit --no-fund --ignore-scripts \
+    "@huggingface/transformers@$tjs_version")
+  test -f "$tjs/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1" || \
+    { echo "setup_models.sh: onnxruntime-node has no CPU library for this platform" >&2; exit 1; }
+fi
+node tools/optimum_models/tjs_reference.mjs "$tjs" "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}"

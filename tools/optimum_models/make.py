@@ -2,7 +2,8 @@
 """Makes Hugging Face Optimum / transformers.js (onnx-community) exports, with ONNX Runtime references.
 
 For each case of cases.txt (name family variant ...): the Hugging Face folder of that family
-made by tools/builder_models/make.py (random weights, or SmolLM2-135M's real ones) is exported
+made by tools/builder_models/make.py (random weights, or SmolLM2-135M's real ones), or for
+stories260k by llama2c_to_hf.py from llama2.c's stories260K.bin in ../shared, is exported
 by the real exporter (optimum-onnx's main_export, task text-generation-with-past: what
 `optimum-cli export onnx` and transformers.js' scripts/convert.py run) to onnx/model.onnx, and
 the variants are made from it as transformers.js' scripts/quantize.py makes them:
@@ -17,7 +18,10 @@ in onnx-community's model_fp16 / model_q4f16 files (quantize.py itself passes Tr
 Then each file is run greedily by ONNX Runtime (the prompt in one step, then one token per step,
 the present fed back as past, position_ids given) into onnx/<file stem>.ref.json: prompt, 40 greedy
 ids, margins, max_abs_logit, first_logits, the onnxruntime version, the graph's op-type counts and
-input/output signature; or no_reference with the reason when ORT cannot run it.
+input/output signature; or no_reference with the reason when ORT cannot run it. The stories260k
+fp32 file's also has ort_vs_llama2c: ORT's greedy tokens from greedy_trace.json's prompts, how
+many equal llama2.c's.
+tjs_reference.mjs (node) then runs transformers.js on the same folders (onnx/<file stem>.tjs.json).
 
 Runs with PYTHONPATH=$NBITS_CACHE/optimum-overlay (transformers 4.57 + optimum-onnx, which need
 transformers < 4.58) over the set-up venv (torch, onnx, onnxruntime). A variant whose ref.json
@@ -84,12 +88,25 @@ def hf_config_for_457(src, dst):
 EXTRA_FAMILIES = {"gemma3": ("Gemma3TextConfig", dict(head_dim=16))}
 
 
+# Families converted from a llama2.c checkpoint of ../shared by llama2c_to_hf.py (real trained
+# weights; the test checks the fp32 export against llama2.c's own greedy run) into OUT_DIR/hf.
+SHARED = os.environ.get("NBITS_SHARED") or os.path.join(HERE, "..", "..", "..", "shared")
+LLAMA2C_FAMILIES = {"stories260k": "models/stories260K/llama2c/stories260K.bin"}
+LLAMA2C_TRACE = "models/stories260K/reference/greedy_trace.json"
+
+
 def hf_folder(family, hf_root, out_dir):
     """The Hugging Face folder of a family, made by tools/builder_models/make.py's make_hf when absent.
 
     It runs in the venv's own transformers (5.24, as for the builder exports: no overlay), so the
     weights are exactly those of the builder exports of the same family."""
     import subprocess
+    if family in LLAMA2C_FAMILIES:
+        hf = os.path.join(out_dir, "hf", family)
+        if not os.path.exists(os.path.join(hf, "config.json")):
+            subprocess.run([sys.executable, os.path.join(HERE, "llama2c_to_hf.py"),
+                            os.path.join(SHARED, LLAMA2C_FAMILIES[family]), hf], check=True)
+        return hf
     hf = os.path.join(os.path.join(out_dir, "hf") if family in EXTRA_FAMILIES else hf_root, family)
     if os.path.exists(os.path.join(hf, "config.json")):
         return hf
@@ -205,7 +222,7 @@ def signature(path):
             "inputs": io(m.graph.input), "outputs": io(m.graph.output)}
 
 
-def ort_reference(path, level=None, steps=STEPS):
+def ort_reference(path, level=None, steps=STEPS, prompt=PROMPT):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.log_severity_level = 3
@@ -227,7 +244,7 @@ def ort_reference(path, level=None, steps=STEPS):
         shape = inputs[n].shape  # [batch, num_key_value_heads, past_sequence_length, head_dim]
         past[n] = np.zeros((1, shape[1], 0, shape[3]), dtype=types[inputs[n].type])
     out_names = [o.name for o in sess.get_outputs()]
-    ids, feed_ids = list(PROMPT), list(PROMPT)
+    ids, feed_ids = list(prompt), list(prompt)
     out_ids, margins, maxabs, first = [], [], [], None
     for _ in range(steps):
         T = len(ids)
@@ -251,7 +268,7 @@ def ort_reference(path, level=None, steps=STEPS):
             past[n] = res["present." + n[len("past_key_values."):]]
         ids.append(tok)
         feed_ids = [tok]
-    return {"prompt": PROMPT, "ids": out_ids, "margins": margins, "max_abs_logit": maxabs, "first_logits": first,
+    return {"prompt": list(prompt), "ids": out_ids, "margins": margins, "max_abs_logit": maxabs, "first_logits": first,
             "onnxruntime": ort.__version__}
 
 
@@ -269,6 +286,21 @@ def ort_spread(path, ref):
     a, b = np.array(ref["first_logits"]), np.array(other["first_logits"])
     agree = next((i for i, (x, y) in enumerate(zip(ref["ids"], other["ids"])) if x != y), len(ref["ids"]))
     return {"ort_basic_first_rel": float(np.max(np.abs(a - b)) / np.max(np.abs(a))), "ort_basic_ids_agree": agree}
+
+
+def llama2c_check(path):
+    """ORT's greedy run of the fp32 export of a llama2.c checkpoint against llama2.c's own
+    (greedy_trace.json: 256 positions from each prompt): the converter's check, independent of nbits."""
+    with open(os.path.join(SHARED, LLAMA2C_TRACE)) as f:
+        trace = json.load(f)
+    rows = []
+    for c in trace["cases"]:
+        p = c["prompt_ids_with_bos"]
+        want = c["fed_tokens"][len(p):] + [c["argmax_per_pos"][-1]]
+        got = ort_reference(path, steps=len(want), prompt=p)["ids"]
+        rows.append({"prompt": c["prompt"], "steps": len(want),
+                     "equal": next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), len(want))})
+    return {"ort_vs_llama2c": rows}
 
 
 def exact_int8_reference(path, work):
@@ -358,6 +390,8 @@ def run_case(name, hf_root, out_dir):
         t = time.time()
         try:
             data.update(ort_reference(path))
+            if v == "fp32" and family in LLAMA2C_FAMILIES:
+                data.update(llama2c_check(path))
             if v == "int8":
                 data.update(ort_spread(path, data))
                 data.update(exact_int8_reference(path, os.path.join(out_dir, ".work")))
