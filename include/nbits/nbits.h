@@ -47,6 +47,12 @@ struct ModelOptions {
   // KV cache dtype: as the model declares, or fp32 / fp16 whatever it declares.
   enum class KvCache { kModel, kF32, kF16 };
   KvCache kv_cache = KvCache::kModel;
+  // 0, or 8 / 4: re-quantize constant float (fp32/fp16/bf16) MatMul weights at load into
+  // symmetric 8/4-bit blocks of 32 (the float lm_head of onnx-community q4 exports).
+  int requantize_float = 0;
+  // A Hugging Face Optimum / transformers.js folder: which onnx/model_<variant>.onnx
+  // (q4, q4f16, int8, uint8, quantized, fp16, fp32); "" = the first present in that order.
+  std::string variant;
 };
 
 // Unset fields take the model's defaults (genai_config.json "search", GGUF: greedy).

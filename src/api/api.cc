@@ -42,9 +42,12 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   so.kv_cache = options.kv_cache == ModelOptions::KvCache::kF16   ? graph::SessionOptions::KvCache::kF16
                 : options.kv_cache == ModelOptions::KvCache::kF32 ? graph::SessionOptions::KvCache::kF32
                                                                   : graph::SessionOptions::KvCache::kModel;
+  NBITS_CHECK(options.requantize_float == 0 || options.requantize_float == 8 || options.requantize_float == 4,
+              "ModelOptions::requantize_float must be 0, 8 or 4 (got ", options.requantize_float, ")");
+  so.requantize_float = options.requantize_float;
   NBITS_CHECK(options.threads >= 0, "ModelOptions::threads must be >= 0 (got ", options.threads, ")");
   NBITS_CHECK(options.context >= 0, "ModelOptions::context must be >= 0 (got ", options.context, ")");
-  api::LoadedModel m = api::load_model(path, so, /*need_tokenizer=*/false);
+  api::LoadedModel m = api::load_model(path, so, /*need_tokenizer=*/false, options.variant);
   auto impl = std::make_unique<Impl>();
   impl->config = std::move(m.config);
   impl->prototype = std::move(m.session);

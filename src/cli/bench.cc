@@ -15,7 +15,7 @@ namespace {
 const char* kHelp =
     "usage: nbits bench -m MODEL_DIR|FILE.gguf [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
     "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512] [--accuracy-level L]\n"
-    "                   [--scales fp32|fp16] [--kv-cache model|f32|f16]\n"
+    "                   [--scales fp32|fp16] [--kv-cache model|f32|f16] [--requantize-float keep|q8|q4]\n"
     "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
     "  token ids and decodes -n tokens greedily. Reports prefill tok/s (median over reps), decode\n"
     "  ms/token (median, p10, p90 over every decoded token), bytes read per token (weights\n"
@@ -27,6 +27,7 @@ const char* kHelp =
     "  --accuracy-level L: override every MatMulNBits' accuracy_level (4 = int8 activations).\n"
     "  --scales fp16: pack MatMulNBits scales in half precision (see `nbits run --help`); default fp32.\n"
     "  --kv-cache f16: keep the KV cache in half precision (see `nbits run --help`); default: the model's.\n"
+    "  --requantize-float q8|q4: float MatMul weights re-quantized at load (see `nbits run --help`).\n"
     "  JSON fields: see docs/PERFORMANCE.md.\n";
 
 void print_profile(const char* phase, const nlohmann::ordered_json& p) {
@@ -54,11 +55,11 @@ int bench_main(const std::vector<std::string>& args) {
       std::printf("%s", kHelp);
       return 0;
     }
-  modelgen::ArgList f(args,
-                      {"--model", "--threads", "--prompt", "--decode", "--reps", "--format",
-                       "--bandwidth-gbs", "--bandwidth-mb", "--accuracy-level", "--scales", "--kv-cache"},
-                      {"--profile"},
-                      {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
+  modelgen::ArgList f(
+      args,
+      {"--model", "--threads", "--prompt", "--decode", "--reps", "--format", "--bandwidth-gbs",
+       "--bandwidth-mb", "--accuracy-level", "--scales", "--kv-cache", "--requantize-float"},
+      {"--profile"}, {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
   modelgen::BenchOptions o;
   o.model_dir = f.str("--model");
   NBITS_CHECK(!o.model_dir.empty(), "bench: -m MODEL_DIR is required");
@@ -80,6 +81,10 @@ int bench_main(const std::vector<std::string>& args) {
               "')");
   o.session.fp16_scales = scales == "fp16";
   o.session.kv_cache = graph::parse_kv_cache(f.str("--kv-cache", "model"));
+  const std::string requant = f.str("--requantize-float", "keep");
+  NBITS_CHECK(requant == "keep" || requant == "q8" || requant == "q4",
+              "bench: --requantize-float must be keep, q8 or q4 (got '", requant, "')");
+  o.session.requantize_float = requant == "q8" ? 8 : requant == "q4" ? 4 : 0;
   const std::string format = f.str("--format", "text");
   NBITS_CHECK(format == "text" || format == "json", "bench: --format must be text or json (got '", format,
               "')");

@@ -217,6 +217,41 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
                            "' is quantized: the shared layout (GatherBlockQuantized on the lm_head's codes) "
                            "would drop it");
   }
+  // Float MatMul weights left in a quantized file (the tied lm_head of onnx-community q4 exports:
+  // MatMul(x, Transpose(embedding))): streamed in full every decode step.
+  if (!rows.empty()) {
+    std::map<std::string, const onnx::Node*> producer;
+    for (const auto& n : g.nodes)
+      for (const auto& o : n.outputs) producer[o] = &n;
+    auto float_weight = [&](const std::string& name) -> const onnx::Tensor* {
+      const onnx::Tensor* t = g.initializer(name);
+      if (t == nullptr) {
+        const auto it = producer.find(name);
+        if (it != producer.end() && it->second->op_type == "Transpose" && it->second->has_input(0))
+          t = g.initializer(it->second->inputs[0]);
+      }
+      const bool is_float =
+          t != nullptr && (t->dtype == onnx::DataType::kFloat || t->dtype == onnx::DataType::kFloat16 ||
+                           t->dtype == onnx::DataType::kBfloat16);
+      return is_float && t->dims.size() == 2 ? t : nullptr;
+    };
+    size_t float_bytes = 0, quant_bytes = 0, count = 0;
+    std::string first;
+    for (const auto& n : g.nodes) {
+      if (n.op_type == "MatMulNBits" && n.has_input(1))
+        if (const onnx::Tensor* t = g.initializer(n.inputs[1])) quant_bytes += t->bytes.size();
+      if (n.op_type != "MatMul" || !n.has_input(1)) continue;
+      if (const onnx::Tensor* t = float_weight(n.inputs[1])) {
+        float_bytes += t->bytes.size();
+        if (count++ == 0) first = n.name;
+      }
+    }
+    if (float_bytes > 0 && float_bytes * 4 > quant_bytes)
+      warnings.push_back(std::to_string(count) + " MatMul weight(s) stay float in this quantized file (" +
+                         mb(static_cast<double>(float_bytes)) + " streamed per token against " +
+                         mb(static_cast<double>(quant_bytes)) + " of quantized codes), e.g. '" + first +
+                         "': pass --requantize-float q8 (or q4) to re-quantize them at load");
+  }
   std::vector<std::string> unused;
   size_t unused_bytes = 0;
   for (const auto& t : g.initializers)

@@ -40,8 +40,17 @@ void add_model_flags(Flags& f) {
            "KV cache dtype. model: as the file declares (fp16 exports: fp16); f16 halves the cache\n"
            "                             bytes of fp32 models (K/V rounded to half precision as written)",
            "model");
+  f.choice(
+      "--requantize-float", {"keep", "q8", "q4"},
+      "constant float (fp32/fp16/bf16) MatMul weights: keep = as stored; q8 / q4 = re-quantized at\n"
+      "                             load to symmetric 8/4-bit blocks of 32 (like GGUF Q8_0 / Q4_0), int8\n"
+      "                             activations: for q4 exports whose tied lm_head stays float\n"
+      "                             (onnx-community model_q4.onnx). Changes the results slightly",
+      "keep");
   f.flag("--profile", "print per-op, per-node and per-kernel timings to stderr");
 }
+
+int requantize_bits(const std::string& v) { return v == "q8" ? 8 : v == "q4" ? 4 : 0; }
 
 void add_sampling_flags(Flags& f, int64_t default_n) {
   f.i64("-n,--n-predict", "N", "tokens to generate at most", default_n, 0);
@@ -63,6 +72,7 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.profile = f.get_flag("--profile");
   so.fp16_scales = f.get_str("--scales") == "fp16";
   so.kv_cache = graph::parse_kv_cache(f.get_str("--kv-cache"));
+  so.requantize_float = requantize_bits(f.get_str("--requantize-float"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
   api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer, f.get_str("--variant"));
   ModelSetup setup;

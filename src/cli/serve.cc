@@ -32,6 +32,9 @@ int serve_main(const std::vector<std::string>& args) {
   f.i64("--max-body", "BYTES", "largest request body accepted (larger: 413)", 8 << 20, 1024);
   f.choice("--scales", {"fp32", "fp16"}, "MatMulNBits scale storage (see nbits run --help)", "fp32");
   f.choice("--kv-cache", {"model", "f32", "f16"}, "KV cache dtype (see nbits run --help)", "model");
+  f.choice("--requantize-float", {"keep", "q8", "q4"},
+           "float MatMul weights re-quantized at load (see nbits run --help)", "keep");
+  f.str("--variant", "V", "which onnx/model_V.onnx of an Optimum folder (see nbits run --help)");
   if (auto rc = f.parse(args)) return *rc;
 #if NBITS_HAVE_SERVE
   serve::ServeOptions o;
@@ -47,6 +50,10 @@ int serve_main(const std::vector<std::string>& args) {
   o.max_body_bytes = static_cast<size_t>(f.get_i64("--max-body"));
   o.fp16_scales = f.get_str("--scales") == "fp16";
   o.kv_cache = f.get_str("--kv-cache");
+  o.requantize_float = f.get_str("--requantize-float") == "q8"   ? 8
+                       : f.get_str("--requantize-float") == "q4" ? 4
+                                                                 : 0;
+  o.variant = f.get_str("--variant");
   return serve::run_server(o);
 #else
   throw Error(

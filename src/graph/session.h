@@ -29,6 +29,9 @@ struct SessionOptions {
   std::optional<int> accuracy_level;  // override every MatMulNBits' accuracy_level
   bool profile = false;               // collect per-node timings
   bool fp16_scales = false;  // pack MatMulNBits scales as fp16 where kernels can (kernels::PackOptions)
+  // 0, or 8 / 4: re-quantize every constant float (fp32/fp16/bf16) MatMul weight at load into
+  // symmetric blocks of 32 of that many bits (the float lm_head of onnx-community q4 exports).
+  int requantize_float = 0;
   // KV cache dtype where GroupQueryAttention reads and writes it in place: as the
   // model declares, or fp32 / fp16 whatever it declares (the graph's past/present
   // inputs and outputs then report that dtype).

@@ -4,6 +4,7 @@
 // of its own precision (kernels/float_x16_matmul.h).
 #include <algorithm>
 
+#include "base/fp16.h"
 #include "kernels/float_x16_matmul.h"
 #include "kernels/vector_ops.h"
 #include "ops/op_util.h"
@@ -124,6 +125,17 @@ class PackedWeightMatMulOp final : public Op {
 
 std::unique_ptr<Op> make_matmul(OpBuild& b) {
   b.require_type(0, {DType::kF32}, "A");
+  // --requantize-float q8|q4: a constant float weight becomes a MatMulNBits-style packed matrix.
+  if (const Tensor* B = b.constant_or_null(1);
+      b.options.requantize_float != 0 && B != nullptr && B->shape.rank == 2 && B->numel() > 0 &&
+      (B->dtype == DType::kF32 || B->dtype == DType::kF16 || B->dtype == DType::kBF16)) {
+    float (*at)(const void*, int64_t) =
+        B->dtype == DType::kF32 ? [](const void* d, int64_t i) { return static_cast<const float*>(d)[i]; }
+        : B->dtype == DType::kF16
+            ? [](const void* d, int64_t i) { return fp16_to_float(static_cast<const uint16_t*>(d)[i]); }
+            : [](const void* d, int64_t i) { return bf16_to_float(static_cast<const uint16_t*>(d)[i]); };
+    return make_requantized_matmul(b, B->shape[0], B->shape[1], at, B->data, b.options.requantize_float);
+  }
   if (b.type(1) == DType::kF16 || b.type(1) == DType::kBF16) {
     const Tensor& B = b.constant(1, "half-precision B");
     b.check(B.shape.rank == 2, "half-precision B must be 2-D, got ", B.shape.str());

@@ -11,6 +11,7 @@
 #include "kernels/matmul_nbits.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -370,6 +371,50 @@ std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b) {
   w.zero_points = explicit_zp ? zps.data() : nullptr;
   // ORT fuses DequantizeLinear + MatMul into MatMulNBits at accuracy level 4 by default
   // (session option session.qdq_matmulnbits_accuracy_level).
+  return pack_matmul(b, w, {}, 4, false);
+}
+
+std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
+                                            float (*at)(const void*, int64_t), const void* data, int bits) {
+  kernels::QuantizedMatrix w;
+  w.K = K;
+  w.N = N;
+  w.bits = bits;
+  w.block_size = 32;
+  const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
+  const int qmax = bits == 8 ? 127 : 7, offset = 1 << (bits - 1);  // codes q + offset, zero point implicit
+  std::vector<uint8_t> codes(static_cast<size_t>(N * kb * blob), 0);
+  std::vector<float> scales(static_cast<size_t>(N * kb));
+  auto quantize_columns = [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t blk = 0; blk < kb; ++blk) {
+        const int64_t k0 = blk * 32, k1 = std::min<int64_t>(K, k0 + 32);
+        float amax = 0;
+        for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(at(data, k * N + n)));
+        const float scale = amax / static_cast<float>(qmax);
+        const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+        scales[static_cast<size_t>(n * kb + blk)] = scale;
+        uint8_t* dst = codes.data() + (n * kb + blk) * blob;
+        for (int64_t j = 0; j < 32; ++j) {
+          const int64_t k = k0 + j;
+          const int q =
+              k < K ? std::clamp(static_cast<int>(std::nearbyint(at(data, k * N + n) * inv)), -qmax, qmax)
+                    : 0;
+          const int c = q + offset;
+          if (bits == 8)
+            dst[j] = static_cast<uint8_t>(c);
+          else
+            dst[j / 2] |= static_cast<uint8_t>(c << (4 * (j % 2)));
+        }
+      }
+  };
+  if (b.pool != nullptr)
+    b.pool->parallel_range(N, 16, quantize_columns);
+  else
+    quantize_columns(0, N);
+  w.codes = codes.data();
+  w.scales = scales.data();
+  // int8 activations unless --accuracy-level says otherwise (the weights are already rounded).
   return pack_matmul(b, w, {}, 4, false);
 }
 

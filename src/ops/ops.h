@@ -13,6 +13,10 @@ using graph::OpBuild;
 // matmul_nbits.cc
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
 std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/rewrites.h fuse_dequantize_matmul
+// MatMul(A, B) with B a constant float [K, N] (element i: at(i)) re-quantized at load to
+// `bits` (8 or 4) symmetric blocks of 32 along K (SessionOptions::requantize_float).
+std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
+                                            float (*at)(const void*, int64_t), const void* data, int bits);
 // if.cc (constant branches)
 std::unique_ptr<Op> make_if(OpBuild& b);
 // dequantize_linear.cc

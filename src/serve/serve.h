@@ -20,6 +20,8 @@ struct ServeOptions {
   size_t max_body_bytes = 8u << 20;
   bool fp16_scales = false;
   std::string kv_cache = "model";  // model | f32 | f16
+  int requantize_float = 0;        // 0 | 8 | 4 (--requantize-float keep|q8|q4)
+  std::string variant;             // an Optimum folder's decoder (--variant)
 };
 
 // Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until

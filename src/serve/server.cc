@@ -559,6 +559,8 @@ int Server::run() {
     mo.threads = opt_.threads;
     mo.context = opt_.ctx;
     mo.fp16_scales = opt_.fp16_scales;
+    mo.requantize_float = opt_.requantize_float;
+    mo.variant = opt_.variant;
     mo.kv_cache = opt_.kv_cache == "f16"   ? ModelOptions::KvCache::kF16
                   : opt_.kv_cache == "f32" ? ModelOptions::KvCache::kF32
                                            : ModelOptions::KvCache::kModel;
