@@ -71,8 +71,11 @@ int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 // scale + causal mask of attention_mask) V) becomes GroupQueryAttention with
 // do_rotary (cos/sin caches of max_positions rows computed at load from inv_freq,
 // added to the model) writing one shared KV buffer in place; dead nodes dropped.
-// All layers or none (else the graph is left as it was); batch 1 without padding,
-// as fuse_mha_into_gqa. Returns the number of layers fused.
+// q/k/v MatMulNBits of one input and quantization are packed into one (GroupQueryAttention
+// reads packed QKV). A mask with a sliding window keeps the general path. All layers
+// or none (else the graph is left as it was); batch 1 without padding, as
+// fuse_mha_into_gqa; positions beyond max_positions are refused by GroupQueryAttention.
+// Returns the number of layers fused.
 int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, int64_t max_positions = 32768);
 
 // Sets the declared dtype of the KV cache graph inputs (past, GroupQueryAttention
