@@ -143,7 +143,8 @@ class Model:
     """A model loaded once and shared by any number of Generators (``og.Model``).
 
     ``path`` is an onnxruntime-genai folder (genai_config.json, the model it names,
-    tokenizer.json), a ``model.onnx`` inside one, a ``.gguf`` file, or an :class:`Config`.
+    tokenizer.json), a Hugging Face Optimum / transformers.js folder (config.json,
+    onnx/model_q4.onnx, ...), a model ``.onnx`` inside either, a ``.gguf`` file, or an :class:`Config`.
 
     nbits options (keywords; onnxruntime-genai has none of them):
 
@@ -156,6 +157,10 @@ class Model:
     - ``kv_cache``: ``"model"`` (the dtype the file declares), ``"fp32"`` or ``"fp16"``.
     - ``context``: default KV cache length of a Generator in tokens; 0 = the config's.
     - ``profile``: collect per-node timings.
+    - ``variant``: an Optimum folder's decoder, ``onnx/model_<variant>.onnx`` (``"q4"``,
+      ``"q4f16"``, ``"int8"``, ``"fp16"``, ``"fp32"``, ...); ``""`` = the first present, q4 first.
+    - ``requantize_float``: ``"keep"`` (default), ``"q8"`` or ``"q4"``: constant float MatMul
+      weights (the fp32 tied lm_head of onnx-community q4 exports) re-quantized at load.
     """
 
     def __init__(
@@ -167,6 +172,8 @@ class Model:
         kv_cache: str = "model",
         context: int = 0,
         profile: bool = False,
+        variant: str = "",
+        requantize_float: str = "keep",
     ):
         if isinstance(path, Config):
             if threads == 0:
@@ -185,6 +192,8 @@ class Model:
             kv_cache=kv_cache,
             context=int(context),
             profile=bool(profile),
+            variant=str(variant),
+            requantize_float=str(requantize_float),
         )
 
     @property

@@ -191,8 +191,17 @@ NB_MODULE(_nbits, m) {
   m.def(
       "load_model",
       [](const std::string& path, int threads, std::optional<int> accuracy_level, const std::string& scales,
-         const std::string& kv_cache, int64_t context, bool profile) {
+         const std::string& kv_cache, int64_t context, bool profile, const std::string& variant,
+         const std::string& requantize_float) {
         nbits::ModelOptions o = model_options(threads, accuracy_level, scales, kv_cache, context, profile);
+        o.variant = variant;
+        if (requantize_float == "q8") {
+          o.requantize_float = 8;
+        } else if (requantize_float == "q4") {
+          o.requantize_float = 4;
+        } else if (requantize_float != "keep") {
+          throw nbits::Error("requantize_float must be 'keep', 'q8' or 'q4', got '" + requantize_float + "'");
+        }
         std::shared_ptr<nbits::Model> model;
         {
           nb::gil_scoped_release release;
@@ -201,8 +210,8 @@ NB_MODULE(_nbits, m) {
         return model;
       },
       "path"_a, "threads"_a = 0, "accuracy_level"_a = nb::none(), "scales"_a = "fp32", "kv_cache"_a = "model",
-      "context"_a = 0, "profile"_a = false,
-      "Loads a genai folder, a model.onnx inside one, or a .gguf file.");
+      "context"_a = 0, "profile"_a = false, "variant"_a = "", "requantize_float"_a = "keep",
+      "Loads a genai folder, a Hugging Face Optimum folder, a model .onnx inside either, or a .gguf file.");
 
   nb::class_<nbits::TokenStream>(m, "TokenStream", "Streaming detokenizer: ids in, complete UTF-8 text out.")
       .def(
