@@ -122,13 +122,15 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
     auto it = producer.find(v);
     return it == producer.end() ? nullptr : &nodes[it->second];
   };
-  // Output columns of a weight projection: MatMulNBits' N, or a MatMul with a 2-D constant B; -1 otherwise.
+  // Output columns of a weight projection: MatMulNBits' N, or a MatMul / MatMulDequantized with a 2-D
+  // constant B; -1 otherwise.
   auto projection_n = [&](const onnx::Node& p) -> int64_t {
     if (p.op_type == "MatMulNBits") {
       const onnx::Attribute* n = p.attr("N");
       return n != nullptr ? n->i : -1;
     }
-    if (!is_onnx_op(p, "MatMul") || p.inputs.size() != 2) return -1;
+    const bool dequantized = p.op_type == kMatMulDequantizedOp && p.domain == kInternalDomain;
+    if (!(dequantized || is_onnx_op(p, "MatMul")) || p.inputs.size() < 2) return -1;
     const onnx::Tensor* b = g.initializer(p.inputs[1]);
     return b != nullptr && b->dims.size() == 2 ? b->dims[1] : -1;
   };

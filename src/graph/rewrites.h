@@ -24,8 +24,8 @@ inline constexpr const char* kSiluMulOp = "SiluMul";
 inline constexpr const char* kInternalDomain = "nbits.internal";
 
 // SwiGLU: m = Mul(Mul(g, Sigmoid(g)), u) (either operand order) becomes one
-// SiluMul(g, u) node when g and u come from MatMulNBits (or MatMul with a 2-D
-// constant B) nodes with the same input and N (so equal shapes) and the
+// SiluMul(g, u) node when g and u come from MatMulNBits (or MatMul / MatMulDequantized
+// with a 2-D constant B) nodes with the same input and N (so equal shapes) and the
 // intermediate values have no other reader. Bitwise the same result, two passes over memory instead of five.
 // Returns the number of fusions.
 int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);

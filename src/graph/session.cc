@@ -416,9 +416,9 @@ void SessionImpl::build() {
   const onnx::Graph& g = shared_->model.graph;
   std::vector<onnx::Node> nodes = sorted_nodes(g);
   fuse_matmul_nbits_bias(nodes, g);
-  fuse_silu_mul(nodes, g);
   fuse_dequantize_matmul(nodes, g);
   fuse_dynamic_quantize_matmul(nodes, shared_->model);
+  fuse_silu_mul(nodes, g);  // after the int8 rewrites: their MatMulDequantized are projections too
   fuse_mha_into_gqa(nodes, shared_->model.graph);
   fuse_rms_norm(nodes, g);
   fuse_optimum_attention(nodes, shared_->model);
