@@ -298,6 +298,7 @@ class SessionImpl final : public Session {
   const MappedFile* mapping_of(const Tensor& t) const { return mapping_of(t.data, t.bytes()); }
   void consumed_at_load(int value, bool read_at_run);
   bool release_owned(const void* p, size_t n);
+  void release_folded(int value);
   void advise_mapped_constants();
   void fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
             const std::vector<int>& out);
@@ -310,7 +311,7 @@ class SessionImpl final : public Session {
   std::vector<PlanNode> plan_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   // Used while building only:
-  std::map<std::string, int> loads_left_;  // initializer -> node inputs not yet built
+  std::map<std::string, int> loads_left_;  // constant -> node inputs not yet built
   std::set<std::string> keep_half_;        // fp16/bf16 initializers not widened (graph/rewrites.h)
   std::vector<bool> read_at_run_;          // by value id: some op reads it at run time
   struct Range {
@@ -341,6 +342,7 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run) {
   if (read_at_run) read_at_run_[value] = true;
   auto it = loads_left_.find(values_[value].name);
   if (it == loads_left_.end() || --it->second > 0 || read_at_run_[value]) return;
+  if (shared_->model.graph.initializer(values_[value].name) == nullptr) return release_folded(value);
   const Tensor& t = values_[value].t;
   if (const MappedFile* f = mapping_of(t)) {
     f->release(t.data, t.bytes());
@@ -348,6 +350,31 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run) {
     released_ranges_.push_back({f, static_cast<const uint8_t*>(t.data), t.bytes()});
   } else if (release_owned(t.data, t.bytes())) {
     released_bytes_ += t.bytes();
+  }
+}
+
+// A value folded at load (e.g. the Transpose of a tied embedding) whose readers are all built
+// and none reads it at run (they packed it): its storage is freed unless another constant
+// still alive views it.
+void SessionImpl::release_folded(int value) {
+  const Tensor& t = values_[value].t;
+  if (t.data == nullptr || t.bytes() < (size_t{1} << 16)) return;  // small ones are not worth the scan
+  for (std::vector<uint8_t>& buf : shared_->storage) {
+    if (buf.data() != t.data) continue;
+    const uint8_t* lo = buf.data();
+    const uint8_t* hi = lo + buf.size();
+    for (size_t j = 0; j < values_.size(); ++j) {
+      const Value& o = values_[j];
+      const auto* d = static_cast<const uint8_t*>(o.t.data);
+      if (static_cast<int>(j) == value || o.kind != Kind::kConstant || d < lo || d >= hi) continue;
+      const auto left = loads_left_.find(o.name);
+      const bool live =
+          left == loads_left_.end() || left->second > 0 || (j < read_at_run_.size() && read_at_run_[j]);
+      if (live) return;
+    }
+    released_bytes_ += buf.size();
+    std::vector<uint8_t>().swap(buf);
+    return;
   }
 }
 
@@ -432,7 +459,7 @@ void SessionImpl::build() {
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);
   for (const onnx::Node& node : nodes)
     for (const std::string& name : node.inputs)
-      if (!name.empty() && g.initializer(name) != nullptr) ++loads_left_[name];
+      if (!name.empty()) ++loads_left_[name];  // initializers, and values folded at load
   for (const onnx::ValueInfo& o : g.outputs) loads_left_.erase(o.name);  // served as outputs: keep
   for (const onnx::ValueInfo& in : g.inputs) {
     if (g.initializer(in.name) != nullptr) continue;  // IR < 4: initializers listed as inputs
