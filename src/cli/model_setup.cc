@@ -1,6 +1,7 @@
 #include "cli/model_setup.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -75,6 +76,12 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.requantize_float = requantize_bits(f.get_str("--requantize-float"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
   api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer, f.get_str("--variant"));
+  // An Optimum folder holds several decoders: say which one runs when the user did not choose.
+  const std::string& given = f.get_str("--model");
+  if (m.config.from_hf_config && f.get_str("--variant").empty() &&
+      !(given.size() > 5 && given.compare(given.size() - 5, 5, ".onnx") == 0))
+    std::fprintf(stderr, "model: %s (--variant picks another of the folder's decoders)\n",
+                 m.config.model_path().c_str());
   ModelSetup setup;
   setup.tokenizer = std::move(m.tokenizer);
   setup.generator = std::make_unique<llm::Generator>(m.config, std::move(m.session), ctx);

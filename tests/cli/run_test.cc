@@ -2,6 +2,7 @@
 // greedy sequences and llama2.c's text; nbits patch round trip.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -130,6 +131,37 @@ TEST(CliRun, SamplingIsSeededAndThreadsDoNotChangeGreedy) {
   const auto g2 = ids_of(
       run_json({"run", "-m", stories("onnx_int4"), "--ids", "1", "-n", "40", "--format", "json", "-t", "2"}));
   EXPECT_EQ(g1, g2);
+}
+
+// An Optimum / transformers.js folder (tools/optimum_models/make.py's stories260K export): the
+// decoder chosen without --variant is named on stderr, --variant picks another, and both give
+// ONNX Runtime's greedy ids (onnx/<stem>.ref.json).
+TEST(CliRun, OptimumFolderVariants) {
+  NBITS_REQUIRE_BIN();
+  const char* home = std::getenv("HOME");
+  const std::string cache = std::getenv("NBITS_CACHE") ? std::getenv("NBITS_CACHE")
+                                                       : std::string(home ? home : "/root") + "/.cache/nbits";
+  const std::string folder = cache + "/optimum-models/stories260k";
+  for (const std::string stem : {"model_q4", "model"}) {
+    const std::string ref_path = folder + "/onnx/" + stem + ".ref.json";
+    NBITS_REQUIRE_SHARED(ref_path);
+    const auto ref = nlohmann::json::parse(slurp_text(ref_path));
+    std::string ids;
+    for (int32_t id : ref["prompt"].get<std::vector<int32_t>>()) {
+      if (!ids.empty()) ids += ',';
+      ids += std::to_string(id);
+    }
+    std::vector<std::string> args = {"run", "-m", folder, "--ids", ids, "-n", "8", "--format", "json"};
+    if (stem == "model") args.insert(args.end(), {"--variant", "fp32"});
+    const RunResult r = run_nbits(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto got = nlohmann::json::parse(r.out)["ids"].get<std::vector<int32_t>>();
+    const auto want = ref["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + 8)) << stem;
+    const bool named =
+        r.err.find("model: " + folder + "/onnx/model_q4.onnx (--variant picks another") != std::string::npos;
+    EXPECT_EQ(named, stem == "model_q4") << r.err;
+  }
 }
 
 }  // namespace
