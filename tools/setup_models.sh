@@ -62,11 +62,13 @@ fi
 # Tiny random models of every architecture and quantization type nbits maps (SmolLM2's vocabulary),
 # with both references.
 tiny=$cache/gguf/tiny
-if [ ! -f "$tiny/qwen3.llama_cpp.json" ]; then
+if [ ! -f "$tiny/gemma3.llama_cpp.json" ]; then
   mkdir -p "$tiny"
   bash bench/peers/install.sh >/dev/null
   "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny"
-  for a in llama qwen2 qwen3; do
+  # phi3 at a context within its original one: LongRoPE's short factors.
+  "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_phi3.gguf" "$tiny/phi3_short.exact.json" --context 64
+  for a in llama qwen2 qwen3 phi3 gemma3; do
     "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_$a.gguf" "$tiny/$a.exact.json"
     node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_$a.gguf" "$tiny/$a.llama_cpp.json"
   done

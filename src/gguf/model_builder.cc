@@ -1,8 +1,10 @@
 #include "gguf/model_builder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "base/error.h"
 #include "gguf/graph_builder.h"
@@ -25,7 +27,7 @@ std::string blk(int64_t l, const char* name) { return "blk." + std::to_string(l)
 
 std::unique_ptr<llm::Generator> load_generator(const std::string& path, const graph::SessionOptions& options,
                                                int64_t max_length) {
-  GgufModel g = build_model(File::open(path));
+  GgufModel g = build_model(File::open(path), 4, max_length);
   return std::make_unique<llm::Generator>(g.config, graph::Session::load(std::move(g.model), options),
                                           max_length);
 }
@@ -39,9 +41,10 @@ Hyperparams read_hyperparams(const File& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "qwen3")
+  if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "qwen3" && hp.arch != "phi3" &&
+      hp.arch != "gemma3")
     f.fail("architecture '" + onnx::wire::printable(hp.arch) +
-           "' is not supported (supported: llama, qwen2, qwen3)");
+           "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma3)");
   auto key = [&](const char* k) { return layer_key(hp, k); };
   hp.n_layer = f.get_int_required(key("block_count"));
   hp.n_embd = f.get_int_required(key("embedding_length"));
@@ -80,11 +83,38 @@ Hyperparams read_hyperparams(const File& f) {
     f.fail(
         "tensor 'rope_freqs.weight' (per-dimension rope frequency factors, llama 3 rope scaling) is not "
         "supported");
+  hp.rope_attn_factor = f.get_float(key("rope.scaling.attn_factor")).value_or(1.0);
+  if (!(hp.rope_attn_factor > 0)) f.fail(key("rope.scaling.attn_factor") + " must be positive");
+  const bool long_f = f.tensor("rope_factors_long.weight") != nullptr;
+  const bool short_f = f.tensor("rope_factors_short.weight") != nullptr;
+  if (long_f != short_f)
+    f.fail("tensors 'rope_factors_long.weight' and 'rope_factors_short.weight' come in pairs");
+  if (long_f && hp.arch != "phi3") f.fail("rope_factors_long/short (LongRoPE) are supported for phi3 only");
+  hp.rope_factors = long_f;
+  hp.rope_orig_context = f.get_int(key("rope.scaling.original_context_length")).value_or(hp.context_length);
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
-  // which rotates adjacent pairs; qwen2/qwen3 use the NEOX (half-split) rope.
+  // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
   hp.rope_interleaved = hp.arch == "llama";
   hp.qkv_bias = hp.arch == "qwen2";
-  hp.qk_norm = hp.arch == "qwen3";
+  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3";
+  hp.fused_gate_up = hp.arch == "phi3";
+  hp.gemma = hp.arch == "gemma3";
+  hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.head_dim));
+  if (hp.gemma) {
+    // llama.cpp: gemma3 27B (62 layers) scales by n_embd / n_head instead of the head size.
+    if (hp.n_layer == 62) hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.n_embd / hp.n_head));
+    hp.swa_window = f.get_int(key("attention.sliding_window")).value_or(0);
+    if (hp.swa_window < 0) f.fail(key("attention.sliding_window") + " must not be negative");
+    if (hp.swa_window > 0) {
+      hp.swa_period = f.get_int(key("attention.sliding_window_pattern")).value_or(6);
+      if (hp.swa_period < 1) f.fail(key("attention.sliding_window_pattern") + " must be positive");
+      hp.rope_base_swa = f.get_float(key("rope.freq_base_swa")).value_or(10000.0);
+      if (!(hp.rope_base_swa > 0)) f.fail(key("rope.freq_base_swa") + " must be positive");
+    }
+    hp.final_softcap = f.get_float(key("final_logit_softcapping")).value_or(0.0);
+    if (!(hp.final_softcap >= 0)) f.fail(key("final_logit_softcapping") + " must not be negative");
+  }
+  // phi3's sliding_window is ignored, as llama.cpp does ("Phi SWA is currently disabled").
 
   const TensorInfo* emb = f.tensor("token_embd.weight");
   if (emb == nullptr) f.fail("missing tensor 'token_embd.weight'");
@@ -94,7 +124,7 @@ Hyperparams read_hyperparams(const File& f) {
   hp.n_vocab = emb->ne[1];
   hp.tied_output = f.tensor("output.weight") == nullptr;
   const TensorInfo* up = f.tensor(blk(0, "ffn_up.weight"));
-  hp.n_ff = up != nullptr ? up->ne[1] : 0;
+  hp.n_ff = up != nullptr ? up->ne[1] / (hp.fused_gate_up ? 2 : 1) : 0;
   return hp;
 }
 
@@ -109,8 +139,8 @@ namespace {
 
 class Builder {
  public:
-  Builder(const File& f, const Hyperparams& hp, onnx::Model& m, int level)
-      : f_(f), hp_(hp), g_(m), level_(level) {}
+  Builder(const File& f, const Hyperparams& hp, onnx::Model& m, int level, int64_t capacity)
+      : f_(f), hp_(hp), g_(m), level_(level), capacity_(capacity) {}
 
   void build();
 
@@ -240,10 +270,17 @@ class Builder {
     return g_.node("Reshape", "", name + "/Reshape_2", {n, shape_o}).outputs[0];
   }
 
-  void rope_caches();
+  // cos/sin tables [positions, rope_dim / 2] of one rope (base, linear factor); returns {cos, sin}.
+  std::pair<std::string, std::string> rope_caches(const std::string& name, double base, double linear);
+  // The MatMul of x by rows [n0, n0 + n) of each part of w (w's rows split in order).
+  std::vector<std::string> matmul_parts(const std::string& x, const TensorInfo& w,
+                                        const std::vector<int64_t>& parts,
+                                        const std::vector<std::string>& names);
+  bool is_swa(int64_t l) const { return hp_.swa_window > 0 && l % hp_.swa_period < hp_.swa_period - 1; }
   void mask_inputs();
   std::string embedding();
   std::string attention(int64_t l, const std::string& x);
+  std::string attention_core(int64_t l, const std::string& q, const std::string& k, const std::string& v);
   std::string mlp(int64_t l, const std::string& x);
   void lm_head(const std::string& x);
 
@@ -251,23 +288,58 @@ class Builder {
   const Hyperparams& hp_;
   GraphBuilder g_;
   int level_;
-  std::string seqlens_k_, total_len_, cos_, sin_;
+  int64_t capacity_;
+  std::string seqlens_k_, total_len_, cos_, sin_, cos_swa_, sin_swa_;
   NBitsInits embd_nbits_;  // the tied table when it is both GatherBlockQuantized data and lm_head
 };
 
-void Builder::rope_caches() {
-  const int64_t T = hp_.context_length, half = hp_.rope_dim / 2;
+std::pair<std::string, std::string> Builder::rope_caches(const std::string& name, double base,
+                                                         double linear) {
+  const int64_t T = capacity_ > 0 ? std::min(capacity_, hp_.context_length) : hp_.context_length;
+  const int64_t half = hp_.rope_dim / 2;
+  // LongRoPE divides each frequency by its factor: the long set when the capacity exceeds the
+  // original context (llama.cpp: n_ctx_seq > n_ctx_orig_yarn), else the short one.
+  std::vector<float> factors(static_cast<size_t>(half), 1.0f);
+  if (hp_.rope_factors) {
+    const bool use_long = (capacity_ > 0 ? capacity_ : hp_.context_length) > hp_.rope_orig_context;
+    const TensorInfo& t = need(use_long ? "rope_factors_long.weight" : "rope_factors_short.weight", {half});
+    factors = to_float(f_, t);
+  }
   std::vector<float> c(static_cast<size_t>(T * half)), s(c.size());
   for (int64_t p = 0; p < T; ++p)
     for (int64_t i = 0; i < half; ++i) {
-      const double inv =
-          std::pow(hp_.rope_base, -2.0 * static_cast<double>(i) / static_cast<double>(hp_.rope_dim));
-      const double th = static_cast<double>(p) / hp_.rope_linear_factor * inv;
-      c[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(th));
-      s[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(th));
+      const double inv = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(hp_.rope_dim)) /
+                         static_cast<double>(factors[static_cast<size_t>(i)]);
+      const double th = static_cast<double>(p) / linear * inv;
+      c[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(th) * hp_.rope_attn_factor);
+      s[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(th) * hp_.rope_attn_factor);
     }
-  cos_ = g_.own_floats("cos_cache", {T, half}, c);
-  sin_ = g_.own_floats("sin_cache", {T, half}, s);
+  return {g_.own_floats(name + "cos_cache", {T, half}, c), g_.own_floats(name + "sin_cache", {T, half}, s)};
+}
+
+std::vector<std::string> Builder::matmul_parts(const std::string& x, const TensorInfo& w,
+                                               const std::vector<int64_t>& parts,
+                                               const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  int64_t n0 = 0;
+  if (maps_to_nbits(w.type)) {
+    const NBitsMatrix m = to_nbits(f_, w);
+    for (size_t i = 0; i < parts.size(); n0 += parts[i], ++i)
+      out.push_back(matmul_nbits(x, take_rows(m, n0, parts[i]), "", names[i]));
+    return out;
+  }
+  const int64_t K = w.ne[0];
+  const std::vector<float> v = to_float(f_, w);
+  for (size_t i = 0; i < parts.size(); n0 += parts[i], ++i) {
+    const int64_t N = parts[i];
+    std::vector<float> wt(static_cast<size_t>(K * N));  // [K, N]
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        wt[static_cast<size_t>(k * N + n)] = v[static_cast<size_t>((n0 + n) * K + k)];
+    out.push_back(
+        g_.node("MatMul", "", names[i], {x, g_.own_floats(names[i] + ".weight", {K, N}, wt)}).outputs[0]);
+  }
+  return out;
 }
 
 // seqlens_k = sum(attention_mask) - 1 and total_sequence_length, as int32 (the builder's subgraph).
@@ -320,6 +392,15 @@ std::string Builder::embedding() {
 std::string Builder::attention(int64_t l, const std::string& x) {
   const int64_t E = hp_.n_embd, H = hp_.head_dim, Nq = hp_.n_head * H, Nkv = hp_.n_head_kv * H;
   const std::string p = "/model/layers." + std::to_string(l) + "/attn/";
+  std::string q, k, v;
+  if (const TensorInfo* fused = f_.tensor(blk(l, "attn_qkv.weight"))) {  // phi3: one [q; k; v] matrix
+    need(fused->name, {E, Nq + 2 * Nkv});
+    std::vector<const TensorInfo*> b;
+    if (f_.tensor(blk(l, "attn_qkv.bias")) != nullptr) b = {&need(blk(l, "attn_qkv.bias"), {Nq + 2 * Nkv})};
+    q = matmul(x, {fused}, b, p + "qkv_proj/MatMul");
+    if (hp_.qk_norm) f_.fail("a fused attn_qkv with q/k norms is not supported");
+    return attention_core(l, q, k, v);
+  }
   const TensorInfo& wq = need(blk(l, "attn_q.weight"), {E, Nq});
   const TensorInfo& wk = need(blk(l, "attn_k.weight"), {E, Nkv});
   const TensorInfo& wv = need(blk(l, "attn_v.weight"), {E, Nkv});
@@ -329,7 +410,6 @@ std::string Builder::attention(int64_t l, const std::string& x) {
     bk = {&need(blk(l, "attn_k.bias"), {Nkv})};
     bv = {&need(blk(l, "attn_v.bias"), {Nkv})};
   }
-  std::string q, k, v;
   if (wq.type == wk.type && wk.type == wv.type) {
     std::vector<const TensorInfo*> b;
     for (auto* t : {&bq, &bk, &bv}) b.insert(b.end(), t->begin(), t->end());
@@ -351,17 +431,26 @@ std::string Builder::attention(int64_t l, const std::string& x) {
     q = head_norm(q, hp_.n_head, need(blk(l, "attn_q_norm.weight"), {H}), p + "q_norm");
     k = head_norm(k, hp_.n_head_kv, need(blk(l, "attn_k_norm.weight"), {H}), p + "k_norm");
   }
+  return attention_core(l, q, k, v);
+}
+
+// GroupQueryAttention over q (packed qkv when k and v are "") and the output projection.
+std::string Builder::attention_core(int64_t l, const std::string& q, const std::string& k,
+                                    const std::string& v) {
+  const int64_t E = hp_.n_embd, Nq = hp_.n_head * hp_.head_dim;
+  const std::string p = "/model/layers." + std::to_string(l) + "/attn/";
   const std::string L = std::to_string(l);
+  const bool swa = is_swa(l);
   onnx::Node& n = g_.node("GroupQueryAttention", kMs, p + "GroupQueryAttention",
                           {q, k, v, "past_key_values." + L + ".key", "past_key_values." + L + ".value",
-                           seqlens_k_, total_len_, cos_, sin_},
+                           seqlens_k_, total_len_, swa ? cos_swa_ : cos_, swa ? sin_swa_ : sin_},
                           3);
   n.outputs[1] = "present." + L + ".key";
   n.outputs[2] = "present." + L + ".value";
   GraphBuilder::attr(n, "num_heads", hp_.n_head);
   GraphBuilder::attr(n, "kv_num_heads", hp_.n_head_kv);
-  GraphBuilder::attr(n, "scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(H))));
-  GraphBuilder::attr(n, "local_window_size", int64_t{-1});
+  GraphBuilder::attr(n, "scale", static_cast<float>(hp_.attn_scale));
+  GraphBuilder::attr(n, "local_window_size", swa ? hp_.swa_window : int64_t{-1});
   GraphBuilder::attr(n, "do_rotary", int64_t{1});
   GraphBuilder::attr(n, "rotary_interleaved", int64_t{hp_.rope_interleaved ? 1 : 0});
   const std::string att = n.outputs[0];
@@ -371,28 +460,49 @@ std::string Builder::attention(int64_t l, const std::string& x) {
 std::string Builder::mlp(int64_t l, const std::string& x) {
   const int64_t E = hp_.n_embd, F = hp_.n_ff;
   const std::string p = "/model/layers." + std::to_string(l) + "/mlp/";
-  const std::string gate = matmul(x, {&need(blk(l, "ffn_gate.weight"), {E, F})}, {}, p + "gate_proj/MatMul");
-  const std::string up = matmul(x, {&need(blk(l, "ffn_up.weight"), {E, F})}, {}, p + "up_proj/MatMul");
-  const std::string sig = g_.node("Sigmoid", "", p + "act_fn/Sigmoid", {gate}).outputs[0];
-  const std::string silu = g_.node("Mul", "", p + "act_fn/Mul", {gate, sig}).outputs[0];
-  const std::string h = g_.node("Mul", "", p + "Mul", {silu, up}).outputs[0];
+  std::string gate, up;
+  if (hp_.fused_gate_up) {  // phi3: ffn_up = [gate; up], split by rows into the two projections
+    const std::vector<std::string> gu = matmul_parts(x, need(blk(l, "ffn_up.weight"), {E, 2 * F}), {F, F},
+                                                     {p + "gate_proj/MatMul", p + "up_proj/MatMul"});
+    gate = gu[0], up = gu[1];
+  } else {
+    gate = matmul(x, {&need(blk(l, "ffn_gate.weight"), {E, F})}, {}, p + "gate_proj/MatMul");
+    up = matmul(x, {&need(blk(l, "ffn_up.weight"), {E, F})}, {}, p + "up_proj/MatMul");
+  }
+  std::string act;
+  if (hp_.gemma) {  // GELU, tanh approximation (ggml_gelu)
+    act = g_.node("FastGelu", kMs, p + "act_fn/FastGelu", {gate}).outputs[0];
+  } else {
+    const std::string sig = g_.node("Sigmoid", "", p + "act_fn/Sigmoid", {gate}).outputs[0];
+    act = g_.node("Mul", "", p + "act_fn/Mul", {gate, sig}).outputs[0];
+  }
+  const std::string h = g_.node("Mul", "", p + "Mul", {act, up}).outputs[0];
   return matmul(h, {&need(blk(l, "ffn_down.weight"), {F, E})}, {}, p + "down_proj/MatMul");
 }
 
 void Builder::lm_head(const std::string& x) {
   const std::string name = "/lm_head/MatMul";
+  // With a final softcap the matmul writes an inner value and c * tanh(y / c) writes "logits".
+  const bool cap = hp_.final_softcap > 0;
+  const std::string out = cap ? "/lm_head/output_0" : "logits";
+  std::string y;
   if (hp_.tied_output && !embd_nbits_.B.empty()) {
-    matmul_nbits_node(x, embd_nbits_, "", name, "logits");
-    return;
+    y = matmul_nbits_node(x, embd_nbits_, "", name, out);
+  } else {
+    const TensorInfo& w =
+        need(hp_.tied_output ? "token_embd.weight" : "output.weight", {hp_.n_embd, hp_.n_vocab});
+    if (maps_to_nbits(w.type)) {
+      y = matmul_nbits_node(x, add_nbits(to_nbits(f_, w), "lm_head", false), "", name, out);
+    } else {
+      y = matmul(x, {&w}, {}, name);
+      if (!cap) g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
+    }
   }
-  const TensorInfo& w =
-      need(hp_.tied_output ? "token_embd.weight" : "output.weight", {hp_.n_embd, hp_.n_vocab});
-  if (maps_to_nbits(w.type)) {
-    matmul_nbits_node(x, add_nbits(to_nbits(f_, w), "lm_head", false), "", name, "logits");
-    return;
-  }
-  const std::string y = matmul(x, {&w}, {}, name);
-  g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
+  if (!cap) return;
+  const std::string c = g_.own_floats("/lm_head/softcap", {}, {static_cast<float>(hp_.final_softcap)});
+  const std::string d = g_.node("Div", "", "/lm_head/softcap/Div", {y, c}).outputs[0];
+  const std::string t = g_.node("Tanh", "", "/lm_head/softcap/Tanh", {d}).outputs[0];
+  g_.node("Mul", "", "/lm_head/softcap/Mul", {t, c}).outputs[0] = "logits";
 }
 
 void Builder::build() {
@@ -410,16 +520,27 @@ void Builder::build() {
                 {sym("batch_size"), fixed(Nkv), sym("total_sequence_length"), fixed(H)});
 
   mask_inputs();
-  rope_caches();
+  std::tie(cos_, sin_) = rope_caches("", hp_.rope_base, hp_.rope_linear_factor);
+  if (hp_.swa_window > 0) std::tie(cos_swa_, sin_swa_) = rope_caches("swa_", hp_.rope_base_swa, 1.0);
   std::string residual = embedding();
+  if (hp_.gemma) {  // the embedding scaled by sqrt(n_embd) in fp32, as llama.cpp does
+    const float scale = std::sqrt(static_cast<float>(hp_.n_embd));
+    const std::string c = g_.own_floats("/model/embed_tokens/scale", {}, {scale});
+    residual = g_.node("Mul", "", "/model/embed_tokens/Mul", {residual, c}).outputs[0];
+  }
   std::string x = rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {hp_.n_embd})),
                            "/model/layers.0/input_layernorm");
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const std::string p = "/model/layers." + std::to_string(l);
-    const std::string att = attention(l, x);
+    std::string att = attention(l, x);
+    if (hp_.gemma)
+      att =
+          rms_norm(att, vec(need(blk(l, "post_attention_norm.weight"), {hp_.n_embd})), p + "/post_attn_norm");
     auto [h, sum] = skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {hp_.n_embd})),
                               p + "/post_attention_layernorm", true);
-    const std::string down = mlp(l, h);
+    std::string down = mlp(l, h);
+    if (hp_.gemma)
+      down = rms_norm(down, vec(need(blk(l, "post_ffw_norm.weight"), {hp_.n_embd})), p + "/post_ffw_norm");
     const bool last = l + 1 == hp_.n_layer;
     const std::string next_w = last ? "output_norm.weight" : blk(l + 1, "attn_norm.weight");
     auto [nx, nsum] = skip_norm(sum, down, vec(need(next_w, {hp_.n_embd})),
@@ -460,7 +581,7 @@ llm::GenaiConfig make_config(const File& f, const Hyperparams& hp) {
 
 }  // namespace
 
-GgufModel build_model(File&& f, int accuracy_level) {
+GgufModel build_model(File&& f, int accuracy_level, int64_t capacity) {
   GgufModel r;
   r.hp = read_hyperparams(f);
   const std::vector<std::string> bad = unsupported_tensors(f);
@@ -479,7 +600,7 @@ GgufModel build_model(File&& f, int accuracy_level) {
   m.opset_imports = {{"", 21}, {kMs, 1}};
   m.path = f.label();
   m.graph.name = r.hp.arch;
-  Builder(f, r.hp, m, accuracy_level).build();
+  Builder(f, r.hp, m, accuracy_level, capacity).build();
   // The weights that view the file stay valid as long as the model holds its storage.
   m.file = f.mapping;
   if (!f.owned.empty()) m.owned.push_back(std::move(f.owned));  // the buffer itself moves, not its bytes

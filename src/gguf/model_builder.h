@@ -3,7 +3,9 @@
 // (MatMulNBits with packed QKV, GroupQueryAttention with fused rotary,
 // SkipSimplifiedLayerNormalization, SwiGLU) plus the matching GenaiConfig.
 // Weights map without loss (gguf/quant_map.h); F32 tensors view the mapping.
-// Architectures: llama, qwen2, qwen3; anything else is refused by name.
+// Architectures: llama, qwen2, qwen3, phi3 (fused qkv and gate+up, LongRoPE) and
+// gemma3 (sliding-window layers, extra norms, GELU gate, logit softcap), as llama.cpp
+// computes them; anything else is refused by name.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,20 @@ struct Hyperparams {
   double rope_base = 10000.0, rope_linear_factor = 1.0, rms_eps = 1e-5;
   bool rope_interleaved = false;  // rotate adjacent pairs (llama.cpp's "normal" rope, arch llama)
   bool qkv_bias = false, qk_norm = false, tied_output = false;
+  bool fused_gate_up = false;  // phi3: ffn_up holds the gate rows, then the up rows
+  // gemma3: embedding * sqrt(n_embd), RMS norms after attention and after the FFN, GELU gate.
+  bool gemma = false;
+  double attn_scale = 0.0;  // scale of q.k (llama.cpp's f_attention_scale; 1/sqrt(head_dim) by default)
+  // Sliding-window layers (gemma3): layer l sees the last swa_window keys when
+  // l % swa_period < swa_period - 1, with rope base rope_base_swa and no rope scaling.
+  int64_t swa_window = 0, swa_period = 0;
+  double rope_base_swa = 10000.0;
+  double final_softcap = 0.0;     // > 0: logits = c * tanh(logits / c)
+  double rope_attn_factor = 1.0;  // cos/sin scale (rope.scaling.attn_factor; LongRoPE's magnitude fix)
+  // LongRoPE (phi3 128k): per-frequency divisors rope_factors_long/short.weight; llama.cpp takes
+  // the long ones when the context exceeds rope.scaling.original_context_length.
+  bool rope_factors = false;
+  int64_t rope_orig_context = 0;
 };
 
 // Reads and checks the hyperparameters. Throws "<file>: ..." for an unsupported
@@ -44,7 +60,10 @@ struct GgufModel {
 
 // Builds the model; `f` moves into it (its mapping or bytes back the weights).
 // accuracy_level: MatMulNBits' default (4 = int8 activations, like llama.cpp).
-GgufModel build_model(File&& f, int accuracy_level = 4);
+// capacity: the KV capacity the model will run with (0 = the context length): the rows of the
+// rope tables, and LongRoPE's long/short choice (long when capacity > the original context,
+// as llama.cpp decides by its context size).
+GgufModel build_model(File&& f, int accuracy_level = 4, int64_t capacity = 0);
 
 // Opens `path`, builds the model and its session, and binds a Generator (KV capacity
 // max_length, 0 = the context length), as llm::Generator::load does for a folder.

@@ -1,6 +1,7 @@
 #include "gguf/quant_map.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "base/error.h"
 #include "base/fp16.h"
@@ -182,6 +183,21 @@ void append_rows(NBitsMatrix& dst, const NBitsMatrix& src) {
   dst.scales.insert(dst.scales.end(), src.scales.begin(), src.scales.end());
   dst.zero_points.insert(dst.zero_points.end(), src.zero_points.begin(), src.zero_points.end());
   dst.mins.insert(dst.mins.end(), src.mins.begin(), src.mins.end());
+}
+
+NBitsMatrix take_rows(const NBitsMatrix& m, int64_t n0, int64_t n) {
+  NBITS_ASSERT(n0 >= 0 && n >= 0 && n0 + n <= m.N);
+  NBitsMatrix r;
+  r.N = n, r.K = m.K, r.bits = m.bits, r.block_size = m.block_size;
+  const auto rows = [&](const auto& v, int64_t per_row) {
+    using V = std::decay_t<decltype(v)>;
+    return v.empty() ? V{} : V(v.begin() + n0 * per_row, v.begin() + (n0 + n) * per_row);
+  };
+  r.codes = rows(m.codes, m.k_blocks() * m.blob_bytes());
+  r.scales = rows(m.scales, m.k_blocks());
+  r.zero_points = rows(m.zero_points, m.zp_row_bytes());
+  r.mins = rows(m.mins, m.k_blocks());
+  return r;
 }
 
 bool widens_to_float(GgmlType t) {

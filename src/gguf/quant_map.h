@@ -44,6 +44,8 @@ bool maps_to_nbits(GgmlType t);
 NBitsMatrix to_nbits(const File& f, const TensorInfo& t);
 // Appends src's rows to dst (same K, bits, block and kind of zero point / mins).
 void append_rows(NBitsMatrix& dst, const NBitsMatrix& src);
+// Rows [n0, n0 + n) of m (phi3's ffn_up holds the gate rows, then the up rows).
+NBitsMatrix take_rows(const NBitsMatrix& m, int64_t n0, int64_t n);
 
 // True when to_float() can widen this type (F32, F16, BF16 and the mapped types).
 bool widens_to_float(GgmlType t);

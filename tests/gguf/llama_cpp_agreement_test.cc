@@ -40,17 +40,19 @@ int32_t argmax(std::span<const float> x) {
   return static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
 }
 
-std::unique_ptr<llm::Generator> load(const std::string& path, int accuracy_level) {
-  GgufModel g = build_model(File::open(path));
+// capacity 128: llamacpp_logits_ref.mjs's context (and exact_ref.py's default).
+std::unique_ptr<llm::Generator> load(const std::string& path, int accuracy_level, int64_t capacity = 128) {
+  GgufModel g = build_model(File::open(path), 4, capacity);
   graph::SessionOptions so;
   so.accuracy_level = accuracy_level;
-  return std::make_unique<llm::Generator>(g.config, graph::Session::load(std::move(g.model), so), 128);
+  return std::make_unique<llm::Generator>(g.config, graph::Session::load(std::move(g.model), so), capacity);
 }
 
 // Worst first-step max |dlogp| / max|logit| of `path` at `level` against exact_ref.py's logits.
-double against_exact(const std::string& path, const std::string& ref_path, int level) {
+double against_exact(const std::string& path, const std::string& ref_path, int level,
+                     int64_t capacity = 128) {
   const json ref = json::parse(read_text_file(ref_path));
-  auto gen = load(path, level);
+  auto gen = load(path, level, capacity);
   double worst = 0;
   for (const json& c : ref["cases"]) {
     gen->reset();
@@ -90,7 +92,7 @@ TEST(GgufExact, SmolLM2Q4_1EqualsExactMath) {
 // The tiny random models (every architecture and quantization type, tools/gguf/make_tiny_models.py):
 // at level 0 the synthesised graph is the exact math up to fp32 rounding.
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
-  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma3"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
@@ -98,6 +100,16 @@ TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
     EXPECT_LT(against_exact(path, ref, 0), 5e-5);
     EXPECT_LT(against_exact(path, ref, 4), 8e-2);
   }
+}
+
+// phi3's LongRoPE within its original context (64 of 256): the short factors (exact_ref.py
+// --context 64); the test above ran the long ones (capacity 128).
+TEST(GgufExact, Phi3ShortRopeFactorsWithinTheOriginalContext) {
+  const std::string path = test::tiny_model("phi3"), ref = test::tiny_ref("phi3_short", "exact");
+  NBITS_REQUIRE_SHARED(path);
+  NBITS_REQUIRE_SHARED(ref);
+  EXPECT_LT(against_exact(path, ref, 0, 64), 5e-5);
+  EXPECT_GT(against_exact(path, test::tiny_ref("phi3", "exact"), 0, 64), 1e-2);  // the long factors differ
 }
 
 // nbits against llama.cpp. Both quantize activations to int8 per block of 32 (llama.cpp: Q8_1
@@ -181,7 +193,7 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
 // step is off by 7.6e-2 (llama), 6.3e-3 (qwen2), 3.2e-2 (qwen3) and nbits' by 7.7e-2, 6.2e-3,
 // 2.6e-2; divergences measured at margins up to 4e-2 * max|logit|.
 TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
-  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma3"}) {
     SCOPED_TRACE(arch);
     NBITS_REQUIRE_SHARED(test::tiny_model(arch));
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));

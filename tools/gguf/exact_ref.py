@@ -1,10 +1,12 @@
-"""Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3
-model on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
+"""Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
+phi3 / gemma3 model on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
-Usage: python exact_ref.py MODEL.gguf OUT.json [--prompts '[[1,2,3], ...]']"""
+Usage: python exact_ref.py MODEL.gguf OUT.json [--prompts '[[1,2,3], ...]'] [--context N]
+--context: the context the model runs with (default 128, llamacpp_logits_ref.mjs's): phi3's LongRoPE
+takes its long factors when it exceeds rope.scaling.original_context_length."""
+import argparse
 import json
-import sys
 
 import numpy as np
 import gguf
@@ -24,8 +26,13 @@ PROMPTS = [
 
 
 def main():
-    path, out = sys.argv[1], sys.argv[2]
-    prompts = json.loads(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--prompts" else PROMPTS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("out")
+    ap.add_argument("--prompts", type=json.loads, default=PROMPTS)
+    ap.add_argument("--context", type=int, default=128)
+    args = ap.parse_args()
+    path, out, prompts = args.model, args.out, args.prompts
     r = gguf.GGUFReader(path)
     kv = {f.name: f for f in r.fields.values()}
 
@@ -44,6 +51,16 @@ def main():
     rdim = val(arch + ".rope.dimension_count", H)
     base = val(arch + ".rope.freq_base", 10000.0)
     eps = val(arch + ".attention.layer_norm_rms_epsilon", 1e-5)
+    ctx = val(arch + ".context_length")
+    factor = val(arch + ".rope.scaling.factor", 1.0) if val(arch + ".rope.scaling.type") == "linear" else 1.0
+    attn_factor = val(arch + ".rope.scaling.attn_factor", 1.0)
+    # gemma3: every swa_period-th layer is global, the others see the last `window` keys (llama.cpp's
+    # LLAMA_SWA_TYPE_STANDARD) with their own rope base and no rope scaling. phi3's window is off in
+    # llama.cpp.
+    window = val(arch + ".attention.sliding_window", 0) if arch == "gemma3" else 0
+    swa_period = val(arch + ".attention.sliding_window_pattern", 6)
+    base_swa = val(arch + ".rope.freq_base_swa", 10000.0)
+    softcap = val(arch + ".final_logit_softcapping", 0.0)
     T = {t.name: t for t in r.tensors}
 
     def w(name):  # [rows, cols] as ggml stores them: ne0 = cols
@@ -54,11 +71,18 @@ def main():
     def rms(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
 
-    def rope(x, pos):  # x [S, heads, H]; llama: adjacent pairs (ggml normal), qwen: halves (NEOX)
+    # phi3 LongRoPE: llama.cpp takes the long factors when its context (--context; nbits: the KV
+    # capacity, by default context_length) exceeds the original one.
+    ffac = np.ones(rdim // 2)
+    if "rope_factors_long.weight" in T:
+        orig = val(arch + ".rope.scaling.original_context_length", ctx)
+        ffac = w("rope_factors_long.weight" if args.context > orig else "rope_factors_short.weight").reshape(-1)
+
+    def rope(x, pos, b, scale):  # x [S, heads, H]; llama: adjacent pairs (ggml normal), others: halves (NEOX)
         half = rdim // 2
-        inv = base ** (-2.0 * np.arange(half) / rdim)
-        th = pos[:, None] * inv[None, :]
-        c, s = np.cos(th)[:, None, :], np.sin(th)[:, None, :]
+        inv = b ** (-2.0 * np.arange(half) / rdim) / ffac
+        th = pos[:, None] / scale * inv[None, :]
+        c, s = np.cos(th)[:, None, :] * attn_factor, np.sin(th)[:, None, :] * attn_factor
         y = x.copy()
         if arch == "llama":
             a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
@@ -70,11 +94,20 @@ def main():
 
     emb = w("token_embd.weight")
     head = w("output.weight") if "output.weight" in T else emb
+    Nq, Nkv = nh * H, nkv * H
     layers = []
     for l in range(L):
         p = "blk.%d." % l
-        d = {k: w(p + k + ".weight") for k in ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
-                                                "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
+        names = ["attn_norm", "attn_output", "ffn_norm", "ffn_up", "ffn_down"]
+        names += ["attn_qkv"] if p + "attn_qkv.weight" in T else ["attn_q", "attn_k", "attn_v"]
+        names += ["ffn_gate"] if p + "ffn_gate.weight" in T else []
+        names += ["post_attention_norm", "post_ffw_norm"] if arch == "gemma3" else []
+        d = {k: w(p + k + ".weight") for k in names}
+        if "attn_qkv" in d:
+            d["attn_q"], d["attn_k"], d["attn_v"] = np.split(d.pop("attn_qkv"), [Nq, Nq + Nkv])
+        if "ffn_gate" not in d:  # phi3: ffn_up holds gate then up
+            d["ffn_gate"], d["ffn_up"] = np.split(d["ffn_up"], 2)
+        d["swa"] = window > 0 and l % swa_period < swa_period - 1
         for k in ("attn_q", "attn_k", "attn_v"):
             d[k + ".bias"] = w(p + k + ".bias") if p + k + ".bias" in T else 0.0
         for k in ("attn_q_norm", "attn_k_norm"):
@@ -85,27 +118,37 @@ def main():
     for ids in prompts:
         S = len(ids)
         pos = np.arange(S, dtype=np.float64)
-        x = emb[ids]
-        mask = np.triu(np.full((S, S), -np.inf), 1)
+        x = emb[ids] * (np.sqrt(np.float32(E)) if arch == "gemma3" else 1.0)
+        causal = np.triu(np.full((S, S), -np.inf), 1)
+        local = causal + np.tril(np.full((S, S), -np.inf), -window) if window > 0 else causal
         for d in layers:
+            mask = local if d["swa"] else causal
             h = rms(x, d["attn_norm"])
             q = (h @ d["attn_q"].T + d["attn_q.bias"]).reshape(S, nh, H)
             k = (h @ d["attn_k"].T + d["attn_k.bias"]).reshape(S, nkv, H)
             v = (h @ d["attn_v"].T + d["attn_v.bias"]).reshape(S, nkv, H)
             if d["attn_q_norm"] is not None:
                 q, k = rms(q, d["attn_q_norm"]), rms(k, d["attn_k_norm"])
-            q, k = rope(q, pos), rope(k, pos)
+            b, scale = (base_swa, 1.0) if d["swa"] else (base, factor)
+            q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
             rep = nh // nkv
             k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
             sc = np.einsum("shd,thd->hst", q, k) / np.sqrt(H) + mask
             sc = np.exp(sc - sc.max(-1, keepdims=True))
             sc /= sc.sum(-1, keepdims=True)
-            att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H)
-            x = x + att @ d["attn_output"].T
+            att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
+            x = x + (rms(att, d["post_attention_norm"]) if arch == "gemma3" else att)
             h = rms(x, d["ffn_norm"])
             g = h @ d["ffn_gate"].T
-            x = x + ((g / (1 + np.exp(-g))) * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
+            if arch == "gemma3":  # GELU, tanh approximation (ggml_gelu)
+                act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * (g + 0.044715 * g ** 3)))
+            else:
+                act = g / (1 + np.exp(-g))
+            f = (act * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
+            x = x + (rms(f, d["post_ffw_norm"]) if arch == "gemma3" else f)
         logits = rms(x[-1], norm) @ head.T
+        if softcap:
+            logits = softcap * np.tanh(logits / softcap)
         res.append({"prompt_ids": ids, "logits": [round(float(z), 6) for z in logits]})
     json.dump({"reference": "float64 numpy forward on gguf-py dequantized weights", "arch": arch, "cases": res},
               open(out, "w"))

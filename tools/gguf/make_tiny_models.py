@@ -5,6 +5,11 @@ ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbi
                    untied output Q6_K, embedding Q4_K (min term: dequantized once)
   tiny_qwen2.gguf  q/k/v Q5_K + F32 biases, the rest Q4_K, tied Q8_0 embedding
   tiny_qwen3.gguf  q/k/v Q6_K + per-head q/k RMS norms, o/gate/up Q8_0, down F16, tied F16 embedding
+  tiny_phi3.gguf   fused attn_qkv Q8_0, o Q4_K, fused gate+up ffn_up Q4_0, down Q6_K, untied Q8_0 output,
+                   LongRoPE (rope_factors_long/short, original context 64 of 256, attn_factor 1.1)
+  tiny_gemma3.gguf 6 layers (5 sliding-window layers of 8 keys, then a global one), q/k norms,
+                   post-attention/post-FFN norms, GELU gate, rope base 1e6 global / 1e4 local, linear
+                   rope scaling 2 on the global layer, final logit softcap 2, q/k/v Q8_0, the rest Q4_0
 Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR"""
 import os
@@ -57,27 +62,8 @@ def norm(w, name, n):
 
 def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0):
     w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % arch), arch)
-    w.add_block_count(L)
-    w.add_context_length(256)
-    w.add_embedding_length(E)
-    w.add_feed_forward_length(FF)
-    w.add_head_count(NH)
-    w.add_head_count_kv(NKV)
-    w.add_key_length(HD)
-    w.add_value_length(HD)
+    header(w, arch)
     w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
-    w.add_layer_norm_rms_eps(1e-6)
-    w.add_vocab_size(V)
-    for f in tok_fields:
-        vt = f.types[0]
-        if vt == gguf.GGUFValueType.ARRAY:
-            et = f.types[-1]
-            vals = [bytes(f.parts[i]).decode("utf-8", "surrogateescape") if et == gguf.GGUFValueType.STRING
-                    else f.parts[i].item() for i in f.data]
-            w.add_key_value(f.name, vals, vt, sub_type=et)
-        else:
-            v = f.parts[f.data[0]]
-            w.add_key_value(f.name, bytes(v).decode() if vt == gguf.GGUFValueType.STRING else v.item(), vt)
     weight(w, "token_embd.weight", V, E, embd)
     norm(w, "output_norm.weight", E)
     if output is not None:
@@ -95,10 +81,90 @@ def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0):
         if qk_norm:
             norm(w, p + "attn_q_norm.weight", HD)
             norm(w, p + "attn_k_norm.weight", HD)
+    finish(w)
+
+
+def header(w, arch, layers=L, context=256):
+    w.add_block_count(layers)
+    w.add_context_length(context)
+    w.add_embedding_length(E)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(NH)
+    w.add_head_count_kv(NKV)
+    w.add_key_length(HD)
+    w.add_value_length(HD)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_vocab_size(V)
+    copy_tokenizer(w)
+
+
+def copy_tokenizer(w):
+    for f in tok_fields:
+        vt = f.types[0]
+        if vt == gguf.GGUFValueType.ARRAY:
+            et = f.types[-1]
+            vals = [bytes(f.parts[i]).decode("utf-8", "surrogateescape") if et == gguf.GGUFValueType.STRING
+                    else f.parts[i].item() for i in f.data]
+            w.add_key_value(f.name, vals, vt, sub_type=et)
+        else:
+            v = f.parts[f.data[0]]
+            w.add_key_value(f.name, bytes(v).decode() if vt == gguf.GGUFValueType.STRING else v.item(), vt)
+
+
+def finish(w):
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def phi3():
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_phi3.gguf"), "phi3")
+    header(w, "phi3")
+    w.add_rope_freq_base(10000.0)
+    w.add_rope_dimension_count(HD)
+    w.add_uint32("phi3.rope.scaling.original_context_length", 64)
+    w.add_float32("phi3.rope.scaling.attn_factor", 1.1)
+    w.add_uint32("phi3.attention.sliding_window", 0)
+    w.add_tensor("rope_factors_long.weight", (1 + 3 * rng.random(HD // 2)).astype(np.float32))
+    w.add_tensor("rope_factors_short.weight", (1 + 0.5 * rng.random(HD // 2)).astype(np.float32))
+    weight(w, "token_embd.weight", V, E, T.Q4_0)
+    norm(w, "output_norm.weight", E)
+    weight(w, "output.weight", V, E, T.Q8_0)
+    for l in range(L):
+        p = "blk.%d." % l
+        norm(w, p + "attn_norm.weight", E)
+        norm(w, p + "ffn_norm.weight", E)
+        weight(w, p + "attn_qkv.weight", NH * HD + 2 * NKV * HD, E, T.Q8_0)
+        weight(w, p + "attn_output.weight", E, NH * HD, T.Q4_K)
+        weight(w, p + "ffn_up.weight", 2 * FF, E, T.Q4_0)
+        weight(w, p + "ffn_down.weight", E, FF, T.Q6_K)
+    finish(w)
+
+
+def gemma3():
+    layers = 6
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_gemma3.gguf"), "gemma3")
+    header(w, "gemma3", layers)
+    w.add_rope_freq_base(1000000.0)
+    w.add_string("gemma3.rope.scaling.type", "linear")
+    w.add_float32("gemma3.rope.scaling.factor", 2.0)
+    w.add_uint32("gemma3.attention.sliding_window", 8)
+    w.add_float32("gemma3.final_logit_softcapping", 2.0)
+    weight(w, "token_embd.weight", V, E, T.Q8_0)
+    norm(w, "output_norm.weight", E)
+    for l in range(layers):
+        p = "blk.%d." % l
+        for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            norm(w, p + n + ".weight", E)
+        norm(w, p + "attn_q_norm.weight", HD)
+        norm(w, p + "attn_k_norm.weight", HD)
+        for name, rows, cols, t in (("attn_q", NH * HD, E, T.Q8_0), ("attn_k", NKV * HD, E, T.Q8_0),
+                                    ("attn_v", NKV * HD, E, T.Q8_0), ("attn_output", E, NH * HD, T.Q4_0),
+                                    ("ffn_gate", FF, E, T.Q4_0), ("ffn_up", FF, E, T.Q4_0),
+                                    ("ffn_down", E, FF, T.Q4_0)):
+            weight(w, p + name + ".weight", rows, cols, t)
+    finish(w)
 
 
 model("llama", dict(attn_q=T.Q4_0, attn_k=T.Q4_1, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q5_K,
@@ -107,3 +173,5 @@ model("qwen2", dict(attn_q=T.Q5_K, attn_k=T.Q5_K, attn_v=T.Q5_K, attn_output=T.Q
                     ffn_up=T.Q4_K, ffn_down=T.Q4_K), biases=True)
 model("qwen3", dict(attn_q=T.Q6_K, attn_k=T.Q6_K, attn_v=T.Q6_K, attn_output=T.Q8_0, ffn_gate=T.Q8_0,
                     ffn_up=T.Q8_0, ffn_down=T.F16), qk_norm=True, embd=T.F16)
+phi3()
+gemma3()
