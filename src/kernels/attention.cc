@@ -1,9 +1,20 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cfloat>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
+#include "base/cpu_features.h"
+#include "base/error.h"
+#include "base/fp16.h"
+#include "kernels/attention_tile_inl.h"
 #include "kernels/vector_ops.h"
+#if defined(NBITS_ARCH_X86)
+#include "kernels/x86/attention_x86.h"
+#endif
 
 namespace nbits::kernels {
 namespace {
@@ -69,7 +80,253 @@ void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
   }
 }
 
+// The portable tile: 8 lanes as plain arrays (loops the compiler may vectorize), for ISAs
+// without a tile of their own.
+struct Portable {
+  struct R {
+    float v[8];
+  };
+  static constexpr int kLanes = 8, kAcc = 4;
+  template <typename F>
+  static R map(F f) {
+    R r;
+    for (int i = 0; i < kLanes; ++i) r.v[i] = f(i);
+    return r;
+  }
+  static R zero() { return set1(0.0f); }
+  static R set1(float x) {
+    return map([&](int) { return x; });
+  }
+  static R load(const float* p) {
+    return map([&](int i) { return p[i]; });
+  }
+  static void store(float* p, R x) { std::memcpy(p, x.v, sizeof x.v); }
+  static R fmadd(R a, R b, R c) {
+    return map([&](int i) { return a.v[i] * b.v[i] + c.v[i]; });
+  }
+  static R add(R a, R b) {
+    return map([&](int i) { return a.v[i] + b.v[i]; });
+  }
+  static R sub(R a, R b) {
+    return map([&](int i) { return a.v[i] - b.v[i]; });
+  }
+  static R mul(R a, R b) {
+    return map([&](int i) { return a.v[i] * b.v[i]; });
+  }
+  static R max(R a, R b) {
+    return map([&](int i) { return std::fmax(a.v[i], b.v[i]); });
+  }
+  static R exp(R x) {
+    return map([&](int i) { return std::exp(x.v[i]); });
+  }
+  static R lt_select(R a, R b, R x, R y) {
+    return map([&](int i) { return a.v[i] < b.v[i] ? x.v[i] : y.v[i]; });
+  }
+  static void widen(const uint16_t* h, float* f, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) f[i] = fp16_to_float(h[i]);
+  }
+};
+
+const attn::TileKernels* best_kernels() {
+  static const attn::TileKernels k = [] {
+#if defined(NBITS_ARCH_X86)
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c)
+      return attention_tile_avx512();
+    if (f.avx2 && f.fma && f.f16c) return attention_tile_avx2();
+#endif
+    return attn::tile_kernels<Portable>("scalar");
+  }();
+  return &k;
+}
+
+static_assert(attn::kMaxTileRows == kAttentionMaxTileRows && attn::kMaxHead == kAttentionMaxHead);
+
+std::atomic<const attn::TileKernels*> g_selected{nullptr};
+
+const attn::TileKernels& tile_kernels() {
+  const attn::TileKernels* k = g_selected.load(std::memory_order_relaxed);
+  return k ? *k : *best_kernels();
+}
+
+// Per-thread tile buffers (no allocation: decode and prefill steps allocate nothing).
+struct Work {
+  alignas(64) float qt[attn::kMaxHead * attn::kMaxTileRows];
+  alignas(64) float ot[attn::kMaxHead * attn::kMaxTileRows];
+  alignas(64) float s[64 * attn::kMaxTileRows];
+  alignas(64) float kb[attn::kBlockFloats];
+  alignas(64) float vb[attn::kBlockFloats];
+  alignas(64) float lo[attn::kMaxTileRows];
+  alignas(64) float hi[attn::kMaxTileRows];
+  alignas(64) float m[attn::kMaxTileRows];
+  alignas(64) float l[attn::kMaxTileRows];
+};
+
+Work& work() {
+  thread_local Work w;
+  return w;
+}
+
+// Runs rows [r0, r0 + nr) of rows (nr <= the tile rows) over keys [jb, je) into w.ot/m/l; returns
+// the padded row count (the stride of w.ot).
+template <typename T>
+int64_t run_tile(const AttentionRows& rows, int64_t r0, int64_t nr, const T* K, const T* V, int64_t jb,
+                 int64_t je, const AttentionParams& p, Work& w) {
+  const attn::TileKernels& k = tile_kernels();
+  const int nv = nr <= k.lanes ? 1 : 2;
+  const int64_t MP = nv * k.lanes, H = p.head_size;
+  NBITS_CHECK(H >= 1 && H <= attn::kMaxHead && nr <= MP, "attention: head size ", H, " or ", nr,
+              " rows out of range");
+  int64_t lo_max = 0, hi_min = INT64_MAX;
+  for (int64_t r = 0; r < MP; ++r) {
+    if (r < nr) {
+      const float* q = rows.q[r0 + r];
+      for (int64_t h = 0; h < H; ++h) w.qt[h * MP + r] = q[h] * p.scale;
+      w.lo[r] = static_cast<float>(rows.lo[r0 + r]);
+      w.hi[r] = static_cast<float>(rows.hi[r0 + r]);
+      lo_max = std::max(lo_max, rows.lo[r0 + r]);
+      hi_min = std::min(hi_min, rows.hi[r0 + r]);
+    } else {
+      for (int64_t h = 0; h < H; ++h) w.qt[h * MP + r] = 0.0f;
+      w.lo[r] = w.hi[r] = 0.0f;
+    }
+  }
+  attn::Tile t;
+  t.H = H;
+  t.qt = w.qt;
+  t.lo = w.lo;
+  t.hi = w.hi;
+  t.lo_max = lo_max;
+  t.hi_min = hi_min;
+  t.ot = w.ot;
+  t.m = w.m;
+  t.l = w.l;
+  t.s = w.s;
+  t.kb = w.kb;
+  t.vb = w.vb;
+  if constexpr (std::is_same_v<T, float>)
+    k.f32[nv - 1](t, K, V, jb, je, p.softcap);
+  else
+    k.f16[nv - 1](t, K, V, jb, je, p.softcap);
+  return MP;
+}
+
+// The key span rows [r0, r0 + nr) need.
+void key_span(const AttentionRows& rows, int64_t r0, int64_t nr, int64_t* jb, int64_t* je) {
+  *jb = INT64_MAX;
+  *je = 0;
+  for (int64_t r = r0; r < r0 + nr; ++r) {
+    *jb = std::min(*jb, rows.lo[r]);
+    *je = std::max(*je, rows.hi[r]);
+  }
+}
+
+// out = o * c / (l * c + smooth term), c = exp(m - m*), m* = max(m, 0 if smooth).
+template <typename T>
+void attend_all(const AttentionRows& rows, const T* K, const T* V, const AttentionParams& p) {
+  Work& w = work();
+  const int64_t step = attention_tile_rows(), H = p.head_size;
+  for (int64_t r0 = 0; r0 < rows.n; r0 += step) {
+    const int64_t nr = std::min(step, rows.n - r0);
+    int64_t jb, je;
+    key_span(rows, r0, nr, &jb, &je);
+    const int64_t MP = run_tile(rows, r0, nr, K, V, jb, je, p, w);
+    for (int64_t r = 0; r < nr; ++r) {
+      const float mx = p.smooth ? std::max(w.m[r], 0.0f) : w.m[r];
+      const float c = std::exp(w.m[r] - mx);
+      const float den = w.l[r] * c + (p.smooth ? std::exp(-mx) : 0.0f);
+      const float f = c / den;
+      float* out = rows.out[r0 + r];
+      for (int64_t i = 0; i < H; ++i) out[i] = w.ot[i * MP + r] * f;
+    }
+  }
+}
+
+template <typename T>
+void attend_part(const AttentionRows& rows, const T* K, const T* V, int64_t jb, int64_t je,
+                 const AttentionParams& p, float* part) {
+  Work& w = work();
+  const int64_t step = attention_tile_rows(), H = p.head_size, n = rows.n;
+  for (int64_t r0 = 0; r0 < n; r0 += step) {
+    const int64_t nr = std::min(step, n - r0);
+    int64_t b, e;
+    key_span(rows, r0, nr, &b, &e);
+    b = std::max(b, jb);
+    e = std::min(e, je);
+    if (b >= e) {
+      for (int64_t r = r0; r < r0 + nr; ++r) {
+        std::fill(part + r * H, part + (r + 1) * H, 0.0f);
+        part[n * H + r] = -FLT_MAX;
+        part[n * H + n + r] = 0.0f;
+      }
+      continue;
+    }
+    const int64_t MP = run_tile(rows, r0, nr, K, V, b, e, p, w);
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t i = 0; i < H; ++i) part[(r0 + r) * H + i] = w.ot[i * MP + r];
+      part[n * H + r0 + r] = w.m[r];
+      part[n * H + n + r0 + r] = w.l[r];
+    }
+  }
+}
+
 }  // namespace
+
+int64_t attention_tile_rows() { return 2 * tile_kernels().lanes; }
+
+const char* attention_isa() { return tile_kernels().isa; }
+
+bool attention_select_isa(const char* isa) {
+  static const attn::TileKernels portable = attn::tile_kernels<Portable>("scalar");
+#if defined(NBITS_ARCH_X86)
+  static const attn::TileKernels avx2 = attention_tile_avx2();
+  static const attn::TileKernels avx512 = attention_tile_avx512();
+  const CpuFeatures& f = cpu_features();
+  const bool has2 = f.avx2 && f.fma && f.f16c;
+  if (std::strcmp(isa, "avx2") == 0 && has2) return g_selected.store(&avx2), true;
+  if (std::strcmp(isa, "avx512") == 0 && has2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)
+    return g_selected.store(&avx512), true;
+#endif
+  if (std::strcmp(isa, "scalar") == 0) return g_selected.store(&portable), true;
+  if (std::strcmp(isa, "best") == 0) return g_selected.store(nullptr), true;
+  return false;
+}
+
+void attend_rows(const AttentionRows& rows, const float* K, const float* V, const AttentionParams& p) {
+  attend_all(rows, K, V, p);
+}
+void attend_rows(const AttentionRows& rows, const uint16_t* K, const uint16_t* V, const AttentionParams& p) {
+  attend_all(rows, K, V, p);
+}
+void attend_rows_partial(const AttentionRows& rows, const float* K, const float* V, int64_t jb, int64_t je,
+                         const AttentionParams& p, float* part) {
+  attend_part(rows, K, V, jb, je, p, part);
+}
+void attend_rows_partial(const AttentionRows& rows, const uint16_t* K, const uint16_t* V, int64_t jb,
+                         int64_t je, const AttentionParams& p, float* part) {
+  attend_part(rows, K, V, jb, je, p, part);
+}
+
+void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, int64_t n,
+                     const AttentionParams& p, float* const* out) {
+  const int64_t H = p.head_size;
+  for (int64_t r = 0; r < n; ++r) {
+    float mx = p.smooth ? 0.0f : -FLT_MAX;
+    for (int64_t k = 0; k < nparts; ++k) mx = std::max(mx, parts[k * part_stride + n * H + r]);
+    float den = p.smooth ? std::exp(-mx) : 0.0f;
+    float* o = out[r];
+    std::fill(o, o + H, 0.0f);
+    for (int64_t k = 0; k < nparts; ++k) {
+      const float* part = parts + k * part_stride;
+      const float c = std::exp(part[n * H + r] - mx);
+      if (c == 0.0f) continue;
+      den += part[n * H + n + r] * c;
+      for (int64_t i = 0; i < H; ++i) o[i] += part[r * H + i] * c;
+    }
+    const float f = 1.0f / den;
+    for (int64_t i = 0; i < H; ++i) o[i] *= f;
+  }
+}
 
 void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
                   const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {

@@ -1,6 +1,11 @@
-// Attention of a group of query rows that share the same key/value rows (the
-// query heads of one GroupQueryAttention kv head at one position): K and V are
-// read once per block for the whole group, with the vector_ops helpers.
+// Attention of query rows that share the same key/value rows (the query heads
+// of one GroupQueryAttention kv head, at one or several positions).
+//
+// attend_rows is the flash-style kernel (kernels/attention_tile_inl.h): tiles of
+// up to attention_tile_rows() query rows against blocks of K/V rows with an online
+// softmax; attend_rows_partial + attention_merge split one row set's keys across
+// threads (decode at long context). attend_group is the older one-position path
+// (full scores in scratch, vector_ops helpers), kept for heads above 512.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +26,46 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
 // The same over an IEEE fp16 cache (K, V: n rows of H halves), widened as read.
 void attend_group(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
                   int64_t n, const AttentionParams& p, float* scratch, float* out, int64_t out_stride);
+
+// Query rows of one kv head: row r < n has its query at q[r] (head_size floats), sees the keys
+// [lo[r], hi[r]) of K/V (0 <= lo < hi; rows of head_size values) and gets its output at out[r].
+struct AttentionRows {
+  const float* const* q = nullptr;
+  float* const* out = nullptr;
+  const int64_t* lo = nullptr;
+  const int64_t* hi = nullptr;
+  int64_t n = 0;
+};
+
+// Query rows one tile of the dispatched kernel holds (2 vectors: 32 on AVX-512, 16 on AVX2).
+int64_t attention_tile_rows();
+// Longest head attend_rows takes, and the most tile rows of any ISA.
+constexpr int64_t kAttentionMaxHead = 512;
+constexpr int64_t kAttentionMaxTileRows = 32;
+
+// out[r][i] = sum_{lo[r] <= j < hi[r]} softmax_j(scale * q_r . K_j) V[j][i], with softcap and
+// smooth softmax as in AttentionParams. head_size <= kAttentionMaxHead. Any number of rows.
+void attend_rows(const AttentionRows& rows, const float* K, const float* V, const AttentionParams& p);
+void attend_rows(const AttentionRows& rows, const uint16_t* K, const uint16_t* V, const AttentionParams& p);
+
+// Floats one partial of n rows takes.
+inline int64_t attention_part_floats(int64_t n, int64_t head_size) { return n * (head_size + 2); }
+// The same over keys [jb, je) only (each row's range cut to it; a row may see none): into part,
+// the unnormalised outputs [n][head_size], then the running max [n] (-FLT_MAX where a row saw no
+// key), then the sums of exp(score - max) [n]. The smooth term is left to attention_merge.
+void attend_rows_partial(const AttentionRows& rows, const float* K, const float* V, int64_t jb, int64_t je,
+                         const AttentionParams& p, float* part);
+void attend_rows_partial(const AttentionRows& rows, const uint16_t* K, const uint16_t* V, int64_t jb,
+                         int64_t je, const AttentionParams& p, float* part);
+// out[r] from nparts partials of the same n rows at parts + k * part_stride (every row saw a key in
+// at least one part).
+void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, int64_t n,
+                     const AttentionParams& p, float* const* out);
+
+// The ISA the tile kernel dispatched to ("avx512", "avx2" or "scalar").
+const char* attention_isa();
+// Tests: use that ISA's tile kernel from now on; false (and nothing changed) where this CPU or
+// build lacks it.
+bool attention_select_isa(const char* isa);
 
 }  // namespace nbits::kernels

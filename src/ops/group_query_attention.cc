@@ -8,6 +8,8 @@
 // semantics): with W > 0, a query at causal length L sees keys [L - W, L).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -41,6 +43,16 @@ struct Scratch {
 Scratch& scratch() {
   thread_local Scratch s;
   return s;
+}
+
+// NBITS_ATTENTION=group: the per-position attend_group path for every head size (before/after
+// comparisons of the tile kernel in one binary).
+bool legacy_attention() {
+  static const bool on = [] {
+    const char* v = std::getenv("NBITS_ATTENTION");
+    return v != nullptr && std::strcmp(v, "group") == 0;
+  }();
+  return on;
 }
 
 class GroupQueryAttentionOp final : public Op {
@@ -148,31 +160,115 @@ class GroupQueryAttentionOp final : public Op {
           }
         }
 
-    // One task = one (batch, kv head, position) and a chunk of that kv head's query heads, so the
-    // K/V rows are read once per chunk. Decode has few such groups: split the heads of each group
-    // into chunks so every thread gets work.
-    const int64_t G = Nq / Nkv, groups = g.B * Nkv * S;
+    const int64_t G = Nq / Nkv;
     // Attention over a short context is a few microseconds: not worth waking a thread.
     int64_t longest = 0;
     for (int64_t b = 0; b < g.B; ++b) longest = std::max<int64_t>(longest, g.total_b[b]);
     const bool tiny = g.B * Nq * S * longest * H < 32 * 1024;
     const int64_t threads = tiny ? 1 : ctx.pool.num_threads();
-    const int64_t want_chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
-    const int64_t per_chunk = (G + want_chunks - 1) / want_chunks;
-    const int64_t chunks = (G + per_chunk - 1) / per_chunk;  // none empty
-    const int64_t tasks = groups * chunks;
-    const int64_t parts = std::min<int64_t>(tasks, threads);
-    if (scores_buf.size() < static_cast<size_t>(parts * per_chunk * L))
-      scores_buf.resize(parts * per_chunk * L);
     kernels::AttentionParams ap;
     ap.head_size = H;
     ap.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
     ap.softcap = at_.softcap;
     ap.smooth = at_.smooth;
     float* out = a.out[0]->as<float>();
+    if (H > kernels::kAttentionMaxHead || legacy_attention())
+      return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
+
+    // One task = the query rows of a tile: hc query heads of one kv head at sq consecutive
+    // positions (hc * sq <= the kernel's tile rows), so each K/V block is read once for all of them.
+    const int64_t tile_rows = kernels::attention_tile_rows();
+    const int64_t hc = std::min(G, tile_rows), hchunks = (G + hc - 1) / hc;
+    const int64_t sq = std::max<int64_t>(1, tile_rows / hc), stiles = (S + sq - 1) / sq;
+    const int64_t tasks = g.B * Nkv * hchunks * stiles;
+    // Decode at long context has fewer tasks than threads: split each task's keys into parts
+    // (each thread streams its share of K/V) and merge the partial softmaxes.
+    int64_t parts = 1;
+    if (tasks < threads && longest >= 512) parts = std::min((threads + tasks - 1) / tasks, longest / 256);
+    struct TaskRows {
+      const float* q[kernels::kAttentionMaxTileRows];
+      float* out[kernels::kAttentionMaxTileRows];
+      int64_t lo[kernels::kAttentionMaxTileRows], hi[kernels::kAttentionMaxTileRows];
+      kernels::AttentionRows rows;
+      const T *K, *V;
+    };
+    auto task_rows = [&](int64_t t, TaskRows& tr) {
+      const int64_t st = t % stiles, c = (t / stiles) % hchunks, kvh = (t / (stiles * hchunks)) % Nkv,
+                    b = t / (stiles * hchunks * Nkv);
+      const int64_t h0 = kvh * G + c * hc, nh = std::min(hc, G - c * hc);
+      const int64_t s0 = st * sq, ns = std::min(sq, S - s0);
+      int64_t n = 0;
+      for (int64_t s = s0; s < s0 + ns; ++s) {
+        const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
+        const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
+        for (int64_t h = h0; h < h0 + nh; ++h, ++n) {
+          const int64_t row = ((b * S + s) * Nq + h) * H;
+          tr.q[n] = qbuf.data() + row;
+          tr.out[n] = out + row;
+          tr.lo[n] = start;
+          tr.hi[n] = end;
+        }
+      }
+      tr.rows.q = tr.q;
+      tr.rows.out = tr.out;
+      tr.rows.lo = tr.lo;
+      tr.rows.hi = tr.hi;
+      tr.rows.n = n;
+      tr.K = pk + (b * Nkv + kvh) * L * H;
+      tr.V = pv + (b * Nkv + kvh) * L * H;
+    };
+    if (parts == 1) {
+      const int64_t workers = std::min<int64_t>(tasks, threads);
+      ctx.pool.parallel_for(workers, [&](int64_t p) {
+        TaskRows tr;
+        // Round-robin: causal rows grow with the position, so interleave position tiles across workers.
+        for (int64_t t = p; t < tasks; t += workers) {
+          task_rows(t, tr);
+          kernels::attend_rows(tr.rows, tr.K, tr.V, ap);
+        }
+      });
+      return;
+    }
+    const int64_t part_floats = kernels::attention_part_floats(kernels::kAttentionMaxTileRows, H);
+    if (scores_buf.size() < static_cast<size_t>(tasks * parts * part_floats))
+      scores_buf.resize(tasks * parts * part_floats);
+    ctx.pool.parallel_for(tasks * parts, [&](int64_t w) {
+      TaskRows tr;
+      const int64_t t = w / parts, k = w % parts;
+      task_rows(t, tr);
+      int64_t jb = INT64_MAX, je = 0;
+      for (int64_t r = 0; r < tr.rows.n; ++r) {
+        jb = std::min(jb, tr.lo[r]);
+        je = std::max(je, tr.hi[r]);
+      }
+      const int64_t b0 = jb + (je - jb) * k / parts, b1 = jb + (je - jb) * (k + 1) / parts;
+      kernels::attend_rows_partial(tr.rows, tr.K, tr.V, b0, b1, ap, scores_buf.data() + w * part_floats);
+    });
+    for (int64_t t = 0; t < tasks; ++t) {
+      TaskRows tr;
+      task_rows(t, tr);
+      kernels::attention_merge(scores_buf.data() + t * parts * part_floats, parts, part_floats, tr.rows.n, ap,
+                               tr.out);
+    }
+  }
+
+  // Heads above the tile kernel's buffers: attend_group per (batch, kv head, position) and chunk of
+  // that kv head's query heads (full scores in scratch).
+  template <typename T>
+  void attend_long_heads(const Geometry& g, RunContext& ctx, const T* pk, const T* pv, int64_t threads,
+                         const kernels::AttentionParams& ap, float* out) const {
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
+    Scratch& sc = scratch();
+    const int64_t G = Nq / Nkv, groups = g.B * Nkv * S;
+    const int64_t want_chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
+    const int64_t per_chunk = (G + want_chunks - 1) / want_chunks;
+    const int64_t chunks = (G + per_chunk - 1) / per_chunk;  // none empty
+    const int64_t tasks = groups * chunks;
+    const int64_t parts = std::min<int64_t>(tasks, threads);
+    if (sc.scores.size() < static_cast<size_t>(parts * per_chunk * L))
+      sc.scores.resize(parts * per_chunk * L);
     ctx.pool.parallel_for(parts, [&](int64_t p) {
-      float* scores = scores_buf.data() + p * per_chunk * L;
-      // Round-robin: causal rows grow with the position, so interleave positions across parts.
+      float* scores = sc.scores.data() + p * per_chunk * L;
       for (int64_t t = p; t < tasks; t += parts) {
         const int64_t s = t % S, c = (t / S) % chunks, kvh = (t / (S * chunks)) % Nkv,
                       b = t / (S * chunks * Nkv);
@@ -181,7 +277,7 @@ class GroupQueryAttentionOp final : public Op {
         const T* V = pv + (b * Nkv + kvh) * L * H;
         const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
-        kernels::attend_group(qbuf.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
+        kernels::attend_group(sc.q.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
                               end - start, ap, scores, out + (b * S + s) * Nq * H + h0 * H, H);
       }
     });

@@ -1,0 +1,59 @@
+// The flash-attention tile on AVX-512F (F16C widens an fp16 cache): 16 query rows per vector,
+// register blocks of 16 accumulators (of the 32 registers).
+#include <immintrin.h>
+
+#include "base/fp16.h"
+#include "kernels/x86/attention_x86.h"
+
+namespace nbits::kernels {
+namespace {
+
+// exp of 16 floats: exp_avx2.h's Cephes reduction and polynomial, 2^n by scalef (keeps subnormal
+// results, overflows to +inf); x < -104 -> 0, NaN -> NaN. maskz forms: GCC 12 warns on the
+// _mm512_undefined_* inside the unmasked ones.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_maskz_max_ps(0xFFFF, _mm512_set1_ps(-110.0f),
+                          _mm512_maskz_min_ps(0xFFFF, _mm512_set1_ps(89.0f), x));
+  const __m512 n = _mm512_maskz_roundscale_ps(0xFFFF, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  const __m512 a = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 b = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
+  const __m512 c = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+  const __m512 p = _mm512_fmadd_ps(_mm512_fmadd_ps(c, r2, b), r2, a);
+  const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(0xFFFF, e, n);
+}
+
+struct Avx512 {
+  using R = __m512;
+  static constexpr int kLanes = 16, kAcc = 16;
+  static R zero() { return _mm512_setzero_ps(); }
+  static R set1(float x) { return _mm512_set1_ps(x); }
+  static R load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, R x) { _mm512_storeu_ps(p, x); }
+  static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
+  static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  static R max(R a, R b) { return _mm512_maskz_max_ps(0xFFFF, a, b); }
+  static R exp(R x) { return exp16(x); }
+  static R lt_select(R a, R b, R x, R y) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+  }
+  static void widen(const uint16_t* h, float* f, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(
+          f + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+    for (; i < n; ++i) f[i] = fp16_to_float(h[i]);
+  }
+};
+
+}  // namespace
+
+attn::TileKernels attention_tile_avx512() { return attn::tile_kernels<Avx512>("avx512"); }
+
+}  // namespace nbits::kernels

@@ -1,0 +1,247 @@
+// The flash-attention kernel (kernels::attend_rows, attend_rows_partial + attention_merge) of every
+// ISA built here against a straightforward double-precision reference: contexts 1..4096, query
+// tiles of 1 to beyond the tile rows, 1..8 query heads per kv head, heads 17..256, causal rows with
+// and without a local window, softcap, smooth softmax, fp32 and fp16 caches.
+//
+// Tolerance: |out - ref| <= 2e-5 * max |ref| over the case (the reference runs on the same fp32 or
+// fp16-widened K/V values, so the fp16 cache is held to the same bound).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "kernels/attention.h"
+
+namespace nbits::kernels {
+namespace {
+
+constexpr double kTol = 2e-5;
+
+struct Case {
+  int64_t n = 1;   // keys in the cache (the context)
+  int64_t S = 1;   // query positions: the last S of the context
+  int64_t G = 1;   // query heads per kv head
+  int64_t H = 64;  // head size
+  int64_t window = 0;
+  float softcap = 0.0f;
+  bool smooth = false;
+  bool f16 = false;
+  float q_range = 2.0f;  // larger: peakier softmax (exercises the online rescaling)
+  int parts = 1;         // > 1: attend_rows_partial over that many key ranges, then attention_merge
+};
+
+std::string name(const Case& c) {
+  return "n=" + std::to_string(c.n) + " S=" + std::to_string(c.S) + " G=" + std::to_string(c.G) +
+         " H=" + std::to_string(c.H) + " W=" + std::to_string(c.window) +
+         " cap=" + std::to_string(c.softcap) + " smooth=" + std::to_string(c.smooth) +
+         " f16=" + std::to_string(c.f16) + " parts=" + std::to_string(c.parts);
+}
+
+std::vector<float> rand_vec(int64_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<double> reference(const float* q, const float* K, const float* V, int64_t lo, int64_t hi,
+                              const AttentionParams& p) {
+  const int64_t H = p.head_size;
+  std::vector<double> s(static_cast<size_t>(hi - lo)), out(static_cast<size_t>(H), 0.0);
+  double mx = -INFINITY;
+  for (int64_t j = lo; j < hi; ++j) {
+    double d = 0;
+    for (int64_t i = 0; i < H; ++i) d += double(q[i]) * K[j * H + i];
+    d *= p.scale;
+    if (p.softcap > 0) d = p.softcap * std::tanh(d / p.softcap);
+    s[j - lo] = d;
+    mx = std::max(mx, d);
+  }
+  if (p.smooth) mx = std::max(mx, 0.0);
+  double z = p.smooth ? std::exp(-mx) : 0.0;
+  for (double& v : s) z += (v = std::exp(v - mx));
+  for (int64_t j = lo; j < hi; ++j)
+    for (int64_t i = 0; i < H; ++i) out[i] += s[j - lo] / z * V[j * H + i];
+  return out;
+}
+
+// Runs one case on the selected ISA; returns the worst error relative to max |ref|.
+double run_case(const Case& c, std::mt19937& rng) {
+  const int64_t H = c.H, rows = c.S * c.G, qs = H + 3;  // query rows wider than a head
+  AttentionParams p;
+  p.head_size = H;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(H));
+  p.softcap = c.softcap;
+  p.smooth = c.smooth;
+  const auto q = rand_vec(rows * qs, rng, -c.q_range, c.q_range);
+  auto K = rand_vec(c.n * H, rng, -2.0f, 2.0f), V = rand_vec(c.n * H, rng, -1.0f, 1.0f);
+  std::vector<uint16_t> K16(K.size()), V16(V.size());
+  if (c.f16)
+    for (size_t i = 0; i < K.size(); ++i) {
+      K16[i] = float_to_fp16(K[i]);
+      V16[i] = float_to_fp16(V[i]);
+      K[i] = fp16_to_float(K16[i]);  // the reference sees the widened halves
+      V[i] = fp16_to_float(V16[i]);
+    }
+  std::vector<float> out(static_cast<size_t>(rows * (H + 1)), 7.0f);
+  std::vector<const float*> qp(rows);
+  std::vector<float*> op(rows);
+  std::vector<int64_t> lo(rows), hi(rows);
+  for (int64_t s = 0; s < c.S; ++s)
+    for (int64_t g = 0; g < c.G; ++g) {
+      const int64_t r = s * c.G + g;
+      qp[r] = q.data() + r * qs;
+      op[r] = out.data() + r * (H + 1);
+      hi[r] = c.n - c.S + s + 1;
+      lo[r] = c.window > 0 && hi[r] > c.window ? hi[r] - c.window : 0;
+    }
+  AttentionRows ar;
+  ar.q = qp.data();
+  ar.out = op.data();
+  ar.lo = lo.data();
+  ar.hi = hi.data();
+  ar.n = rows;
+  if (c.parts == 1) {
+    if (c.f16)
+      attend_rows(ar, K16.data(), V16.data(), p);
+    else
+      attend_rows(ar, K.data(), V.data(), p);
+  } else {
+    const int64_t pf = attention_part_floats(rows, H);
+    std::vector<float> parts(static_cast<size_t>(pf * c.parts));
+    for (int k = 0; k < c.parts; ++k) {
+      const int64_t b = c.n * k / c.parts, e = c.n * (k + 1) / c.parts;
+      if (c.f16)
+        attend_rows_partial(ar, K16.data(), V16.data(), b, e, p, parts.data() + k * pf);
+      else
+        attend_rows_partial(ar, K.data(), V.data(), b, e, p, parts.data() + k * pf);
+    }
+    attention_merge(parts.data(), c.parts, pf, rows, p, op.data());
+  }
+  double worst = 0.0, big = 0.0;
+  std::vector<std::vector<double>> want(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    want[r] = reference(qp[r], K.data(), V.data(), lo[r], hi[r], p);
+    for (double v : want[r]) big = std::max(big, std::fabs(v));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < H; ++i) worst = std::max(worst, std::fabs(op[r][i] - want[r][i]));
+    EXPECT_EQ(op[r][H], 7.0f) << "gap after row " << r << " written, " << name(c);
+  }
+  return worst / std::max(big, 1e-30);
+}
+
+class AttentionTile : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (!attention_select_isa(GetParam()))
+      GTEST_SKIP() << "the " << GetParam() << " attention tile is not built for or not supported by this CPU";
+  }
+  void TearDown() override { attention_select_isa("best"); }
+};
+
+TEST_P(AttentionTile, MatchesReferenceAcrossContexts) {
+  std::mt19937 rng(11);
+  double worst = 0.0;
+  const int64_t heads[] = {64, 80, 96, 128, 256, 17};
+  const int64_t groups[] = {1, 2, 3, 7, 8};
+  int idx = 0;
+  for (int64_t n : {1, 2, 7, 63, 64, 65, 300, 1024, 4096})
+    for (int64_t H : heads)
+      for (int64_t G : groups) {
+        ++idx;
+        Case c;
+        c.n = n;
+        c.H = H;
+        c.G = G;
+        // Query positions: one (decode), a few, or beyond a tile (prefill of the whole context when
+        // it is short, the last positions of a long one).
+        const int64_t want_s[] = {1, 5, 35};
+        c.S = std::min<int64_t>(n, want_s[idx % 3]);
+        if (n >= 1024 && (H >= 128 || G >= 7)) c.S = std::min<int64_t>(c.S, 5);
+        c.window = idx % 4 == 1 ? std::max<int64_t>(1, n / 3) : (idx % 4 == 2 ? 50 : 0);
+        c.softcap = idx % 5 == 3 ? 5.0f : 0.0f;
+        c.smooth = idx % 7 == 2;
+        c.f16 = idx % 2 == 1;
+        c.q_range = idx % 6 == 4 ? 12.0f : 2.0f;
+        const double err = run_case(c, rng);
+        ASSERT_LE(err, kTol) << name(c);
+        worst = std::max(worst, err);
+      }
+  std::printf("[ %s ] worst error / max |ref|: %.3g (bound %.3g)\n", GetParam(), worst, kTol);
+}
+
+TEST_P(AttentionTile, PartialsMergeLikeOnePass) {
+  std::mt19937 rng(23);
+  int idx = 0;
+  for (int64_t n : {1, 7, 65, 300, 1024, 4096})
+    for (int parts : {2, 3, 5})
+      for (int64_t G : {1, 7, 8}) {
+        ++idx;
+        Case c;
+        c.n = n;
+        c.G = G;
+        c.H = idx % 3 == 0 ? 128 : 64;
+        c.parts = parts;
+        c.S = idx % 4 == 0 ? std::min<int64_t>(n, 3) : 1;
+        c.window = idx % 5 == 1 ? std::max<int64_t>(1, n / 4) : 0;  // some parts see nothing
+        c.softcap = idx % 6 == 2 ? 5.0f : 0.0f;
+        c.smooth = idx % 3 == 1;
+        c.f16 = idx % 2 == 0;
+        const double err = run_case(c, rng);
+        ASSERT_LE(err, kTol) << name(c);
+      }
+}
+
+// fp16 cache: exactly what the fp32 kernel computes on the widened rows.
+TEST_P(AttentionTile, Fp16CacheBitwiseLikeWidened) {
+  std::mt19937 rng(5);
+  for (int64_t n : {1, 63, 300})
+    for (int64_t H : {64, 80, 17}) {
+      const int64_t rows = 7;
+      AttentionParams p;
+      p.head_size = H;
+      p.scale = 0.125f;
+      const auto q = rand_vec(rows * H, rng, -2.0f, 2.0f);
+      auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
+      std::vector<uint16_t> K16(K.size()), V16(V.size());
+      for (size_t i = 0; i < K.size(); ++i) {
+        K16[i] = float_to_fp16(K[i]);
+        V16[i] = float_to_fp16(V[i]);
+        K[i] = fp16_to_float(K16[i]);
+        V[i] = fp16_to_float(V16[i]);
+      }
+      std::vector<float> o16(rows * H), o32(rows * H);
+      std::vector<const float*> qp(rows);
+      std::vector<float*> p16(rows), p32(rows);
+      std::vector<int64_t> lo(rows, 0), hi(rows, n);
+      for (int64_t r = 0; r < rows; ++r) {
+        qp[r] = q.data() + r * H;
+        p16[r] = o16.data() + r * H;
+        p32[r] = o32.data() + r * H;
+      }
+      AttentionRows ar{qp.data(), p16.data(), lo.data(), hi.data(), rows};
+      attend_rows(ar, K16.data(), V16.data(), p);
+      ar.out = p32.data();
+      attend_rows(ar, K.data(), V.data(), p);
+      ASSERT_EQ(o16, o32) << "n " << n << " H " << H;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+TEST(AttentionTileDispatch, ReportsAnIsa) {
+  const std::string isa = attention_isa();
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "scalar") << isa;
+  EXPECT_GE(attention_tile_rows(), 16);
+  EXPECT_LE(attention_tile_rows(), kAttentionMaxTileRows);
+}
+
+}  // namespace
+}  // namespace nbits::kernels
