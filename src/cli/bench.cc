@@ -4,9 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "cli/command.h"
+#include "cli/common.h"
 #include "gguf/model_builder.h"
-#include "modelgen/arg_list.h"
 #include "modelgen/bench_run.h"
 
 namespace nbits::cli {
@@ -50,42 +51,49 @@ void print_profile(const char* phase, const nlohmann::ordered_json& p) {
 }
 
 int bench_main(const std::vector<std::string>& args) {
-  for (const auto& a : args)
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kHelp);
-      return 0;
-    }
-  modelgen::ArgList f(
-      args,
-      {"--model", "--threads", "--prompt", "--decode", "--reps", "--format", "--bandwidth-gbs",
-       "--bandwidth-mb", "--accuracy-level", "--scales", "--kv-cache", "--requantize-float"},
-      {"--profile"}, {{"-m", "--model"}, {"-t", "--threads"}, {"-p", "--prompt"}, {"-n", "--decode"}});
+  Flags f("bench", "", "");
+  f.set_help(kHelp);
+  f.str("-m,--model", "MODEL_DIR|FILE.gguf", "model folder or GGUF file");
+  f.ints("-t,--threads", "1,2", "thread counts (default 1,2)");
+  f.i64("-p,--prompt", "N", "prompt tokens", 128);
+  f.i64("-n,--decode", "N", "tokens decoded", 64);
+  f.i64("--reps", "N", "repetitions", 3);
+  f.str("--format", "text|json", "output format", false, "text");
+  f.flag("--profile", "time per op type, node and kernel path");
+  f.f64("--bandwidth-gbs", "G", "memory bandwidth (0: measure)", 0.0);
+  f.i64("--bandwidth-mb", "MB", "array size of the bandwidth probe", 512);
+  f.i64("--accuracy-level", "L", "override every MatMulNBits' accuracy_level", std::nullopt);
+  f.str("--scales", "fp32|fp16", "MatMulNBits scale precision", false, "fp32");
+  f.str("--kv-cache", "model|f32|f16", "KV cache dtype", false, "model");
+  f.str("--requantize-float", "keep|q8|q4", "float MatMul weights re-quantized at load", false, "keep");
+  if (auto rc = f.parse(args)) return *rc;
   modelgen::BenchOptions o;
-  o.model_dir = f.str("--model");
+  o.model_dir = f.get_str("--model");
   NBITS_CHECK(!o.model_dir.empty(), "bench: -m MODEL_DIR is required");
   o.threads.clear();
-  for (int64_t t : f.integers("--threads", {1, 2})) o.threads.push_back(static_cast<int>(t));
-  o.prompt = f.integer("--prompt", 128);
-  o.decode = f.integer("--decode", 64);
-  o.reps = static_cast<int>(f.integer("--reps", 3));
-  o.bandwidth_gbs = f.number("--bandwidth-gbs", 0);
-  o.bandwidth_mb = f.integer("--bandwidth-mb", 512);
-  o.profile = f.has("--profile");
+  for (int64_t t : f.has("--threads") ? f.get_ints("--threads") : std::vector<int64_t>{1, 2})
+    o.threads.push_back(static_cast<int>(t));
+  o.prompt = f.get_i64("--prompt");
+  o.decode = f.get_i64("--decode");
+  o.reps = static_cast<int>(f.get_i64("--reps"));
+  o.bandwidth_gbs = f.get_f64("--bandwidth-gbs");
+  o.bandwidth_mb = f.get_i64("--bandwidth-mb");
+  o.profile = f.get_flag("--profile");
   if (f.has("--accuracy-level")) {
-    const int64_t level = f.integer("--accuracy-level", 0);
+    const int64_t level = f.get_i64("--accuracy-level");
     NBITS_CHECK(level >= 0 && level <= 4, "bench: --accuracy-level must be 0..4 (got ", level, ")");
     o.session.accuracy_level = static_cast<int>(level);
   }
-  const std::string scales = f.str("--scales", "fp32");
+  const std::string scales = f.get_str("--scales");
   NBITS_CHECK(scales == "fp32" || scales == "fp16", "bench: --scales must be fp32 or fp16 (got '", scales,
               "')");
   o.session.fp16_scales = scales == "fp16";
-  o.session.kv_cache = graph::parse_kv_cache(f.str("--kv-cache", "model"));
-  const std::string requant = f.str("--requantize-float", "keep");
+  o.session.kv_cache = graph::parse_kv_cache(f.get_str("--kv-cache"));
+  const std::string requant = f.get_str("--requantize-float");
   NBITS_CHECK(requant == "keep" || requant == "q8" || requant == "q4",
               "bench: --requantize-float must be keep, q8 or q4 (got '", requant, "')");
   o.session.requantize_float = requant == "q8" ? 8 : requant == "q4" ? 4 : 0;
-  const std::string format = f.str("--format", "text");
+  const std::string format = f.get_str("--format");
   NBITS_CHECK(format == "text" || format == "json", "bench: --format must be text or json (got '", format,
               "')");
   NBITS_CHECK(o.bandwidth_gbs >= 0, "bench: --bandwidth-gbs must be >= 0");

@@ -288,6 +288,7 @@ std::string Flags::get_positional(size_t i) const {
 }
 
 std::string Flags::help() const {
+  if (!help_text_.empty()) return help_text_;
   std::string out = "usage: nbits " + command_ + " " + synopsis_ + "\n\n" + description_ + "\n";
   if (!positional_specs_.empty()) {
     out += "\narguments:\n";

@@ -16,6 +16,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nbits::cli {
@@ -53,6 +54,9 @@ class Flags {
   std::string get_positional(size_t i) const;  // "" when absent
   size_t positional_count() const { return positional_values_.size(); }
 
+  // The text --help prints instead of the one made from the declarations (bench, make-model and
+  // roofline keep their hand-written help).
+  void set_help(std::string text) { help_text_ = std::move(text); }
   std::string help() const;
   // Prints "nbits CMD: MESSAGE (see nbits CMD --help)" on stderr; returns 2.
   int usage_error(const std::string& message) const;
@@ -78,7 +82,7 @@ class Flags {
   Spec* find(const std::string& name);
   std::optional<std::string> check_value(Spec& s, const std::string& name, const std::string& v);
 
-  std::string command_, synopsis_, description_;
+  std::string command_, synopsis_, description_, help_text_;
   std::vector<Spec> specs_;
   std::vector<std::pair<std::string, std::string>> positional_specs_;
   std::vector<bool> positional_required_;

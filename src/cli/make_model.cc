@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "base/timer.h"
 #include "cli/command.h"
-#include "modelgen/arg_list.h"
+#include "cli/common.h"
 #include "modelgen/gguf_writer.h"
 #include "modelgen/shapes.h"
 
@@ -31,19 +32,32 @@ const char* kHelp =
     "  vocabulary from --tokenizer-from); --gguf-only: skip the ONNX files.\n";
 
 int make_model_main(const std::vector<std::string>& args) {
-  for (const auto& a : args)
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kHelp);
-      return 0;
-    }
-  modelgen::ArgList f(
-      args, {"--arch",      "--out",     "--bits",           "--block",     "--accuracy-level",
-             "--embedding", "--seed",    "--tokenizer-from", "--threads",   "--hidden",
-             "--layers",    "--heads",   "--kv-heads",       "--head-size", "--intermediate",
-             "--vocab",     "--context", "--rope-theta",     "--rms-eps",   "--gguf"},
-      {"--asym", "--qkv-bias", "--tied", "--quiet", "--gguf-only"}, {{"-o", "--out"}, {"-t", "--threads"}});
+  Flags f("make-model", "", "");
+  f.set_help(kHelp);
+  f.str("--arch", "NAME", "shape preset or custom");
+  f.str("-o,--out", "DIR", "output folder");
+  f.i64("--bits", "4|8", "weight bits", 4);
+  f.i64("--block", "N", "quantization block", 32);
+  f.flag("--asym", "zero points");
+  f.i64("--accuracy-level", "L", "MatMulNBits accuracy_level", 4);
+  f.str("--embedding", "gather|shared", "embedding layout", false, "gather");
+  f.i64("--seed", "N", "random seed", 1);
+  f.str("--tokenizer-from", "DIR", "tokenizer files to copy");
+  f.i64("-t,--threads", "N", "threads", 2);
+  // Shape overrides (custom, or over a preset): absent ones keep the preset's value.
+  for (const char* name : {"--hidden", "--layers", "--heads", "--kv-heads", "--head-size", "--intermediate",
+                           "--vocab", "--context"})
+    f.i64(name, "N", "shape", std::nullopt);
+  f.f64("--rope-theta", "F", "rotary base", std::nullopt);
+  f.f64("--rms-eps", "F", "RMSNorm epsilon", std::nullopt);
+  f.flag("--qkv-bias", "q/k/v projections with bias");
+  f.flag("--tied", "lm_head tied to the embedding");
+  f.flag("--quiet", "no progress lines");
+  f.str("--gguf", "FILE", "also write GGUF");
+  f.flag("--gguf-only", "skip the ONNX files");
+  if (auto rc = f.parse(args)) return *rc;
   NBITS_CHECK(f.has("--arch"), "make-model: --arch is required (see --help)");
-  const std::string arch = f.str("--arch");
+  const std::string arch = f.get_str("--arch");
   modelgen::MakeModelOptions opt;
   if (arch == "custom") {
     opt.shape.arch = "custom";
@@ -52,38 +66,41 @@ int make_model_main(const std::vector<std::string>& args) {
     opt.shape = modelgen::shape_preset(arch);
   }
   auto& s = opt.shape;
-  s.hidden = f.integer("--hidden", s.hidden);
-  s.layers = f.integer("--layers", s.layers);
-  s.heads = f.integer("--heads", s.heads);
-  s.kv_heads = f.integer("--kv-heads", s.kv_heads);
-  s.head_size = f.integer("--head-size", s.head_size);
-  s.intermediate = f.integer("--intermediate", s.intermediate);
-  s.vocab = f.integer("--vocab", s.vocab);
-  s.context = f.integer("--context", s.context);
-  s.rope_theta = static_cast<float>(f.number("--rope-theta", s.rope_theta));
-  s.rms_eps = static_cast<float>(f.number("--rms-eps", s.rms_eps));
-  if (f.has("--qkv-bias")) s.qkv_bias = true;
-  if (f.has("--tied")) s.tied = true;
+  auto i64 = [&](const char* name, int64_t& field) {
+    if (f.has(name)) field = f.get_i64(name);
+  };
+  i64("--hidden", s.hidden);
+  i64("--layers", s.layers);
+  i64("--heads", s.heads);
+  i64("--kv-heads", s.kv_heads);
+  i64("--head-size", s.head_size);
+  i64("--intermediate", s.intermediate);
+  i64("--vocab", s.vocab);
+  i64("--context", s.context);
+  if (f.has("--rope-theta")) s.rope_theta = static_cast<float>(f.get_f64("--rope-theta"));
+  if (f.has("--rms-eps")) s.rms_eps = static_cast<float>(f.get_f64("--rms-eps"));
+  if (f.get_flag("--qkv-bias")) s.qkv_bias = true;
+  if (f.get_flag("--tied")) s.tied = true;
   if (s.qkv_bias) s.type = "qwen2";
   s.validate();
-  opt.quant.bits = static_cast<int>(f.integer("--bits", 4));
-  opt.quant.block = static_cast<int>(f.integer("--block", 32));
-  opt.quant.asym = f.has("--asym");
-  opt.quant.accuracy_level = static_cast<int>(f.integer("--accuracy-level", 4));
-  const std::string emb = f.str("--embedding", "gather");
+  opt.quant.bits = static_cast<int>(f.get_i64("--bits"));
+  opt.quant.block = static_cast<int>(f.get_i64("--block"));
+  opt.quant.asym = f.get_flag("--asym");
+  opt.quant.accuracy_level = static_cast<int>(f.get_i64("--accuracy-level"));
+  const std::string emb = f.get_str("--embedding");
   NBITS_CHECK(emb == "gather" || emb == "shared", "make-model: --embedding must be gather or shared (got '",
               emb, "')");
   opt.embedding = emb == "gather" ? modelgen::EmbeddingMode::kGather : modelgen::EmbeddingMode::kShared;
-  opt.seed = static_cast<uint64_t>(f.integer("--seed", 1));
-  opt.tokenizer_from = f.str("--tokenizer-from");
-  opt.threads = static_cast<int>(f.integer("--threads", 2));
+  opt.seed = static_cast<uint64_t>(f.get_i64("--seed"));
+  opt.tokenizer_from = f.get_str("--tokenizer-from");
+  opt.threads = static_cast<int>(f.get_i64("--threads"));
   NBITS_CHECK(opt.threads >= 1 && opt.threads <= 256, "make-model: --threads must be 1..256");
-  opt.out_dir = f.str("--out");
-  const std::string gguf = f.str("--gguf");
-  const bool gguf_only = f.has("--gguf-only");
+  opt.out_dir = f.get_str("--out");
+  const std::string gguf = f.get_str("--gguf");
+  const bool gguf_only = f.get_flag("--gguf-only");
   NBITS_CHECK(!gguf_only || !gguf.empty(), "make-model: --gguf-only needs --gguf FILE");
   NBITS_CHECK(gguf_only || !opt.out_dir.empty(), "make-model: -o DIR is required");
-  const bool quiet = f.has("--quiet");
+  const bool quiet = f.get_flag("--quiet");
   opt.progress = [quiet](const std::string& m) {
     if (!quiet) std::fprintf(stderr, "make-model: %s\n", m.c_str());
   };

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "cli/command.h"
-#include "modelgen/arg_list.h"
+#include "cli/common.h"
 #include "modelgen/bandwidth.h"
 #include "modelgen/shapes.h"
 #include "modelgen/traffic.h"
@@ -49,18 +50,20 @@ const char* kHelp =
     "  with `--scales fp16` (half-precision scales).\n";
 
 int roofline_main(const std::vector<std::string>& args) {
-  for (const auto& a : args)
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kHelp);
-      return 0;
-    }
-  modelgen::ArgList flags(args, {"--threads", "--size-mb", "--reps", "--context", "--format"}, {},
-                          {{"-t", "--threads"}});
-  const std::vector<int64_t> threads = flags.integers("--threads", {1, 2});
-  const int64_t size_mb = flags.integer("--size-mb", 1024);
-  const int reps = static_cast<int>(flags.integer("--reps", 7));
-  const int64_t context = flags.integer("--context", 160);
-  const std::string format = flags.str("--format", "text");
+  Flags flags("roofline", "", "");
+  flags.set_help(kHelp);
+  flags.ints("-t,--threads", "1,2", "thread counts (default 1,2)");
+  flags.i64("--size-mb", "MB", "array size", 1024);
+  flags.i64("--reps", "N", "passes", 7);
+  flags.i64("--context", "N", "tokens of context", 160);
+  flags.str("--format", "text|json", "output format", false, "text");
+  if (auto rc = flags.parse(args)) return *rc;
+  const std::vector<int64_t> threads =
+      flags.has("--threads") ? flags.get_ints("--threads") : std::vector<int64_t>{1, 2};
+  const int64_t size_mb = flags.get_i64("--size-mb");
+  const int reps = static_cast<int>(flags.get_i64("--reps"));
+  const int64_t context = flags.get_i64("--context");
+  const std::string format = flags.get_str("--format");
   NBITS_CHECK(format == "text" || format == "json", "--format must be text or json (got '", format, "')");
   NBITS_CHECK(size_mb >= 1, "--size-mb must be >= 1");
   NBITS_CHECK(context >= 0, "--context must be >= 0");

@@ -91,6 +91,20 @@ TEST(CliErrors, BadFlagsExitTwoWithAMessage) {
       {{"chat", "-m", m, "--chat-format", "nope"}, "--chat-format must be one of"},
       {{"inspect"}, "missing argument FILE_OR_DIR"},
       {{"inspect", m, "--format=yaml"}, "--format must be one of"},
+      // bench, make-model and roofline parse with the same Flags.
+      {{"bench", "-m", m, "--bogus"}, "nbits bench: unknown flag '--bogus'"},
+      {{"bench", "-m"}, "-m needs a value"},
+      {{"bench", "-m", m, "-p", "abc"}, "-p needs an integer (got 'abc')"},
+      {{"bench", "-m", m, "-t", "1,x"}, "-t needs a comma-separated list of integers"},
+      {{"bench", "-m", m, "--bandwidth-gbs", "fast"}, "--bandwidth-gbs needs a number"},
+      {{"make-model", "--arch", "custom", "--bogus"}, "nbits make-model: unknown flag '--bogus'"},
+      {{"make-model", "--arch"}, "--arch needs a value"},
+      {{"make-model", "--arch", "custom", "--hidden", "6x"}, "--hidden needs an integer (got '6x')"},
+      {{"make-model", "--arch", "custom", "--rms-eps", "e"}, "--rms-eps needs a number (got 'e')"},
+      {{"make-model", "--arch", "custom", "--asym=1"}, "--asym takes no value"},
+      {{"roofline", "stray"}, "nbits roofline: unexpected argument 'stray'"},
+      {{"roofline", "--size-mb"}, "--size-mb needs a value"},
+      {{"roofline", "--reps", "many"}, "--reps needs an integer (got 'many')"},
   };
   for (const auto& c : cases) {
     std::string trace;
@@ -133,7 +147,7 @@ TEST(CliErrors, MalformedModelsFailWithOneLine) {
 
 TEST(CliErrors, EverySubcommandHasHelp) {
   NBITS_REQUIRE_BIN();
-  for (const char* cmd : {"run", "chat", "inspect", "patch"}) {
+  for (const char* cmd : {"run", "chat", "inspect", "patch", "bench", "make-model", "roofline"}) {
     SCOPED_TRACE(cmd);
     RunResult r = run_nbits({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
