@@ -61,7 +61,10 @@ struct Shared {
   std::deque<std::vector<uint8_t>> storage;
 };
 
-// One reusable memory block of the arena; grows, never shrinks.
+// One reusable memory block of the arena; grows, never shrinks. The first sizing is
+// exact; a later growth takes at least half again the old capacity, so a tensor that
+// grows with the context (present = Concat(past, new), attention scores, masks on the
+// general path) is reallocated O(log T) times over a conversation, not at every step.
 struct Buffer {
   void* p = nullptr;
   size_t cap = 0;
@@ -76,8 +79,9 @@ struct Buffer {
   }
   void* ensure(size_t bytes) {
     if (bytes > cap) {
+      const size_t want = cap == 0 ? bytes : std::max(bytes, cap + cap / 2);
+      const size_t n = std::max<size_t>(64, (want + 63) / 64 * 64);
       release();
-      const size_t n = std::max<size_t>(64, (bytes + 63) / 64 * 64);
       p = ::operator new(n, std::align_val_t(64));
       cap = n;
     }
