@@ -375,7 +375,7 @@ TEST(OptimumExportSteadyState, DecodeAllocatesNothing) {
 
 // The general path (phi3 q4, gemma3 q4: no attention fusion takes their blocks, so present =
 // Concat(past, new) and the scores / masks grow with the context). The arena grows a buffer by
-// at least half again (graph/session.cc, Buffer), so it is reallocated only when the context has
+// at least half again (graph/session_memory.cc), so it is reallocated only when the context has
 // grown by half since: O(log T) allocations over a conversation. Measured over 96 decode steps
 // (context 8..103): 709 (phi3) and 712 (gemma3) allocations with exact-size buffers (7.4 per
 // step: every growing buffer at every step), 55 and 52 now, 15 and 11 of them in the second half.

@@ -1,0 +1,125 @@
+// Weight pages at load: once every reader of an initializer is built and none reads it at
+// run time (they packed or folded it), its file pages (or owned / folded storage) are let
+// go, so the load's peak is the packed weights, not packed + original; initializers read
+// straight from the mapping at run are read ahead and marked random-access.
+#include <algorithm>
+
+#include "graph/session_impl.h"
+
+namespace nbits::graph::detail {
+
+const MappedFile* SessionImpl::mapping_of(const void* p, size_t n) const {
+  const onnx::Model& model = shared_->model;
+  if (model.file && model.file->contains(p, n)) return model.file.get();
+  for (const auto& [location, f] : model.external_files)
+    if (f && f->contains(p, n)) return f.get();
+  return nullptr;
+}
+
+// One node input referring to initializer `value` has been built. Once every
+// reader is built and none reads it at run time (they packed or folded it), the
+// file pages behind it are dropped, so peak memory is the packed weights, not
+// packed + original.
+void SessionImpl::consumed_at_load(int value, bool read_at_run) {
+  if (value < 0 || values_[value].kind != Kind::kConstant) return;
+  if (read_at_run_.size() <= static_cast<size_t>(value)) read_at_run_.resize(value + 1, false);
+  if (read_at_run) read_at_run_[value] = true;
+  auto it = loads_left_.find(values_[value].name);
+  if (it == loads_left_.end() || --it->second > 0 || read_at_run_[value]) return;
+  if (shared_->model.graph.initializer(values_[value].name) == nullptr) return release_folded(value);
+  const Tensor& t = values_[value].t;
+  if (const MappedFile* f = mapping_of(t)) {
+    f->release(t.data, t.bytes());
+    released_bytes_ += t.bytes();
+    released_ranges_.push_back({f, static_cast<const uint8_t*>(t.data), t.bytes()});
+  } else if (release_owned(t.data, t.bytes())) {
+    released_bytes_ += t.bytes();
+  }
+}
+
+// A value folded at load (e.g. the Transpose of a tied embedding) whose readers are all built
+// and none reads it at run (they packed it): its storage is freed unless another constant
+// still alive views it.
+void SessionImpl::release_folded(int value) {
+  const Tensor& t = values_[value].t;
+  if (t.data == nullptr || t.bytes() < (size_t{1} << 16)) return;  // small ones are not worth the scan
+  for (std::vector<uint8_t>& buf : shared_->storage) {
+    if (buf.data() != t.data) continue;
+    const uint8_t* lo = buf.data();
+    const uint8_t* hi = lo + buf.size();
+    for (size_t j = 0; j < values_.size(); ++j) {
+      const Value& o = values_[j];
+      const auto* d = static_cast<const uint8_t*>(o.t.data);
+      if (static_cast<int>(j) == value || o.kind != Kind::kConstant || d < lo || d >= hi) continue;
+      const auto left = loads_left_.find(o.name);
+      const bool live =
+          left == loads_left_.end() || left->second > 0 || (j < read_at_run_.size() && read_at_run_[j]);
+      if (live) return;
+    }
+    released_bytes_ += buf.size();
+    std::vector<uint8_t>().swap(buf);
+    return;
+  }
+}
+
+// Frees a buffer of Model::owned (weights a GGUF file's repacking made, decoded typed
+// fields) that holds exactly this initializer's bytes and no other initializer's: once
+// packed it is not read again, and keeping it would double the peak memory.
+bool SessionImpl::release_owned(const void* p, size_t n) {
+  if (p == nullptr || n < (size_t{1} << 16)) return false;  // small ones are not worth the scan
+  onnx::Model& model = shared_->model;
+  for (std::vector<uint8_t>& buf : model.owned) {
+    if (buf.data() != p || buf.size() != n) continue;
+    int viewers = 0;
+    for (const onnx::Tensor& init : model.graph.initializers)
+      viewers += init.bytes.data() >= buf.data() && init.bytes.data() < buf.data() + buf.size();
+    if (viewers != 1) return false;
+    std::vector<uint8_t>().swap(buf);
+    return true;
+  }
+  return false;
+}
+
+// Each release drops only the pages wholly inside one initializer; adjacent
+// released initializers (B then scales) share boundary pages, dropped here.
+void SessionImpl::release_merged_ranges() {
+  std::sort(released_ranges_.begin(), released_ranges_.end(),
+            [](const Range& a, const Range& b) { return a.file != b.file ? a.file < b.file : a.p < b.p; });
+  for (size_t i = 0; i < released_ranges_.size();) {
+    const Range& first = released_ranges_[i];
+    const uint8_t* end = first.p + first.n;
+    size_t j = i + 1;
+    while (j < released_ranges_.size() && released_ranges_[j].file == first.file &&
+           released_ranges_[j].p <= end) {
+      end = std::max(end, released_ranges_[j].p + released_ranges_[j].n);
+      ++j;
+    }
+    if (j > i + 1) first.file->release(first.p, static_cast<size_t>(end - first.p));
+    i = j;
+  }
+  released_ranges_.clear();
+  released_ranges_.shrink_to_fit();
+}
+
+// Large initializers read at run time straight from the mapping (an fp32
+// embedding table) are read ahead now, so the first prompt does not wait on the
+// disk, and marked random-access, so a row maps its own page, not 64 KiB around it.
+void SessionImpl::advise_mapped_constants() {
+  std::vector<bool> seen(values_.size(), false);
+  for (const PlanNode& p : plan_)
+    for (size_t i = 0; i < p.in.size() && p.op->packed_weight_bytes() == 0; ++i) {
+      const int v = p.in[i];
+      if (v < 0 || values_[v].kind != Kind::kConstant || seen[v] || !p.op->reads_constant_at_run(i)) continue;
+      seen[v] = true;
+      const Tensor& t = values_[v].t;
+      const MappedFile* f = mapping_of(t);
+      if (f == nullptr) continue;
+      mapped_weight_bytes_ += t.bytes();
+      if (t.bytes() >= (size_t{1} << 20)) {
+        f->prefetch(t.data, t.bytes());
+        f->random_access(t.data, t.bytes());
+      }
+    }
+}
+
+}  // namespace nbits::graph::detail
