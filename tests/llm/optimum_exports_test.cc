@@ -26,6 +26,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -347,6 +348,24 @@ TEST(OptimumStories260K, Fp32GreedyMatchesLlama2c) {
   }
 }
 
+// The steady-state tests' greedy decode: prefills {1, 17, 42}, then 4 greedy steps (warm-up: the
+// first decode shapes); step() decodes one more token.
+class GreedyDecode {
+ public:
+  explicit GreedyDecode(Generator& gen) : gen_(gen), logits_(gen.append(std::vector<int32_t>{1, 17, 42})) {
+    for (int i = 0; i < 4; ++i) step();
+  }
+  void step() {
+    one_[0] = static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
+    logits_ = gen_.append(one_);
+  }
+
+ private:
+  Generator& gen_;
+  std::span<const float> logits_;
+  std::vector<int32_t> one_ = std::vector<int32_t>(1);
+};
+
 // Issue 12 item 4: after warm-up a decode step allocates nothing on the fused graphs (GQA path:
 // llama q4, qwen3 int8 through the DynamicQuantizeLinear rewrite, qwen2 fp16 with its StorageCast
 // boundaries). The general path (phi3, gemma3: Concat(past, new), scores and masks that grow with
@@ -360,15 +379,9 @@ TEST(OptimumExportSteadyState, DecodeAllocatesNothing) {
     graph::SessionOptions so;
     so.threads = 2;
     auto gen = Generator::load(model, so, 64);
-    auto logits = gen->append(std::vector<int32_t>{1, 17, 42});
-    std::vector<int32_t> one(1);
-    auto next = [&] {
-      one[0] = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      logits = gen->append(one);
-    };
-    for (int i = 0; i < 4; ++i) next();  // warm-up: the first decode shapes
+    GreedyDecode decode(*gen);
     const int64_t before = testing::allocation_count();
-    for (int i = 0; i < 16; ++i) next();
+    for (int i = 0; i < 16; ++i) decode.step();
     EXPECT_EQ(testing::allocation_count() - before, 0) << "allocations in 16 decode steps";
   }
 }
@@ -388,18 +401,12 @@ TEST(OptimumExportSteadyState, GeneralPathAllocatesOnlyAtGrowthPoints) {
     so.threads = 2;
     auto gen = Generator::load(model, so, 128);
     const std::string producer = gen->session().output_producer("present.0.key");
-    auto logits = gen->append(std::vector<int32_t>{1, 17, 42});
-    std::vector<int32_t> one(1);
-    auto next = [&] {
-      one[0] = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      logits = gen->append(one);
-    };
-    for (int i = 0; i < 4; ++i) next();  // warm-up: the first decode shapes
+    GreedyDecode decode(*gen);
     std::vector<int64_t> per_step;
     int64_t total = 0;
     for (int i = 0; i < 96; ++i) {
       const int64_t before = testing::allocation_count();
-      next();
+      decode.step();
       per_step.push_back(testing::allocation_count() - before);
       total += per_step.back();
     }
