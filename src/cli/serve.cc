@@ -18,7 +18,10 @@ int serve_main(const std::vector<std::string>& args) {
           "GET /v1/models, /health, /metrics, POST /tokenize, /detokenize. --parallel sessions each own a\n"
           "KV cache of the full --ctx and keep their conversation: a request reuses the slot sharing the\n"
           "longest token prefix with its prompt. Requests beyond the sessions wait (at most --queue); more\n"
-          "get 503. SIGINT/SIGTERM: finish the requests in flight, then exit.");
+          "get 503. A prompt is prefilled --prefill-chunk tokens at a time: other sessions' streams get\n"
+          "their next token between chunks, and a client that leaves stops its prompt at the next chunk.\n"
+          "SIGINT/SIGTERM: stop listening, end waiting and prefilling requests, finish the replies being\n"
+          "generated, exit 0 (a second signal stops those replies too).");
   f.str("-m,--model", "DIR", "model folder (genai_config.json, model.onnx, tokenizer.json) or a .gguf file",
         true);
   f.str("--host", "ADDR", "address to listen on", false, "127.0.0.1");
@@ -27,6 +30,16 @@ int serve_main(const std::vector<std::string>& args) {
   f.i64("--ctx", "N", "KV cache length of each session (default: the model's context)", std::nullopt, 1);
   f.i64("-t,--threads", "N", "worker threads shared by all sessions (0 = all hardware threads)", 0, 0, 1024);
   f.i64("--queue", "N", "requests that may wait for a free session", 16, 0, 100000);
+  f.i64("--prefill-chunk", "N", "prompt tokens per prefill step (other sessions decode between steps)", 128,
+        1, 1 << 20);
+  f.i64("--connections", "N", "connection threads, one per open connection (0 = parallel + queue + 4)", 0, 0,
+        100000);
+  f.i64("--connection-queue", "N",
+        "connections that may wait for a connection thread (default: --connections); more get 503",
+        std::nullopt, 0, 100000);
+  f.str("--cors", "ORIGIN",
+        "allow browser pages from ORIGIN (e.g. http://localhost:3000, or *): CORS headers and OPTIONS "
+        "preflight (default: off)");
   f.str("--api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health");
   f.str("--model-id", "NAME", "the model name /v1/models reports (default: the folder's name)");
   f.i64("--max-body", "BYTES", "largest request body accepted (larger: 413)", 8 << 20, 1024);
@@ -54,6 +67,14 @@ int serve_main(const std::vector<std::string>& args) {
                        : f.get_str("--requantize-float") == "q4" ? 4
                                                                  : 0;
   o.variant = f.get_str("--variant");
+  o.prefill_chunk = f.get_i64("--prefill-chunk");
+  o.connections = static_cast<int>(f.get_i64("--connections"));
+  if (f.has("--connection-queue")) o.connection_queue = static_cast<int>(f.get_i64("--connection-queue"));
+  if (f.has("--cors")) {
+    o.cors = f.get_str("--cors");
+    if (o.cors.empty() || o.cors.find_first_of("\r\n\t ,") != std::string::npos)
+      throw Error("--cors: one origin (scheme://host[:port]) or *, got '" + o.cors + "'");
+  }
   return serve::run_server(o);
 #else
   throw Error(

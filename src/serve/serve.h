@@ -22,10 +22,16 @@ struct ServeOptions {
   std::string kv_cache = "model";  // model | f32 | f16
   int requantize_float = 0;        // 0 | 8 | 4 (--requantize-float keep|q8|q4)
   std::string variant;             // an Optimum folder's decoder (--variant)
+  int64_t prefill_chunk = 128;     // prompt tokens per step; other sessions decode between chunks
+  std::string cors;                // "" = no CORS headers; else Access-Control-Allow-Origin's value
+  int connections = 0;             // connection threads; 0 = parallel + queue + 4
+  int connection_queue = -1;       // connections that may wait for a thread; -1 = `connections`
 };
 
 // Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until
-// SIGINT/SIGTERM, then lets the requests in flight finish. Returns the exit code.
+// SIGINT/SIGTERM: then stops listening, ends the requests waiting for a session and those
+// still prefilling (at the next chunk), lets the replies being generated finish, and returns 0.
+// A second signal stops those too, at their next token.
 int run_server(const ServeOptions& options);
 
 }  // namespace nbits::serve

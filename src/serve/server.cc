@@ -19,10 +19,12 @@
 #include <vector>
 
 #include "nbits/nbits.h"
+#include "serve/connection.h"
 #include "serve/request.h"
 #include "serve/serve.h"
 #include "serve/slots.h"
 #include "serve/stop_text.h"
+#include "serve/turns.h"
 
 namespace nbits::serve {
 namespace {
@@ -53,8 +55,8 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0)
 
 struct Metrics {
   std::atomic<uint64_t> requests_chat{0}, requests_completions{0}, requests_other{0}, errors{0},
-      rejected_busy{0}, cancelled{0}, prompt_tokens{0}, cached_tokens{0}, completion_tokens{0}, prefill_us{0},
-      decode_us{0}, prefill_tokens{0};
+      rejected_busy{0}, rejected_connections{0}, cancelled{0}, prompt_tokens{0}, cached_tokens{0},
+      completion_tokens{0}, prefill_us{0}, decode_us{0}, prefill_tokens{0}, prefill_chunks{0};
 };
 
 // One accepted generation request: what the content provider runs.
@@ -64,6 +66,7 @@ struct Job {
   int64_t max_tokens = 0;
   std::string id;
   int64_t created = 0;
+  int fd = -1;  // the connection's socket (find_socket), to notice a departed client without writing
   SlotPool* pool = nullptr;
   ~Job() {
     if (pool) pool->unadmit();
@@ -72,7 +75,10 @@ struct Job {
 
 class Server {
  public:
-  explicit Server(const ServeOptions& o) : opt_(o), id_rng_(std::random_device{}()) {}
+  explicit Server(const ServeOptions& o)
+      : opt_(o),
+        id_rng_(std::random_device{}()),
+        turns_(o.threads != 1 && (o.threads > 1 || std::thread::hardware_concurrency() > 1)) {}
   int run();
 
  private:
@@ -96,6 +102,9 @@ class Server {
   Metrics m_;
   std::mutex id_mu_;
   std::mt19937_64 id_rng_;
+  Turns turns_;
+  std::atomic<bool> stopping_{false};  // a signal came: no new work; prefills and waiters end
+  std::atomic<bool> aborting_{false};  // a second signal: generations end at their next token
 };
 
 void Server::send_error(httplib::Response& res, const ApiError& e) {
@@ -211,6 +220,7 @@ void Server::handle_generate(const httplib::Request& req, httplib::Response& res
     return;
   }
   job->pool = pool_.get();
+  job->fd = find_socket(req);
   job->id = new_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
   job->created = static_cast<int64_t>(std::time(nullptr));
   // Non-stream responses are chunked too, so a client that has gone is noticed while it waits
@@ -238,20 +248,33 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
     last_write = Clock::now();
     return ok;
   };
-  // While nothing else is written: a blank (JSON) or an SSE comment, to notice a closed socket.
+  // The client is still there: its socket shows no EOF (checked without writing, so between
+  // two prefill chunks too) and the last write succeeded.
+  auto alive = [&] {
+    if (ok && !peer_open(job.fd)) ok = false;
+    return ok;
+  };
+  // While nothing else is written: a blank (JSON) or an SSE comment, to notice a closed socket
+  // where the peer check cannot (no socket found).
   auto heartbeat = [&] {
-    if (ok && Clock::now() - last_write >= std::chrono::milliseconds(250))
+    if (alive() && Clock::now() - last_write >= std::chrono::milliseconds(250))
       write(r.stream ? ": ping\n\n" : " ");
     return ok;
+  };
+  // The server is going down: what this request gets instead of the rest of its reply.
+  auto shutdown_error = [&] {
+    const ApiError err(503, "the server is shutting down", "", "shutting_down", "server_error");
+    write(r.stream ? sse(err.body()) + "data: [DONE]\n\n" : dump(err.body()));
   };
   if (r.stream && chat)
     write(sse(chunk(job, {{"index", 0},
                           {"delta", {{"role", "assistant"}, {"content", ""}}},
                           {"logprobs", nullptr},
                           {"finish_reason", nullptr}})));
-  const SlotPool::Acquired slot = pool_->acquire(job.prompt, heartbeat);
+  const SlotPool::Acquired slot = pool_->acquire(job.prompt, [&] { return heartbeat() && !stopping_; });
   if (slot.slot < 0) {
     ++m_.cancelled;
+    if (ok && stopping_) shutdown_error();
     return;
   }
   Generator& g = pool_->generator(slot.slot);
@@ -260,16 +283,35 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
   const int64_t cached = std::min(slot.common, P - 1);
   std::vector<int32_t> generated;
   std::string text, finish = "length";
-  bool failed = false;
+  bool failed = false, shut = false;
   try {
     const auto t0 = Clock::now();
     g.set_options(generation_options(r.sampling));
     g.rewind_to(cached);
-    g.append_tokens(std::span<const int32_t>(job.prompt).subspan(static_cast<size_t>(cached)));
+    // Prefill in chunks, each an exclusive turn: other sessions' decode steps run between
+    // them, and a client that has gone (or a shutdown) stops the prompt at the next chunk.
+    const auto chunk_len = static_cast<size_t>(std::max<int64_t>(opt_.prefill_chunk, 1));
+    const std::span<const int32_t> rest =
+        std::span<const int32_t>(job.prompt).subspan(static_cast<size_t>(cached));
+    for (size_t pos = 0; pos < rest.size(); pos += chunk_len) {
+      if (!alive()) break;
+      if (stopping_) {
+        shut = true;
+        break;
+      }
+      const auto piece = rest.subspan(pos, std::min(chunk_len, rest.size() - pos));
+      {
+        const Turns::Turn turn = turns_.prefill();
+        g.append_tokens(piece);
+      }
+      m_.prefill_tokens += piece.size();
+      ++m_.prefill_chunks;
+      heartbeat();
+    }
     const auto t1 = Clock::now();
     m_.prefill_us +=
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
-    m_.prefill_tokens += static_cast<uint64_t>(P - cached);
+    // A prefill stopped early (client gone, shutdown) skips the reply; the slot keeps what it ran.
     TokenStream detok(model_);
     for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
     StopText stop(r.stop);
@@ -287,8 +329,15 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
                : json{{"index", 0}, {"text", piece}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
       write(sse(chunk(job, std::move(choice))));
     };
-    while (ok && static_cast<int64_t>(generated.size()) < job.max_tokens && !g.is_done()) {
-      g.generate_next_token();  // runs the token drawn last, then draws the next
+    while (!shut && alive() && static_cast<int64_t>(generated.size()) < job.max_tokens && !g.is_done()) {
+      if (aborting_) {
+        shut = true;
+        break;
+      }
+      {
+        const Turns::Turn turn = turns_.decode();
+        g.generate_next_token();  // runs the token drawn last, then draws the next
+      }
       const int32_t tok = g.next_token();
       if (model_->is_eos(tok)) {
         finish = "stop";
@@ -302,7 +351,7 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
       }
       if (!r.stream) heartbeat();
     }
-    if (!stop.stopped()) {
+    if (!stop.stopped() && !shut) {
       emit(stop.push(detok.flush()));
       if (!stop.stopped()) emit(stop.flush());
     }
@@ -321,8 +370,9 @@ void Server::run_job(Job& job, httplib::DataSink& sink) {
   m_.completion_tokens += static_cast<uint64_t>(C);
   m_.prompt_tokens += static_cast<uint64_t>(P);
   m_.cached_tokens += static_cast<uint64_t>(cached);
-  if (!ok) {
+  if (!ok || shut) {
     ++m_.cancelled;
+    if (ok) shutdown_error();
     return;
   }
   const json usage = usage_json(P, C, cached);
@@ -381,7 +431,11 @@ std::string Server::metrics_text() const {
   line("nbits_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", d(m_.prompt_tokens));
   line("nbits_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a session's cache.",
        d(m_.cached_tokens));
+  line("nbits_requests_rejected_connections_total", "counter",
+       "Connections answered 503 because every connection thread was taken.", d(m_.rejected_connections));
   line("nbits_prefill_tokens_total", "counter", "Prompt tokens run through the model.", d(m_.prefill_tokens));
+  line("nbits_prefill_chunks_total", "counter", "Prefill steps (--prefill-chunk tokens at most).",
+       d(m_.prefill_chunks));
   line("nbits_completion_tokens_total", "counter", "Generated tokens.", d(m_.completion_tokens));
   line("nbits_prefill_seconds_total", "counter", "Time spent in prefill.", d(m_.prefill_us) * 1e-6);
   line("nbits_decode_seconds_total", "counter", "Time spent generating.", d(m_.decode_us) * 1e-6);
@@ -392,6 +446,30 @@ std::string Server::metrics_text() const {
 }
 
 void Server::routes() {
+  // Connections beyond the connection threads and their queue: 503 at once (see connection.h).
+  http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!BoundedTaskQueue::rejecting()) return httplib::Server::HandlerResponse::Unhandled;
+    ++m_.rejected_connections;
+    send_error(res, ApiError(503, "too many connections: every connection thread is taken, try again later",
+                             "", "too_many_connections", "server_error"));
+    res.set_header("Retry-After", "1");
+    // httplib closes the connection after a response when the request asked for it.
+    const_cast<httplib::Request&>(req).set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  if (!opt_.cors.empty()) {
+    // CORS: every response names the allowed origin; a preflight (OPTIONS, sent without
+    // credentials) gets the methods and headers a browser client uses.
+    http_.set_default_headers({{"Access-Control-Allow-Origin", opt_.cors},
+                               {"Access-Control-Expose-Headers", "Retry-After"},
+                               {"Vary", "Origin"}});
+    http_.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 204;
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "86400");
+    });
+  }
   http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (ready_) {
       res.set_content(R"({"status":"ok"})", "application/json");
@@ -521,9 +599,10 @@ int Server::run() {
                                          : p.filename().string();
   created_ = static_cast<int64_t>(std::time(nullptr));
 
-  const int http_threads = opt_.parallel + opt_.queue + 4;
-  http_.new_task_queue = [http_threads] {
-    return new httplib::ThreadPool(static_cast<size_t>(http_threads));
+  const int http_threads = opt_.connections > 0 ? opt_.connections : opt_.parallel + opt_.queue + 4;
+  const int http_waiting = opt_.connection_queue >= 0 ? opt_.connection_queue : http_threads;
+  http_.new_task_queue = [http_threads, http_waiting] {
+    return new BoundedTaskQueue(static_cast<size_t>(http_threads), static_cast<size_t>(http_waiting));
   };
   http_.set_payload_max_length(opt_.max_body_bytes);
   http_.set_read_timeout(30, 0);
@@ -547,9 +626,15 @@ int Server::run() {
   std::thread([this, sigs] {
     int sig = 0;
     sigwait(&sigs, &sig);
-    std::fprintf(stderr, "nbits serve: signal %d: finishing the requests in flight (again to exit now)\n",
+    std::fprintf(stderr,
+                 "nbits serve: signal %d: finishing the replies in flight; waiting and prefilling requests "
+                 "end (again: stop every reply)\n",
                  sig);
+    stopping_ = true;
     http_.stop();
+    sigwait(&sigs, &sig);
+    std::fprintf(stderr, "nbits serve: signal %d: stopping every reply (again: exit now)\n", sig);
+    aborting_ = true;
     sigwait(&sigs, &sig);
     std::_Exit(128 + sig);
   }).detach();
@@ -584,8 +669,12 @@ int Server::run() {
       pool_->size(), pool_->size() == 1 ? "" : "s", static_cast<long long>(pool_->context()),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes()), pool_->size(),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes() + kv));
-  std::printf("nbits serve: queue %d, %s; ready: %s/v1\n", opt_.queue,
-              opt_.api_key.empty() ? "no API key" : "API key required", url.c_str());
+  std::printf(
+      "nbits serve: queue %d, prefill chunk %lld, %d connection threads (+%d waiting), %s%s%s; ready: "
+      "%s/v1\n",
+      opt_.queue, static_cast<long long>(opt_.prefill_chunk), http_threads, http_waiting,
+      opt_.api_key.empty() ? "no API key" : "API key required", opt_.cors.empty() ? "" : ", CORS ",
+      opt_.cors.c_str(), url.c_str());
   std::fflush(stdout);
   listener.join();
   return 0;

@@ -1,17 +1,22 @@
 // `nbits serve` end to end: the real binary on a free port with stories260K (greedy), driven by
 // cpp-httplib's client. Response shapes, SSE framing, equality with `nbits run`, concurrency,
 // errors, and a client that leaves mid-stream.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,14 +59,14 @@ struct ServerProcess {
 };
 ServerProcess g_server;
 
-bool start_server() {
-  g_server.dir = chat_model_dir();
+// Starts `nbits serve -m dir --port 0 extra...` and waits for its "ready" line.
+bool start_server(ServerProcess& server, const std::string& dir, const std::vector<std::string>& extra) {
+  server.dir = dir;
   int out[2];
   if (pipe(out) != 0) return false;
   const std::string bin = nbits_bin();
-  const std::vector<std::string> args = {
-      bin,          "serve", "-m",    g_server.dir,         "--port",  "0", "-t",        "1",
-      "--parallel", "2",     "--ctx", std::to_string(kCtx), "--queue", "4", "--api-key", kKey};
+  std::vector<std::string> args = {bin, "serve", "-m", dir, "--port", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);
@@ -74,14 +79,14 @@ bool start_server() {
     _exit(127);
   }
   close(out[1]);
-  g_server.pid = pid;
+  server.pid = pid;
   FILE* f = fdopen(out[0], "r");
   char line[512];
   while (std::fgets(line, sizeof line, f)) {
-    g_server.log += line;
+    server.log += line;
     const std::string l = line;
-    if (auto p = l.find("http://127.0.0.1:"); p != std::string::npos && g_server.port == 0)
-      g_server.port = std::stoi(l.substr(p + 17));
+    if (auto p = l.find("http://127.0.0.1:"); p != std::string::npos && server.port == 0)
+      server.port = std::stoi(l.substr(p + 17));
     if (l.find("ready:") != std::string::npos) break;
   }
   // Keep draining stdout so the server never blocks on it.
@@ -91,7 +96,34 @@ bool start_server() {
     }
     std::fclose(f);
   }).detach();
-  return g_server.port > 0;
+  return server.port > 0;
+}
+
+bool start_server() {
+  return start_server(g_server, chat_model_dir(),
+                      {"-t", "1", "--parallel", "2", "--ctx", std::to_string(kCtx), "--queue", "4",
+                       "--api-key", kKey, "--cors", "http://app.example"});
+}
+
+// SIGTERM, then the exit status (-1: did not exit within `wait`).
+int stop_server(ServerProcess& server, std::chrono::milliseconds wait = std::chrono::seconds(60)) {
+  if (server.pid <= 0) return -1;
+  kill(server.pid, SIGTERM);
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(server.pid, &status, WNOHANG);
+    if (r == server.pid) break;
+    if (std::chrono::steady_clock::now() - t0 > wait) {
+      kill(server.pid, SIGKILL);
+      waitpid(server.pid, &status, 0);
+      server.pid = -1;
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  server.pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 class Serve : public ::testing::Test {
@@ -414,6 +446,268 @@ TEST_F(Serve, DisconnectFreesTheSlot) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_NE(metrics.find("nbits_slots_busy 0"), std::string::npos) << metrics;
+}
+
+TEST_F(Serve, Cors) {
+  httplib::Client c("127.0.0.1", g_server.port);
+  // A preflight carries no credentials: answered without the API key.
+  auto pre =
+      c.Options("/v1/chat/completions", {{"Origin", "http://app.example"},
+                                         {"Access-Control-Request-Method", "POST"},
+                                         {"Access-Control-Request-Headers", "authorization,content-type"}});
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+  const std::string allow = pre->get_header_value("Access-Control-Allow-Headers");
+  EXPECT_NE(allow.find("Authorization"), std::string::npos) << allow;
+  EXPECT_NE(allow.find("Content-Type"), std::string::npos) << allow;
+  // Every response names the origin, errors included.
+  auto h = c.Get("/health", {{"Origin", "http://app.example"}});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  auto denied = c.Get("/v1/models", {{"Origin", "http://app.example"}});
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_EQ(denied->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_EQ(json::parse(denied->body)["error"]["code"], "invalid_api_key");
+}
+
+// A server started by a test itself, stopped (SIGTERM, exit 0 expected) when it goes.
+struct OwnServer {
+  ServerProcess p;
+  OwnServer(const std::string& dir, const std::vector<std::string>& extra) { start_server(p, dir, extra); }
+  ~OwnServer() {
+    if (p.pid > 0) {
+      EXPECT_EQ(stop_server(p), 0) << "nbits serve did not exit cleanly";
+    }
+  }
+};
+
+// A raw TCP connection to 127.0.0.1:port that sends nothing (it holds a connection thread).
+int idle_connection(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(ServeLimits, ConnectionsBeyondThePoolGet503) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1", "--connections", "1", "--connection-queue", "1"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  EXPECT_NE(s.p.log.find("1 connection threads (+1 waiting)"), std::string::npos) << s.p.log;
+  // The one connection thread waits on a silent connection, a second one waits for it: a third
+  // gets 503 at once instead of waiting without bound.
+  const int a = idle_connection(s.p.port), b = idle_connection(s.p.port);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  httplib::Client c("127.0.0.1", s.p.port);
+  c.set_read_timeout(10, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = c.Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "too_many_connections") << r->body;
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  close(a);
+  close(b);
+  // Once they have gone, requests are served again.
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    httplib::Client c2("127.0.0.1", s.p.port);
+    auto ok = c2.Get("/health");
+    status = ok ? ok->status : -1;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200);
+  // No CORS unless asked.
+  auto h = httplib::Client("127.0.0.1", s.p.port).Get("/health", {{"Origin", "http://app.example"}});
+  ASSERT_TRUE(h);
+  EXPECT_FALSE(h->has_header("Access-Control-Allow-Origin"));
+  auto m = httplib::Client("127.0.0.1", s.p.port).Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("nbits_requests_rejected_connections_total 1"), std::string::npos) << m->body;
+}
+
+// A random-weight model big enough that a prompt takes seconds to prefill on one or two
+// threads (hidden 512, 4 layers, the stories260K vocabulary), made by `nbits make-model`.
+std::string mid_model_dir() {
+  static const std::string dir = [] {
+    const fs::path d = fs::temp_directory_path() / ("nbits_serve_mid_" + std::to_string(::getpid()));
+    const RunResult r =
+        run_nbits({"make-model", "--arch",           "custom",    "--hidden",   "512",     "--layers",
+                   "4",          "--heads",          "8",         "--kv-heads", "2",       "--head-size",
+                   "64",         "--intermediate",   "1408",      "--vocab",    "512",     "--context",
+                   "4096",       "--tokenizer-from", model_dir(), "-o",         d.string()});
+    if (r.exit_code != 0) return std::string();
+    static std::string made = d.string();
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(made, ec);
+    });
+    return d.string();
+  }();
+  return dir;
+}
+
+std::vector<int32_t> random_ids(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(n);
+  for (auto& id : ids) id = static_cast<int32_t>(3 + rng() % 509);
+  return ids;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Streams a completion, recording when each content token arrived; stop_after_bytes > 0 closes
+// the connection once that many bytes came. Returns the raw body.
+std::string timed_stream(int port, const json& body, std::vector<Clock::time_point>* token_times,
+                         size_t stop_after_bytes = 0) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  json b = body;
+  b["stream"] = true;
+  req.body = b.dump();
+  req.set_header("Content-Type", "application/json");
+  std::string raw;
+  size_t parsed = 0;
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    raw.append(d, n);
+    for (size_t end; (end = raw.find("\n\n", parsed)) != std::string::npos; parsed = end + 2) {
+      const std::string ev = raw.substr(parsed, end - parsed);
+      if (ev.rfind("data: {", 0) != 0 || token_times == nullptr) continue;
+      const json j = json::parse(ev.substr(6));
+      if (j.contains("choices") && !j["choices"].empty() && j["choices"][0]["finish_reason"].is_null())
+        token_times->push_back(Clock::now());
+    }
+    return stop_after_bytes == 0 || raw.size() < stop_after_bytes;
+  };
+  c.send(req);
+  return raw;
+}
+
+double metric(int port, const std::string& name) {
+  auto m = httplib::Client("127.0.0.1", port).Get("/metrics");
+  if (!m) return -1;
+  const size_t p = m->body.find("\n" + name + " ");
+  return p == std::string::npos ? -1 : std::stod(m->body.substr(p + name.size() + 2));
+}
+
+class ServePrefill : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+    NBITS_REQUIRE_BIN();
+    ASSERT_FALSE(mid_model_dir().empty()) << "nbits make-model failed";
+  }
+};
+
+TEST_F(ServePrefill, LongPromptDoesNotStallOtherStreams) {
+  // Two worker threads shared by both sessions. Without turns the prefill's back-to-back
+  // parallel sections kept the pool's mutex: the other stream got ~5 tokens in a 4-6 s prefill.
+  OwnServer s(mid_model_dir(), {"-t", "2", "--parallel", "2", "--ctx", "4096", "--prefill-chunk", "64"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  const size_t P = 3000, chunks = (P + 63) / 64;
+  std::vector<Clock::time_point> b_times, a_times;
+  std::thread b([&] {
+    timed_stream(s.p.port, {{"prompt", json::array({1, 400, 300})}, {"max_tokens", 1900}, {"temperature", 0}},
+                 &b_times);
+  });
+  while (b_times.size() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto a0 = Clock::now();
+  timed_stream(s.p.port, {{"prompt", random_ids(P, 7)}, {"max_tokens", 2}, {"temperature", 0}}, &a_times);
+  b.join();
+  ASSERT_FALSE(a_times.empty());
+  const auto a1 = a_times.front();  // A's first text: its prefill is over
+  std::vector<Clock::time_point> pts = {a0};
+  for (auto t : b_times)
+    if (t > a0 && t < a1) pts.push_back(t);
+  pts.push_back(a1);
+  double max_gap = 0;
+  for (size_t i = 1; i < pts.size(); ++i)
+    max_gap = std::max(max_gap, std::chrono::duration<double>(pts[i] - pts[i - 1]).count());
+  const double window = std::chrono::duration<double>(a1 - a0).count();
+  const size_t during = pts.size() - 2;
+  std::printf(
+      "prefill of %zu tokens (%zu chunks of 64): %.3f s; the other stream: %zu text deltas meanwhile, "
+      "max gap %.3f s\n",
+      P, chunks, window, during, max_gap);
+  // About a token per chunk (a delta can hold several tokens: byte tokens wait for a whole
+  // UTF-8 character), and no gap near the prefill's length.
+  EXPECT_GE(during, chunks / 4) << "the other stream stalled during the prefill";
+  EXPECT_LT(max_gap, window / 2) << "the other stream waited for most of the prefill";
+}
+
+TEST_F(ServePrefill, DisconnectDuringPrefillStopsItWithinAChunk) {
+  OwnServer s(mid_model_dir(), {"-t", "2", "--parallel", "1", "--ctx", "4096", "--prefill-chunk", "32"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  const size_t P = 3000;
+  // The client leaves at the first keep-alive comment (250 ms into the prefill).
+  const std::string raw = timed_stream(
+      s.p.port, {{"prompt", random_ids(P, 11)}, {"max_tokens", 4}, {"temperature", 0}}, nullptr, 1);
+  const auto gone = Clock::now();
+  EXPECT_EQ(raw.rfind(": ping", 0), 0u) << raw;
+  double busy = 1;
+  while (Clock::now() - gone < std::chrono::seconds(20) && (busy = metric(s.p.port, "nbits_slots_busy")) != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double freed_after = std::chrono::duration<double>(Clock::now() - gone).count();
+  const double prefilled = metric(s.p.port, "nbits_prefill_tokens_total");
+  const double chunks = metric(s.p.port, "nbits_prefill_chunks_total");
+  const double seconds = metric(s.p.port, "nbits_prefill_seconds_total");
+  std::printf(
+      "client left at 250 ms: slot free %.3f s later, %.0f of %zu prompt tokens prefilled (%.0f chunks, %.3f "
+      "s)\n",
+      freed_after, prefilled, P, chunks, seconds);
+  EXPECT_EQ(busy, 0);
+  EXPECT_LT(prefilled, static_cast<double>(P)) << "the whole prompt was prefilled";
+  // Stopped within a chunk or two of the departure: far less than the remaining prefill.
+  ASSERT_GT(chunks, 0);
+  EXPECT_LT(freed_after, 2.5 * seconds / chunks + 0.5);
+  EXPECT_EQ(metric(s.p.port, "nbits_requests_cancelled_total"), 1);
+  // The slot serves the next request.
+  auto next =
+      httplib::Client("127.0.0.1", s.p.port)
+          .Post("/v1/completions",
+                json({{"prompt", json::array({1, 400})}, {"max_tokens", 3}, {"temperature", 0}}).dump(),
+                "application/json");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200) << next->body;
+  EXPECT_GE(json::parse(next->body)["usage"]["completion_tokens"].get<int>(), 1) << next->body;
+}
+
+TEST_F(ServePrefill, SigtermDuringPrefillEndsItAndExitsZero) {
+  OwnServer s(mid_model_dir(), {"-t", "2", "--parallel", "1", "--ctx", "4096", "--prefill-chunk", "32"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  std::string raw;
+  std::thread a([&] {
+    raw = timed_stream(s.p.port, {{"prompt", random_ids(3000, 13)}, {"max_tokens", 4}, {"temperature", 0}},
+                       nullptr);
+  });
+  while (metric(s.p.port, "nbits_prefill_chunks_total") < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto t0 = Clock::now();
+  const int rc = stop_server(s.p, std::chrono::seconds(30));
+  const double exit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  a.join();
+  std::printf("SIGTERM during a 3000-token prefill: exited %.3f s later (rc %d)\n", exit_s, rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(raw.find("\"shutting_down\""), std::string::npos) << raw;
+  EXPECT_NE(raw.find("data: [DONE]"), std::string::npos) << raw;
+  EXPECT_EQ(raw.find("\"text\""), std::string::npos) << "tokens came: the prefill was not stopped\n" << raw;
+  EXPECT_LT(exit_s, 10);
 }
 
 }  // namespace

@@ -1,0 +1,51 @@
+// The HTTP layer's limits and a departed client noticed without writing.
+#pragma once
+
+#include <httplib.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nbits::serve {
+
+// cpp-httplib's task queue (one job per accepted connection, run to the connection's end),
+// bounded: `threads` connection threads, at most `waiting` connections queued for one; a
+// connection beyond that goes to a small reject lane whose threads answer its request with
+// 503 (rejecting() is true there: the server's pre-routing handler answers it) and close it.
+// httplib 0.11's ThreadPool queues without a bound and its enqueue() cannot refuse.
+class BoundedTaskQueue : public httplib::TaskQueue {
+ public:
+  BoundedTaskQueue(size_t threads, size_t waiting, size_t reject_threads = 2);
+  ~BoundedTaskQueue() override;
+  void enqueue(std::function<void()> fn) override;
+  void shutdown() override;
+  // True on a reject-lane thread: the request it reads gets 503 and the connection closes.
+  static bool rejecting();
+
+ private:
+  struct Lane {
+    std::deque<std::function<void()>> jobs;
+    std::vector<std::thread> threads;
+    size_t idle = 0;
+  };
+  void work(Lane& lane, bool reject);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Lane main_, reject_;
+  size_t waiting_ = 0;
+  bool stop_ = false;
+};
+
+// The socket of the connection that sent `req` (its 4-tuple matched among this process's
+// sockets), or -1. Looked up once per request, from the connection's own thread.
+int find_socket(const httplib::Request& req);
+// False once the peer of `fd` has closed or reset the connection (a readable EOF), without
+// consuming anything; true for fd < 0.
+bool peer_open(int fd);
+
+}  // namespace nbits::serve
