@@ -43,9 +43,11 @@ inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const uint16
   vec_accumulate_rows_f16(p, np, ps, M, rows, n, y, ys);
 }
 
+// part == nullptr: normalised rows into out. Otherwise the partial layout of attend_rows_partial
+// (no smooth term) into part, out unused.
 template <typename T>
 void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V, int64_t n,
-            const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
+            const AttentionParams& p, float* scratch, float* out, int64_t out_stride, float* part = nullptr) {
   const int64_t H = p.head_size;
   // Rows per block: about 16 KiB of K (or V), so the block stays in L1 across the group.
   const int64_t block = std::max<int64_t>(8, 4096 / std::max<int64_t>(H, 1));
@@ -68,11 +70,21 @@ void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
     if (p.softcap > 0.0f)
       for (int64_t j = 0; j < n; ++j) s[j] = p.softcap * std::tanh(s[j] / p.softcap);
     float mx = vec_max(s, n);
+    if (part) {
+      part[nq * H + g] = mx;
+      part[nq * H + nq + g] = vec_exp_shift_sum(s, n, mx);
+      std::fill(part + g * H, part + (g + 1) * H, 0.0f);
+      continue;
+    }
     if (p.smooth && mx < 0.0f) mx = 0.0f;
     float sum = vec_exp_shift_sum(s, n, mx);
     if (p.smooth) sum += std::exp(-mx);
     vec_scale(s, 1.0f / sum, n);
     std::fill(out + g * out_stride, out + g * out_stride + H, 0.0f);
+  }
+  if (part) {
+    out = part;
+    out_stride = H;
   }
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
@@ -336,6 +348,16 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
 void attend_group(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
                   int64_t n, const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
   attend(q, q_stride, nq, K, V, n, p, scratch, out, out_stride);
+}
+
+void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
+                          int64_t n, const AttentionParams& p, float* scratch, float* part) {
+  attend(q, q_stride, nq, K, V, n, p, scratch, nullptr, 0, part);
+}
+
+void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                          int64_t n, const AttentionParams& p, float* scratch, float* part) {
+  attend(q, q_stride, nq, K, V, n, p, scratch, nullptr, 0, part);
 }
 
 }  // namespace nbits::kernels

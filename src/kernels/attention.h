@@ -4,8 +4,10 @@
 // attend_rows is the flash-style kernel (kernels/attention_tile_inl.h): tiles of
 // up to attention_tile_rows() query rows against blocks of K/V rows with an online
 // softmax; attend_rows_partial + attention_merge split one row set's keys across
-// threads (decode at long context). attend_group is the older one-position path
-// (full scores in scratch, vector_ops helpers), kept for heads above 512.
+// threads. attend_group is the one-position path (full scores in scratch, vector_ops
+// helpers, heads in pairs sharing each K/V row load): decode (one position: fewer
+// query rows than a tile's vector lanes) and heads above 512; attend_group_partial
+// is its partial for decode split across threads.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +63,13 @@ void attend_rows_partial(const AttentionRows& rows, const uint16_t* K, const uin
 // at least one part).
 void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, int64_t n,
                      const AttentionParams& p, float* const* out);
+
+// attend_group over keys [0, n) of K/V as one partial of nq rows (attend_rows_partial's layout, no
+// smooth term; n >= 1): decode at long context, the keys split across threads.
+void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
+                          int64_t n, const AttentionParams& p, float* scratch, float* part);
+void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                          int64_t n, const AttentionParams& p, float* scratch, float* part);
 
 // The ISA the tile kernel dispatched to ("avx512", "avx2" or "scalar").
 const char* attention_isa();

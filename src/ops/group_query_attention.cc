@@ -7,6 +7,7 @@
 // local_window_size follows ORT 1.30 (the 2026 rewrite, HF sliding_window
 // semantics): with W > 0, a query at causal length L sees keys [L - W, L).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -174,6 +175,7 @@ class GroupQueryAttentionOp final : public Op {
     float* out = a.out[0]->as<float>();
     if (H > kernels::kAttentionMaxHead || legacy_attention())
       return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
+    if (S == 1) return attend_decode(g, ctx, pk, pv, threads, longest, ap, out);
 
     // One task = the query rows of a tile: hc query heads of one kv head at sq consecutive
     // positions (hc * sq <= the kernel's tile rows), so each K/V block is read once for all of them.
@@ -249,6 +251,73 @@ class GroupQueryAttentionOp final : public Op {
       task_rows(t, tr);
       kernels::attention_merge(scores_buf.data() + t * parts * part_floats, parts, part_floats, tr.rows.n, ap,
                                tr.out);
+    }
+  }
+
+  // One position per sequence: the G query heads of a kv head are fewer rows than the tile's
+  // lanes, and attend_group (heads in pairs sharing each K/V row load) is faster there. With fewer
+  // (batch, kv head) tasks than threads at >= 512 keys, each task's keys are split into parts
+  // (every thread streams its share of K/V) and the partial softmaxes merged.
+  template <typename T>
+  void attend_decode(const Geometry& g, RunContext& ctx, const T* pk, const T* pv, int64_t threads,
+                     int64_t longest, const kernels::AttentionParams& ap, float* out) const {
+    const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, L = g.present_len, G = Nq / Nkv;
+    const int64_t tasks = g.B * Nkv;
+    int64_t parts = 1;
+    if (tasks < threads && longest >= 512) parts = std::min((threads + tasks - 1) / tasks, longest / 256);
+    if (parts == 1) return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
+    Scratch& sc = scratch();
+    const int64_t items = tasks * parts, workers = std::min(items, threads);
+    const int64_t part_floats = kernels::attention_part_floats(G, H),
+                  span = (longest + parts - 1) / parts + 1;
+    if (sc.scores.size() < static_cast<size_t>(items * part_floats + workers * G * span))
+      sc.scores.resize(items * part_floats + workers * G * span);
+    auto range = [&](int64_t b, int64_t* start, int64_t* end) {
+      *end = at_.causal ? g.past[b] + 1 : g.total_b[b];
+      *start = at_.window > 0 && *end > at_.window ? *end - at_.window : 0;
+    };
+    ctx.pool.parallel_for(workers, [&](int64_t w) {
+      float* scores = sc.scores.data() + items * part_floats + w * G * span;
+      for (int64_t item = w; item < items; item += workers) {
+        const int64_t t = item / parts, k = item % parts, b = t / Nkv, kvh = t % Nkv;
+        int64_t start, end;
+        range(b, &start, &end);
+        const int64_t b0 = start + (end - start) * k / parts, b1 = start + (end - start) * (k + 1) / parts;
+        float* part = sc.scores.data() + item * part_floats;
+        if (b1 <= b0) {  // a window shorter than the parts: nothing here
+          std::fill(part, part + G * H, 0.0f);
+          std::fill(part + G * H, part + G * (H + 1), -FLT_MAX);
+          std::fill(part + G * (H + 1), part + G * (H + 2), 0.0f);
+          continue;
+        }
+        const T* K = pk + ((b * Nkv + kvh) * L + b0) * H;
+        const T* V = pv + ((b * Nkv + kvh) * L + b0) * H;
+        kernels::attend_group_partial(sc.q.data() + (b * Nq + kvh * G) * H, H, G, K, V, b1 - b0, ap, scores,
+                                      part);
+      }
+    });
+    for (int64_t t = 0; t < tasks; ++t)
+      merge_heads(sc.scores.data() + t * parts * part_floats, parts, part_floats, G, ap, out + t * G * H);
+  }
+
+  // kernels::attention_merge for G rows whose outputs follow each other (out + h * H).
+  static void merge_heads(const float* parts, int64_t nparts, int64_t part_stride, int64_t G,
+                          const kernels::AttentionParams& ap, float* out) {
+    const int64_t H = ap.head_size;
+    for (int64_t h = 0; h < G; ++h) {
+      float mx = ap.smooth ? 0.0f : -FLT_MAX;
+      for (int64_t k = 0; k < nparts; ++k) mx = std::max(mx, parts[k * part_stride + G * H + h]);
+      float den = ap.smooth ? std::exp(-mx) : 0.0f;
+      float* o = out + h * H;
+      std::fill(o, o + H, 0.0f);
+      for (int64_t k = 0; k < nparts; ++k) {
+        const float* part = parts + k * part_stride;
+        const float c = std::exp(part[G * H + h] - mx);
+        if (c == 0.0f) continue;
+        den += part[G * H + G + h] * c;
+        for (int64_t i = 0; i < H; ++i) o[i] += part[h * H + i] * c;
+      }
+      for (int64_t i = 0; i < H; ++i) o[i] /= den;
     }
   }
 

@@ -233,6 +233,62 @@ TEST_P(AttentionTile, Fp16CacheBitwiseLikeWidened) {
     }
 }
 
+// Decode split across threads: attend_group_partial over consecutive key ranges + attention_merge.
+TEST(AttentionDecode, GroupPartialsMergeLikeReference) {
+  std::mt19937 rng(31);
+  int idx = 0;
+  for (int64_t n : {1, 2, 600, 4096})
+    for (int parts : {1, 2, 3})
+      for (int64_t G : {1, 7, 8}) {
+        ++idx;
+        const int64_t H = idx % 3 == 0 ? 128 : 64;
+        AttentionParams p;
+        p.head_size = H;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(H));
+        p.softcap = idx % 4 == 1 ? 5.0f : 0.0f;
+        p.smooth = idx % 3 == 2;
+        const bool f16 = idx % 2 == 0;
+        const auto q = rand_vec(G * H, rng, -3.0f, 3.0f);
+        auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
+        std::vector<uint16_t> K16(K.size()), V16(V.size());
+        for (size_t i = 0; i < K.size(); ++i) {
+          K16[i] = float_to_fp16(K[i]);
+          V16[i] = float_to_fp16(V[i]);
+          if (f16) {
+            K[i] = fp16_to_float(K16[i]);
+            V[i] = fp16_to_float(V16[i]);
+          }
+        }
+        const int64_t pf = attention_part_floats(G, H);
+        std::vector<float> part(static_cast<size_t>(pf * parts)), scratch(static_cast<size_t>(G * n)),
+            out(static_cast<size_t>(G * H));
+        int used = 0;
+        for (int k = 0; k < parts; ++k) {
+          const int64_t b = n * k / parts, e = n * (k + 1) / parts;
+          if (e <= b) continue;
+          float* pp = part.data() + used++ * pf;
+          if (f16)
+            attend_group_partial(q.data(), H, G, K16.data() + b * H, V16.data() + b * H, e - b, p,
+                                 scratch.data(), pp);
+          else
+            attend_group_partial(q.data(), H, G, K.data() + b * H, V.data() + b * H, e - b, p, scratch.data(),
+                                 pp);
+        }
+        std::vector<float*> op(G);
+        for (int64_t g = 0; g < G; ++g) op[g] = out.data() + g * H;
+        attention_merge(part.data(), used, pf, G, p, op.data());
+        double worst = 0, big = 0;
+        for (int64_t g = 0; g < G; ++g) {
+          const auto want = reference(q.data() + g * H, K.data(), V.data(), 0, n, p);
+          for (int64_t i = 0; i < H; ++i) {
+            worst = std::max(worst, std::fabs(op[g][i] - want[i]));
+            big = std::max(big, std::fabs(want[i]));
+          }
+        }
+        ASSERT_LE(worst / big, kTol) << "n " << n << " parts " << parts << " G " << G << " H " << H;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
