@@ -107,3 +107,23 @@ if ! node -e "process.exit(require('$tjs/node_modules/@huggingface/transformers/
     { echo "setup_models.sh: onnxruntime-node has no CPU library for this platform" >&2; exit 1; }
 fi
 node tools/optimum_models/tjs_reference.mjs "$tjs" "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}"
+# Perplexity references (tests/cli/peer_perplexity_test.cc): onnxruntime-genai on the SmolLM2 builder
+# exports and llama.cpp on the SmolLM2 GGUF, on the GPL-3 text every Debian system ships
+# (base-files), the first 4 windows of 512 tokens, by nbits perplexity's rule. ~1 min per export,
+# ~1.5 min for llama.cpp; each file is skipped when present.
+quality=$cache/quality
+text=/usr/share/common-licenses/GPL-3
+mkdir -p "$quality"
+for v in int4 int4_acc0 int4_b128 int8 fp16 fp32; do
+  ref=$quality/smollm2_$v.genai_ppl.json
+  [ -f "$ref" ] && continue
+  echo "-- onnxruntime-genai perplexity of smollm2_$v"
+  "$venv/bin/python" tools/quality/genai_perplexity.py "$models/smollm2_$v" "$text" "$ref.tmp" --ctx 512 --chunks 4
+  mv "$ref.tmp" "$ref"
+done
+ref=$quality/smollm2_q4_1.llama_cpp_ppl.json
+if [ ! -f "$ref" ]; then
+  echo "-- llama.cpp perplexity of the SmolLM2 Q4_1 GGUF"
+  node tools/quality/llamacpp_perplexity.mjs "$smol" "$text" "$ref.tmp" 512 4
+  mv "$ref.tmp" "$ref"
+fi

@@ -28,7 +28,8 @@ namespace nbits::cli {
 namespace {
 
 int perplexity_main(const std::vector<std::string>& args) {
-  Flags f("perplexity", "-m DIR -f TEXT [--ctx 512] [--stride N] [--batch N] [-t T] [--format json]",
+  Flags f("perplexity",
+          "-m DIR -f TEXT [--ctx 512] [--stride N] [--batch N] [--chunks N] [-t T] [--format json]",
           "Perplexity of the model on a text file (llama-perplexity's method). --ctx N is the window\n"
           "length in tokens (default 512; also the KV cache length). Windows start every --stride\n"
           "tokens (default --ctx: non-overlapping) and each is run from an empty cache, its first\n"
@@ -39,6 +40,8 @@ int perplexity_main(const std::vector<std::string>& args) {
   f.i64("--stride", "N", "tokens between window starts (default: --ctx)", std::nullopt, 1);
   f.i64("--batch", "N", "tokens per prefill step within a window (default: the whole window)", std::nullopt,
         1);
+  f.i64("--chunks", "N", "score at most the first N windows (llama-perplexity's --chunks; default: all)",
+        std::nullopt, 1);
   f.choice("--format", {"text", "json"}, "text: one result line; json: one JSON object", "text");
   add_model_flags(f);
   if (auto rc = f.parse(args)) return *rc;
@@ -66,7 +69,8 @@ int perplexity_main(const std::vector<std::string>& args) {
   const auto n_tokens = static_cast<int64_t>(ids.size());
   NBITS_CHECK(n_tokens >= ctx, "'", printable(path), "' has ", n_tokens,
               " tokens, fewer than one window of --ctx ", ctx);
-  const int64_t windows = (n_tokens - ctx) / stride + 1;
+  int64_t windows = (n_tokens - ctx) / stride + 1;
+  if (f.has("--chunks")) windows = std::min(windows, f.get_i64("--chunks"));
   const int64_t half = ctx / 2;
   std::fprintf(
       stderr,

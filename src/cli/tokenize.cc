@@ -6,15 +6,24 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "gguf/model_builder.h"
+#include "gguf/vocab.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nbits::cli {
 namespace {
 
+// -m: a folder / tokenizer.json, or a GGUF file (its tokenizer.ggml.* metadata).
+Tokenizer load_tokenizer(const std::string& path) {
+  if (gguf::is_gguf_path(path)) return tokenizer_from_gguf(gguf::read_vocab(gguf::File::open(path)));
+  return Tokenizer::load(path);
+}
+
 int tokenize_main(const std::vector<std::string>& args) {
   Flags f("tokenize", "-m DIR (--text TEXT | --file F) [--special] [--format text|json]",
           "Prints the token ids of a text (comma-separated, or JSON with ids and tokens).");
-  f.str("-m,--model", "DIR", "folder with tokenizer.json (or the tokenizer.json file)", true);
+  f.str("-m,--model", "DIR", "folder with tokenizer.json (or the tokenizer.json file, or a .gguf)", true);
   f.str("-t,--text", "TEXT", "text to tokenize");
   f.str("-f,--file", "F", "file whose content to tokenize (UTF-8)");
   f.flag("--special", "add special tokens (post-processor, e.g. BOS for Llama)");
@@ -22,7 +31,7 @@ int tokenize_main(const std::vector<std::string>& args) {
   if (auto rc = f.parse(args)) return *rc;
   if (f.has("--text") == f.has("--file")) return f.usage_error("give exactly one of --text or --file");
   std::string text = f.has("--text") ? f.get_str("--text") : read_text_file(f.get_str("--file"));
-  Tokenizer tok = Tokenizer::load(f.get_str("--model"));
+  Tokenizer tok = load_tokenizer(f.get_str("--model"));
   std::vector<int32_t> ids = tok.encode(text, f.get_flag("--special"));
   if (f.get_str("--format") == "json") {
     nlohmann::json j;
@@ -45,13 +54,13 @@ int tokenize_main(const std::vector<std::string>& args) {
 int detokenize_main(const std::vector<std::string>& args) {
   Flags f("detokenize", "-m DIR --ids 1,2,3 [--skip-special] [--format text|json]",
           "Prints the text of token ids.");
-  f.str("-m,--model", "DIR", "folder with tokenizer.json (or the tokenizer.json file)", true);
+  f.str("-m,--model", "DIR", "folder with tokenizer.json (or the tokenizer.json file, or a .gguf)", true);
   f.ints("--ids", "1,2,3", "token ids, comma-separated");
   f.flag("--skip-special", "drop special tokens (e.g. <|im_end|>, </s>)");
   f.choice("--format", {"text", "json"}, "output format", "text");
   if (auto rc = f.parse(args)) return *rc;
   if (!f.has("--ids")) return f.usage_error("--ids is required");
-  Tokenizer tok = Tokenizer::load(f.get_str("--model"));
+  Tokenizer tok = load_tokenizer(f.get_str("--model"));
   std::vector<int32_t> ids;
   for (int64_t id : f.get_ints("--ids")) {
     NBITS_CHECK(id >= 0 && id < tok.vocab_size(), "token id ", id, " is out of range (vocabulary size ",

@@ -1,4 +1,4 @@
-// `nbits run|chat|inspect -m FILE.gguf` on the real SmolLM2 Q4_1 GGUF ($NBITS_SMOLLM2_GGUF, made by
+// `nbits run|chat|inspect|tokenize -m FILE.gguf` on the real SmolLM2 Q4_1 GGUF ($NBITS_SMOLLM2_GGUF, made by
 // tools/setup_models.sh): text in, text out through the GGUF's own tokenizer.
 #include <gtest/gtest.h>
 
@@ -27,6 +27,19 @@ TEST(CliGguf, RunGeneratesTextFromTheGgufTokenizer) {
   EXPECT_EQ(j["prompt_ids"], (std::vector<int>{504, 3575, 282, 4649, 314}));
   EXPECT_EQ(j["ids"][0], 7042);  // " Paris", as llama.cpp
   EXPECT_EQ(j["text"].get<std::string>().rfind(" Paris", 0), 0u) << j["text"];
+}
+
+// tokenize/detokenize take the GGUF's own vocabulary (llama.cpp's ids: it keeps "\n\n  " whole
+// before a digit where the HF tokenizer.json splits off a space).
+TEST(CliGguf, TokenizeAndDetokenizeUseTheGgufVocabulary) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  const RunResult r = run_nbits({"tokenize", "-m", smollm2_gguf(), "--text", "The capital of France is"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "504,3575,282,4649,314\n");
+  const RunResult d = run_nbits({"detokenize", "-m", smollm2_gguf(), "--ids", "504,3575,282,4649,314"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(d.out, "The capital of France is\n");
 }
 
 TEST(CliGguf, InspectShowsArchAndKernels) {
