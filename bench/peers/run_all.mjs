@@ -1,9 +1,12 @@
-// Alternating nbits / ONNX Runtime / llama.cpp benchmark on random-weight models of the real shapes.
+// Alternating nbits / ONNX Runtime / onnxruntime-genai / llama.cpp benchmark on random-weight models of the
+// real shapes, and on the real SmolLM2-135M-Instruct files tools/setup_models.sh makes (each runtime on
+// the same file as nbits: the builder's int4 export for ORT and genai, the Q4_1 GGUF for llama.cpp).
 // Resumable: every single run is cached as JSON under bench/peers/.deps/results/ and skipped when present.
 //   node bench/peers/run_all.mjs [--models qwen-int4-b32,...] [--threads 1,2] [--reps 3]
 //        [--prompt 128] [--decode 64] [--nbits build/nbits] [--runtimes nbits,ort,llama] [--fresh]
 // One "rep" = one round over every model x threads x runtime (A B C A B C ...), one prefill + decode each.
-// Runtimes: nbits, nbits16 (nbits with --scales fp16: scales rounded to half precision at load), ort, llama.
+// Runtimes: nbits, nbits16 (nbits with --scales fp16: scales rounded to half precision at load), ort, genai
+// (bench/peers/genai_bench.py in the cache's venv: og.Generator), llama.
 // Peak RSS of each process comes from /usr/bin/time when it is installed (Debian package `time`); the
 // peers' figure includes node itself (about 45 MiB).
 import { execFileSync } from 'node:child_process';
@@ -16,7 +19,13 @@ import { percentile } from './stats.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
 const deps = path.join(here, '.deps');
+const cache = process.env.NBITS_CACHE || path.join(process.env.HOME || '/root', '.cache/nbits');
+const builderModels = process.env.NBITS_BUILDER_MODELS || path.join(cache, 'builder-models');
+const venvPython = path.join(cache, 'venv/bin/python');
+// Real weights: `dir` (a genai folder) or `file` (a GGUF) used as they are, nothing generated.
 const MODELS = {
+  'smollm2-135m-real-int4': { dir: path.join(builderModels, 'smollm2_int4'), gguf: null },
+  'smollm2-135m-real-q4_1': { file: path.join(cache, 'smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'), gguf: 'Q4_1' },
   'qwen-int4-b32': { arch: 'qwen2.5-0.5b', bits: 4, block: 32, tok: 'qwen2.5', gguf: 'Q4_0' },
   'qwen-int4-b128': { arch: 'qwen2.5-0.5b', bits: 4, block: 128, tok: 'qwen2.5', gguf: null },
   'qwen-int8-b32': { arch: 'qwen2.5-0.5b', bits: 8, block: 32, tok: 'qwen2.5', gguf: 'Q8_0' },
@@ -24,8 +33,9 @@ const MODELS = {
   'smollm2-int8-b32': { arch: 'smollm2-360m', bits: 8, block: 32, tok: 'smollm2', gguf: 'Q8_0' },
   'tinyllama-int4-b32': { arch: 'tinyllama-1.1b', bits: 4, block: 32, tok: 'tinyllama', gguf: 'Q4_0' },
 };
-const a = parseArgs(process.argv.slice(2), { models: Object.keys(MODELS).join(','), threads: '1,2', reps: '3',
+const a = parseArgs(process.argv.slice(2), { models: Object.keys(MODELS).filter((k) => !k.includes('-real-')).join(','), threads: '1,2', reps: '3',
   prompt: '128', decode: '64', nbits: path.join(root, 'build/nbits'), runtimes: 'nbits,ort,llama' });
+// Default: the random-weight models; the real ones when named (--models smollm2-135m-real-int4,...).
 const models = a.models.split(',');
 for (const m of models) if (!MODELS[m]) { console.error(`unknown model '${m}' (${Object.keys(MODELS)})`); process.exit(2); }
 const threads = a.threads.split(',').map(Number), reps = Number(a.reps), P = Number(a.prompt), N = Number(a.decode);
@@ -49,6 +59,11 @@ function runMeasured(cmd, args) {
 // 1. Models (generated once; a folder is complete when its marker file exists).
 for (const key of models) {
   const m = MODELS[key], dir = path.join(modelDir, key);
+  if (m.dir || m.file) {
+    const p = m.dir || m.file;
+    if (!fs.existsSync(p)) { console.error(`${key}: ${p} is missing (run bash tools/setup_models.sh)`); process.exit(2); }
+    continue;
+  }
   const shared = path.join(root, '../shared/tokenizers', m.tok);
   const tokArgs = fs.existsSync(shared) ? ['--tokenizer-from', shared] : [];
   if (!fs.existsSync(path.join(dir, '.complete'))) {
@@ -79,9 +94,11 @@ const bw = Object.fromEntries(roof.bandwidth.map((b) => [b.threads, b.median_gbs
 function once(rt, key, t, rep) {
   const file = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
   if (a.fresh === undefined && fs.existsSync(file)) return;
-  const dir = path.join(modelDir, key), m = MODELS[key];
+  const m = MODELS[key], dir = m.dir || m.file || path.join(modelDir, key);
+  const gguf = m.file || path.join(dir, 'model.gguf');
   let out, rss;
   if (rt === 'llama' && !m.gguf) return;
+  if ((rt === 'ort' || rt === 'genai') && m.file) return;  // a GGUF: llama.cpp's file, not ORT's
   log(`round ${rep}: ${rt} ${key} ${t} thread(s)`);
   try {
     if (rt === 'nbits' || rt === 'nbits16') {
@@ -89,12 +106,16 @@ function once(rt, key, t, rep) {
       const [txt, r] = runMeasured(nbits, ['bench', '-m', dir, '-t', String(t), '-p', String(P), '-n', String(N),
         '--reps', '1', '--format', 'json', '--bandwidth-gbs', String(bw[t]), ...extra]);
       out = { runtime: rt, ...JSON.parse(txt).runs[0] }, rss = r;
+    } else if (rt === 'genai') {
+      const [txt, r] = runMeasured(venvPython, [path.join(here, 'genai_bench.py'), dir, '--threads', String(t),
+        '--prompt', String(P), '--decode', String(N), '--reps', '1']);
+      out = JSON.parse(txt), rss = r;
     } else if (rt === 'ort') {
       const [txt, r] = runMeasured('node', [path.join(here, 'ort_bench.mjs'), dir, '--threads', String(t),
         '--prompt', String(P), '--decode', String(N), '--reps', '1']);
       out = JSON.parse(txt), rss = r;
     } else {
-      const [txt, r] = runMeasured('node', [path.join(here, 'llama_bench.mjs'), path.join(dir, 'model.gguf'),
+      const [txt, r] = runMeasured('node', [path.join(here, 'llama_bench.mjs'), gguf,
         '--threads', String(t), '--prompt', String(P), '--decode', String(N), '--reps', '1']);
       out = JSON.parse(txt), rss = r;
     }
@@ -112,7 +133,7 @@ for (let rep = 1; rep <= reps; rep++)
 const rows = [];
 for (const key of models) for (const t of threads) {
   const row = { model: key, ...MODELS[key], threads: t, bandwidth_gbs: bw[t] };
-  for (const rt of ['nbits', 'nbits16', 'ort', 'llama']) {
+  for (const rt of ['nbits', 'nbits16', 'ort', 'genai', 'llama']) {
     const runs = [];
     for (let rep = 1; rep <= reps; rep++) {
       const f = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
@@ -129,13 +150,15 @@ for (const key of models) for (const t of threads) {
 }
 const f2 = (x) => (x === undefined ? '-' : x.toFixed(2)), f0 = (x) => (x === undefined ? '-' : x.toFixed(0));
 const ratio = (x, y) => (x && y ? (y / x).toFixed(2) + 'x' : '-');
-const with16 = runtimes.includes('nbits16');
+const with16 = runtimes.includes('nbits16'), withGenai = runtimes.includes('genai');
 console.log(`prompt ${P}, decode ${N}, ${reps} round(s); decode ms/token medians; ratio = peer ms / nbits ms ` +
   '(> 1: nbits faster); floor = bytes/token / measured read bandwidth');
 console.log('| model | T | nbits ms | ORT ms | llama.cpp ms | ORT/nbits | llama/nbits | floor ms | nbits % floor |' +
   ' prefill tok/s nbits / ORT / llama.cpp | peak RSS MiB nbits / ORT / llama.cpp |' +
-  (with16 ? ' nbits fp16-scales ms | ORT/it | llama/it | its % floor |' : ''));
-console.log('|---|---|---|---|---|---|---|---|---|---|---|' + (with16 ? '---|---|---|---|' : ''));
+  (with16 ? ' nbits fp16-scales ms | ORT/it | llama/it | its % floor |' : '') +
+  (withGenai ? ' genai ms | genai/nbits | genai prefill tok/s | genai peak RSS MiB |' : ''));
+console.log('|---|---|---|---|---|---|---|---|---|---|---|' + (with16 ? '---|---|---|---|' : '') +
+  (withGenai ? '---|---|---|---|' : ''));
 for (const r of rows)
   console.log(`| ${r.model}${r.gguf ? ` (${r.gguf})` : ''} | ${r.threads} | ${f2(r.nbits?.decode_ms)} | ` +
     `${f2(r.ort?.decode_ms)} | ${f2(r.llama?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.ort?.decode_ms)} | ` +
@@ -145,7 +168,9 @@ for (const r of rows)
     `${f0(r.nbits?.peak_rss_mib)} / ${f0(r.ort?.peak_rss_mib)} / ${f0(r.llama?.peak_rss_mib)} |` +
     (with16 ? ` ${f2(r.nbits16?.decode_ms)} | ${ratio(r.nbits16?.decode_ms, r.ort?.decode_ms)} | ` +
       `${ratio(r.nbits16?.decode_ms, r.llama?.decode_ms)} | ` +
-      `${r.floor16_ms && r.nbits16 ? f0(100 * r.floor16_ms / r.nbits16.decode_ms) : '-'} |` : ''));
+      `${r.floor16_ms && r.nbits16 ? f0(100 * r.floor16_ms / r.nbits16.decode_ms) : '-'} |` : '') +
+    (withGenai ? ` ${f2(r.genai?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.genai?.decode_ms)} | ` +
+      `${f0(r.genai?.prefill_tok_s)} | ${f0(r.genai?.peak_rss_mib)} |` : ''));
 const summaryFile = path.join(resDir, 'summary.json');
 fs.writeFileSync(summaryFile, JSON.stringify({ date: new Date().toISOString(), prompt: P, decode: N, reps, rows },
   null, 1));
