@@ -33,7 +33,7 @@ class MatMulNBitsOp final : public Op {
         packed_(std::move(packed)),
         bias_(std::move(bias)),
         info_(std::move(info)),
-        mins_(std::move(mins)),
+        mins_t_(transposed(mins, info_.N)),
         perm_(std::move(perm)) {}
 
   void infer(const OpArgs& a) const override {
@@ -58,12 +58,12 @@ class MatMulNBitsOp final : public Op {
       for (int64_t b = 0; b < batch; ++b) {
         const float* row = A + ((b + 1) * S - 1) * info_.K;
         packed_->run(row, 1, Y + b * info_.N, bias, ctx.pool);
-        if (!mins_.empty()) add_min_term(row, 1, Y + b * info_.N, ctx.pool);
+        if (!mins_t_.empty()) add_min_term(row, 1, Y + b * info_.N, ctx.pool);
       }
       return;
     }
     if (rows > 0) packed_->run(A, rows, Y, bias, ctx.pool);
-    if (rows > 0 && !mins_.empty()) add_min_term(A, rows, Y, ctx.pool);
+    if (rows > 0 && !mins_t_.empty()) add_min_term(A, rows, Y, ctx.pool);
   }
 
   bool last_position_only() const override { return true; }
@@ -94,7 +94,19 @@ class MatMulNBitsOp final : public Op {
     return a_perm.data();
   }
 
+  // [N * kb] -> [kb * N]: the min term's inner loop runs over contiguous n.
+  static std::vector<float> transposed(const std::vector<float>& mins, int64_t N) {
+    if (mins.empty()) return {};
+    const int64_t kb = static_cast<int64_t>(mins.size()) / N;
+    std::vector<float> t(mins.size());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t b = 0; b < kb; ++b)
+        t[static_cast<size_t>(b * N + n)] = mins[static_cast<size_t>(n * kb + b)];
+    return t;
+  }
+
   // Y[m, n] += sum_b mins[n, b] * s[m, b], blocks in order; s: sums of A's block b (see the top).
+  // Each y's sum runs over b in order as a scalar loop would; the loop over n inside it vectorizes.
   void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) const {
     const int64_t K = info_.K, N = info_.N, bs = info_.block_size, kb = (K + bs - 1) / bs;
     // Scratch of the calling thread (the workers below only read block_sums).
@@ -117,14 +129,22 @@ class MatMulNBitsOp final : public Op {
       }
     // The workers read the caller's sums (a thread_local named in the lambda would be theirs).
     const float* all_sums = block_sums.data();
+    const float* mins_t = mins_t_.data();
     pool.parallel_range(N, 64, [&](int64_t n0, int64_t n1) {
+      constexpr int64_t kStrip = 256;  // a strip of accumulators on the stack
+      float acc[kStrip];
       for (int64_t m = 0; m < rows; ++m) {
         const float* sums = all_sums + m * kb;
-        for (int64_t n = n0; n < n1; ++n) {
-          const float* mn = mins_.data() + n * kb;
-          float acc = 0;
-          for (int64_t b = 0; b < kb; ++b) acc += mn[b] * sums[b];
-          Y[m * N + n] += acc;
+        for (int64_t s0 = n0; s0 < n1; s0 += kStrip) {
+          const int64_t w = std::min(kStrip, n1 - s0);
+          std::fill(acc, acc + w, 0.0f);
+          for (int64_t b = 0; b < kb; ++b) {
+            const float sb = sums[b];
+            const float* mt = mins_t + b * N + s0;
+            for (int64_t j = 0; j < w; ++j) acc[j] += mt[j] * sb;
+          }
+          float* y = Y + m * N + s0;
+          for (int64_t j = 0; j < w; ++j) y[j] += acc[j];
         }
       }
     });
@@ -135,7 +155,7 @@ class MatMulNBitsOp final : public Op {
   std::unique_ptr<kernels::PackedMatMul> packed_;
   std::vector<float> bias_;
   graph::MatMulNBitsInfo info_;
-  std::vector<float> mins_;    // internal input 6, [N * k_blocks]; empty = none
+  std::vector<float> mins_t_;  // internal input 6 transposed, [k_blocks * N]; empty = none
   std::vector<int32_t> perm_;  // g_idx: column order of the packed codes; empty = K order
 };
 
