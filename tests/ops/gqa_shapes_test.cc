@@ -17,9 +17,8 @@ using onnx::dim_value;
 struct Shape {
   int64_t nq, nkv, h, window;
   int threads;
+  int64_t T = 45;  // tokens: a prompt of T - 15, a chunk of 12 with past, 3 decode steps
 };
-
-constexpr int64_t kCap = 48;  // cache rows
 
 std::unique_ptr<graph::Session> make(const Shape& g) {
   onnx::ModelWriter w;
@@ -70,14 +69,15 @@ std::vector<double> ref(const Shape& g, const std::vector<float>& qkv, int64_t t
 void check(const Shape& g) {
   SCOPED_TRACE(::testing::Message() << "nq " << g.nq << " nkv " << g.nkv << " H " << g.h << " window "
                                     << g.window << " threads " << g.threads);
-  const int64_t W = (g.nq + 2 * g.nkv) * g.h, T = 45;
+  const int64_t W = (g.nq + 2 * g.nkv) * g.h, T = g.T, kCap = T + 3;  // cache rows
   const auto qkv = random_floats(T * W, static_cast<uint32_t>(g.nq * 131 + g.h));
   auto s = make(g);
   std::vector<float> kc(g.nkv * kCap * g.h, 0.0f), vc(kc.size(), 0.0f);
   const graph::Tensor ck{graph::DType::kF32, {1, g.nkv, kCap, g.h}, kc.data()};
   const graph::Tensor cv{graph::DType::kF32, {1, g.nkv, kCap, g.h}, vc.data()};
-  // Prompt of 30 tokens, a chunk of 12 with past, then 3 decode steps (long enough to use threads).
-  for (auto [t0, S] : {std::pair<int64_t, int64_t>{0, 30}, {30, 12}, {42, 1}, {43, 1}, {44, 1}}) {
+  // Prompt of T - 15 tokens, a chunk of 12 with past, then 3 decode steps (long enough to use threads).
+  for (auto [t0, S] :
+       {std::pair<int64_t, int64_t>{0, T - 15}, {T - 15, 12}, {T - 3, 1}, {T - 2, 1}, {T - 1, 1}}) {
     std::vector<float> x(qkv.begin() + t0 * W, qkv.begin() + (t0 + S) * W);
     int32_t seqlen = static_cast<int32_t>(t0 + S - 1), total = static_cast<int32_t>(t0 + S);
     s->bind_input("qkv", {graph::DType::kF32, {1, S, W}, x.data()});
@@ -106,6 +106,14 @@ TEST(GqaShapes, GroupSizes) {
     check({14, 2, 64, -1, threads});  // Qwen2.5-0.5B grouping: 7
     check({7, 1, 40, -1, threads});
   }
+}
+
+// Past 512 keys, with more threads than kv heads, decode splits each kv head's keys across threads
+// and merges the partial softmaxes; the prompt and chunk run the tile kernel over many tiles.
+TEST(GqaShapes, LongContextDecodeSplit) {
+  check({14, 2, 64, -1, 3, 600});
+  check({14, 2, 64, 100, 8, 600});  // window: parts of the window only
+  check({7, 1, 40, -1, 8, 1100});   // 4 parts
 }
 
 TEST(GqaShapes, LocalWindow) {
