@@ -127,3 +127,10 @@ if [ ! -f "$ref" ]; then
   node tools/quality/llamacpp_perplexity.mjs "$smol" "$text" "$ref.tmp" 512 4
   mv "$ref.tmp" "$ref"
 fi
+# ONNX Runtime's teacher-forced logits on the stories260K variants (tests/llm/ort_teacher_forced_test.cc):
+# the shared ones plus block 64/128 and int8 with zero points made with ../shared/tools/llama2c_to_onnx.py.
+st_tf=$cache/stories-teacher-forced
+if [ ! -f "$st_tf/ort_logits/index.json" ]; then
+  echo "-- stories260K teacher-forced ONNX Runtime logits"
+  "$venv/bin/python" tools/quality/stories_teacher_forced.py "${NBITS_SHARED:-$(pwd)/../shared}" "$st_tf"
+fi
