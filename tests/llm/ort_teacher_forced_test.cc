@@ -10,10 +10,14 @@
 // <= 1.6e-6 of max|logit| with no argmax difference: the arithmetic is the same wherever the
 // activations stay fp32. Every int8-activation variant (accuracy level 4) differs from ORT by
 // 2.1e-2 .. 3.9e-2 of max|logit| at its worst step, with argmax differences at ORT margins up to
-// 8.9e-3 * max|logit| (int4 b32, step 91), so the target (none above 1e-3) is NOT met:
-// the two runtimes round a few activations to int8 differently, and which depends on fp32 noise
-// that then grows through the layers. Each runtime is as far from the fp32 model as the other
-// (mean per-step distance within 2%), which the test asserts (5%), with flips bounded by
+// 8.9e-3 * max|logit| (int4 b32, step 91), so the target (none above 1e-3) is NOT met,
+// and cannot be by matching rules: nbits quantizes A exactly as ORT 1.32 does (docs/ort_compint8.md:
+// scale, reciprocal, rounding, block length and sums bit-equal); ORT adds the zero-point term in
+// float and sums in another order (a few ulps per output, less accurate than nbits' exact integer
+// form), and the next layer's int8 re-quantization amplifies ulps into rounding flips. ORT against
+// a copy of itself with every MatMulNBits output scaled by (1 + 2^-23) flips at the same margins
+// (up to 8.9e-3 for int4, 1.2e-2 for int8). Each runtime is as far from the fp32 model as the
+// other (mean per-step distance within 2%), which the test asserts (5%), with flips bounded by
 // 1e-2 * max|logit| as a regression guard.
 #include <gtest/gtest.h>
 
