@@ -18,7 +18,7 @@
 // a copy of itself with every MatMulNBits output scaled by (1 + 2^-23) flips at the same margins
 // (up to 8.9e-3 for int4, 1.2e-2 for int8). Each runtime is as far from the fp32 model as the
 // other (mean per-step distance within 2%), which the test asserts (5%), with flips bounded by
-// 1e-2 * max|logit| as a regression guard.
+// 1.5e-2 * max|logit| (above ORT's own 1-ulp noise) as a regression guard.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -121,7 +121,7 @@ TEST(OrtTeacherForced, Stories260KVariantsAgreeWithOnnxRuntime) {
         std::snprintf(buf, sizeof buf, "%sstep %zu: %.1e", flips.empty() ? "" : "; ", t, r);
         flips += buf;
         if (r > 1e-3) ++hard_flips;
-        EXPECT_LE(r, exact ? 0.0 : 1e-2)
+        EXPECT_LE(r, exact ? 0.0 : 1.5e-2)
             << "step " << t << ": nbits argmax " << n.argmax << ", ORT " << o.argmax;
       }
     }
