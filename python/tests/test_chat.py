@@ -14,7 +14,12 @@ QUESTION = "Which city is the capital of France?"
 @pytest.fixture(scope="module", params=["gguf", "genai"])
 def chat_model(request):
     path = smollm2_gguf() if request.param == "gguf" else builder_model("smollm2_int4")
-    return nbits.Model(require(path, "SmolLM2 model (tools/setup_models.sh)"), threads=2)
+    # The GGUF at accuracy level 0 (fp32 activations, the exact product of its Q4_1 weights): with
+    # int8 activations this 135M model's answer to QUESTION depends on the rounding realization
+    # (llama.cpp itself answers "L'Etoile, la Marseillaise, ..."; nbits "Paris" or "Le Grand
+    # Chateau ..." as fp32 summation orders change), so it would test the noise, not the API.
+    level = 0 if request.param == "gguf" else None
+    return nbits.Model(require(path, "SmolLM2 model (tools/setup_models.sh)"), threads=2, accuracy_level=level)
 
 
 def test_template_from_dicts_and_json_agree(chat_model):
