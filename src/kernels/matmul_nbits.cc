@@ -1,10 +1,13 @@
 // QuantizedMatrix accessors and the single MatMulNBits dispatch point.
 #include "kernels/matmul_nbits.h"
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "kernels/ref/matmul_nbits_ref.h"
+#include "quant/quantize_a.h"
 
 #if defined(NBITS_ARCH_X86)
 #include "kernels/x86/register_x86.h"
@@ -67,6 +70,86 @@ std::span<const MatMulNBitsKernel> matmul_nbits_kernels() {
   return table;
 }
 
+namespace {
+
+// A kernel set without MatMulNBitsKernel::mins, plus the min term in a second pass:
+// Y[m, n] += sum_b mins[n, b] * s[m, b], with s the block sums of the activations the
+// set multiplies (kInt8: scale_a * isum of quantize_row_blocks; kFp32: sums of A).
+// Each y's sum runs over b in order; the loop over contiguous n inside it vectorizes.
+class MinTermAfter final : public PackedMatMul {
+ public:
+  MinTermAfter(std::unique_ptr<PackedMatMul> inner, const QuantizedMatrix& w, Compute compute)
+      : inner_(std::move(inner)), int8_(compute == Compute::kInt8), K_(w.K), N_(w.N), bs_(w.block_size) {
+    const int64_t kb = w.k_blocks();
+    mins_t_.resize(static_cast<size_t>(w.N * kb));  // [kb][N]: contiguous n
+    for (int64_t n = 0; n < w.N; ++n)
+      for (int64_t b = 0; b < kb; ++b) mins_t_[static_cast<size_t>(b * w.N + n)] = w.mins[n * kb + b];
+  }
+
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    inner_->run(A, M, Y, bias, pool);
+    if (M <= 0) return;
+    const int64_t K = K_, N = N_, bs = bs_, kb = (K + bs - 1) / bs;
+    // Scratch of the calling thread (the workers below only read block_sums).
+    thread_local std::vector<float> block_sums;
+    thread_local std::vector<int8_t> qa;
+    thread_local std::vector<float> qa_scales;
+    if (block_sums.size() < static_cast<size_t>(M * kb)) block_sums.resize(static_cast<size_t>(M * kb));
+    if (int8_) {
+      if (qa.size() < static_cast<size_t>(kb * bs)) qa.resize(static_cast<size_t>(kb * bs));
+      if (qa_scales.size() < static_cast<size_t>(kb)) qa_scales.resize(static_cast<size_t>(kb));
+      for (int64_t m = 0; m < M; ++m)
+        quant::quantize_row_blocks(A + m * K, K, static_cast<int>(bs), qa.data(), qa_scales.data(),
+                                   block_sums.data() + m * kb);
+    }
+    for (int64_t m = 0; m < M && !int8_; ++m)
+      for (int64_t b = 0; b < kb; ++b) {
+        float s = 0;
+        for (int64_t k = b * bs; k < std::min(K, (b + 1) * bs); ++k) s += A[m * K + k];
+        block_sums[static_cast<size_t>(m * kb + b)] = s;
+      }
+    // The workers read the caller's sums (a thread_local named in the lambda would be theirs).
+    const float* all_sums = block_sums.data();
+    const float* mins_t = mins_t_.data();
+    pool.parallel_range(N, 64, [&](int64_t n0, int64_t n1) {
+      constexpr int64_t kStrip = 256;  // a strip of accumulators on the stack
+      float acc[kStrip];
+      for (int64_t m = 0; m < M; ++m) {
+        const float* sums = all_sums + m * kb;
+        for (int64_t s0 = n0; s0 < n1; s0 += kStrip) {
+          const int64_t w = std::min(kStrip, n1 - s0);
+          std::fill(acc, acc + w, 0.0f);
+          for (int64_t b = 0; b < kb; ++b) {
+            const float sb = sums[b];
+            const float* mt = mins_t + b * N + s0;
+            for (int64_t j = 0; j < w; ++j) acc[j] += mt[j] * sb;
+          }
+          float* y = Y + m * N + s0;
+          for (int64_t j = 0; j < w; ++j) y[j] += acc[j];
+        }
+      }
+    });
+  }
+  const char* kernel_name(int64_t M) const override { return inner_->kernel_name(M); }
+  size_t packed_bytes() const override { return inner_->packed_bytes() + mins_t_.size() * sizeof(float); }
+
+ private:
+  std::unique_ptr<PackedMatMul> inner_;
+  bool int8_;
+  int64_t K_, N_, bs_;
+  std::vector<float> mins_t_;
+};
+
+}  // namespace
+
+std::unique_ptr<PackedMatMul> pack_kernel(const MatMulNBitsKernel& k, const QuantizedMatrix& w,
+                                          const PackOptions& options) {
+  if (w.mins == nullptr || k.mins) return k.pack_opts(w, options);
+  QuantizedMatrix plain = w;
+  plain.mins = nullptr;
+  return std::make_unique<MinTermAfter>(k.pack_opts(plain, options), w, k.compute);
+}
+
 std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Compute compute,
                                                 const CpuFeatures& cpu) {
   return make_matmul_nbits(w, compute, PackOptions{}, cpu);
@@ -79,7 +162,7 @@ std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Comput
   NBITS_CHECK(w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0,
               "MatMulNBits: block_size=", w.block_size, " must be a power of two >= 16");
   for (const auto& k : matmul_nbits_kernels())
-    if (k.compute == compute && k.supports(w, cpu)) return k.pack_opts(w, options);
+    if (k.compute == compute && k.supports(w, cpu)) return pack_kernel(k, w, options);
   // No int8 kernel for this weight (e.g. float zero points): ORT computes in fp32 then too.
   if (compute == Compute::kInt8) return make_matmul_nbits(w, Compute::kFp32, options, cpu);
   fail("MatMulNBits: no kernel for bits=", w.bits, " block_size=", w.block_size);

@@ -9,6 +9,14 @@
 //    tail beyond K zero); block dots are exact int32; zero points handled exactly
 //    (either q - zp before the dot, or by per-block sums); blocks accumulate in
 //    fp32 as acc += (float)dot * (scale_a * scale_b). Bias is added last.
+//  * Block mins (QuantizedMatrix::mins, GGUF Q4_1/Q4_K/Q5_K: W = (q - zp) * scale + min):
+//    kFp32: acc += a * ((q - zp) * scale + min) per element (the reference; kernel
+//    sets add min * sum(a in block) instead, within a bound); kInt8: right after
+//    block b's term, acc += min * (scale_a * (float)isum), isum = the exact integer
+//    sum of the block's int8 activations, so the result is dequant(W) . quantized(A)
+//    (llama.cpp's Q4_1 x Q8_1). Sets with MatMulNBitsKernel::mins fold it into
+//    their blocks (x16 int8 sets: bit for bit the reference); for the others
+//    make_matmul_nbits adds it in a second pass (same terms, another order).
 #pragma once
 
 #include <cstddef>
@@ -35,6 +43,7 @@ struct QuantizedMatrix {
   const float* scales = nullptr;         // [N * k_blocks]
   const uint8_t* zero_points = nullptr;  // packed like ONNX, [N][ceil(k_blocks*bits/8)]; null = 2^(bits-1)
   const float* zero_points_f = nullptr;  // unpacked float zero points [N*k_blocks] (rare); null if absent
+  const float* mins = nullptr;           // per-block additive mins [N*k_blocks] (GGUF); null = none
 
   int64_t k_blocks() const { return (K + block_size - 1) / block_size; }
   int64_t blob_bytes() const { return static_cast<int64_t>(block_size) * bits / 8; }
@@ -43,6 +52,7 @@ struct QuantizedMatrix {
   int code(int64_t n, int64_t k) const;
   float zero_point(int64_t n, int64_t b) const;
   float scale(int64_t n, int64_t b) const { return scales[n * k_blocks() + b]; }
+  float block_min(int64_t n, int64_t b) const { return mins != nullptr ? mins[n * k_blocks() + b] : 0.0f; }
 };
 
 // A weight packed for one kernel set. The packed weights are immutable; run()
@@ -90,6 +100,9 @@ struct MatMulNBitsKernel {
   std::unique_ptr<PackedMatMul> (*pack)(const QuantizedMatrix& w);
   // Packs honouring `options`; null when the set has one format (it then ignores them).
   std::unique_ptr<PackedMatMul> (*pack_with)(const QuantizedMatrix& w, const PackOptions& options) = nullptr;
+  // True when the set applies QuantizedMatrix::mins itself (in the contract's order);
+  // otherwise make_matmul_nbits packs the weight without them and adds the min term after.
+  bool mins = false;
 
   // pack_with when present, else pack.
   std::unique_ptr<PackedMatMul> pack_opts(const QuantizedMatrix& w, const PackOptions& options) const {
@@ -100,6 +113,11 @@ struct MatMulNBitsKernel {
 // The table, most preferred first; the scalar reference entries come last and
 // support everything.
 std::span<const MatMulNBitsKernel> matmul_nbits_kernels();
+
+// Packs `w` for kernel set `k` (k.pack_opts), adding the min term after the set's
+// product when `w` has mins and the set does not apply them (MatMulNBitsKernel::mins).
+std::unique_ptr<PackedMatMul> pack_kernel(const MatMulNBitsKernel& k, const QuantizedMatrix& w,
+                                          const PackOptions& options = {});
 
 // The single dispatch point: packs `w` for the best kernel set on `cpu`.
 std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Compute compute,

@@ -139,8 +139,10 @@ std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16F
 }
 
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
-                                            const X16Int8Kernels& k32, const X16Int8Kernels& k16) {
-  quant::PackedX16 p = quant::pack_x16(w, options.fp16_scales, options.rows_consumed, options.pool);
+                                            const X16Int8Kernels& k32, const X16Int8Kernels& k16,
+                                            bool fold_uniform_zp) {
+  quant::PackedX16 p =
+      quant::pack_x16(w, options.fp16_scales, options.rows_consumed, options.pool, fold_uniform_zp);
   const X16Int8Kernels& k = p.scales_fp16 ? k16 : k32;
   return std::make_unique<X16Int8>(std::move(p), k);
 }

@@ -46,9 +46,11 @@ void quantize_row_blocks_isum(const float* a, int64_t K, int block, int8_t* qa, 
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k);
 // The same honouring `options`: fp16 scales (when asked and the scales fit,
-// quant::scales_fit_fp16) run on `k16`, float scales on `k32`.
+// quant::scales_fit_fp16) run on `k16`, float scales on `k32`. fold_uniform_zp:
+// see quant::pack_x16 (for micro-kernels that read PackedX16::default_zp()).
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
-                                            const X16Int8Kernels& k32, const X16Int8Kernels& k16);
+                                            const X16Int8Kernels& k32, const X16Int8Kernels& k16,
+                                            bool fold_uniform_zp = false);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const PackOptions& options,
                                             const X16Fp32Kernels& k32, const X16Fp32Kernels& k16);
 

@@ -1,10 +1,9 @@
 // com.microsoft MatMulNBits: Y = A x dequant(B)^T (+ bias). The weight is
 // validated and packed once at load through kernels::make_matmul_nbits.
 // Internal input 6 (GGUF Q4_1/Q4_K/Q5_K weights, value = q*d + m): per-block
-// float mins [N * k_blocks], added as y[n] += sum_b m[n,b] * s[b] with the block
-// sums s computed once per row of A: of the fp32 activations (CompFp32, exact),
-// or of the int8 activations the kernel multiplies (CompInt8: s = scale_a *
-// sum(q_a), quant::quantize_row_blocks' block sums), so the result is exactly
+// float mins [N * k_blocks], handed to the kernels as QuantizedMatrix::mins (see
+// kernels/matmul_nbits.h for their numerics): in CompInt8 the min term uses the
+// block sums of the int8 activations the kernel multiplies, so the result is
 // dequant(W) . quantized(a), as llama.cpp's Q4_1 x Q8_1 dot. Measured on the
 // SmolLM2 Q4_1 GGUF, fp32 sums with int8 main terms double the logit error
 // (the uncentred codes' quantization error is no longer cancelled by the min).
@@ -15,7 +14,6 @@
 
 #include "ops/op_util.h"
 #include "ops/ops.h"
-#include "quant/quantize_a.h"
 
 namespace nbits::ops {
 namespace {
@@ -26,14 +24,11 @@ using graph::RunContext;
 class MatMulNBitsOp final : public Op {
  public:
   MatMulNBitsOp(std::string where, std::unique_ptr<kernels::PackedMatMul> packed, std::vector<float> bias,
-                graph::MatMulNBitsInfo info, std::vector<float> mins, bool int8_sums,
-                std::vector<int32_t> perm)
-      : int8_sums_(int8_sums),
-        where_(std::move(where)),
+                graph::MatMulNBitsInfo info, std::vector<int32_t> perm)
+      : where_(std::move(where)),
         packed_(std::move(packed)),
         bias_(std::move(bias)),
         info_(std::move(info)),
-        mins_t_(transposed(mins, info_.N)),
         perm_(std::move(perm)) {}
 
   void infer(const OpArgs& a) const override {
@@ -58,12 +53,10 @@ class MatMulNBitsOp final : public Op {
       for (int64_t b = 0; b < batch; ++b) {
         const float* row = A + ((b + 1) * S - 1) * info_.K;
         packed_->run(row, 1, Y + b * info_.N, bias, ctx.pool);
-        if (!mins_t_.empty()) add_min_term(row, 1, Y + b * info_.N, ctx.pool);
       }
       return;
     }
     if (rows > 0) packed_->run(A, rows, Y, bias, ctx.pool);
-    if (rows > 0 && !mins_t_.empty()) add_min_term(A, rows, Y, ctx.pool);
   }
 
   bool last_position_only() const override { return true; }
@@ -94,68 +87,10 @@ class MatMulNBitsOp final : public Op {
     return a_perm.data();
   }
 
-  // [N * kb] -> [kb * N]: the min term's inner loop runs over contiguous n.
-  static std::vector<float> transposed(const std::vector<float>& mins, int64_t N) {
-    if (mins.empty()) return {};
-    const int64_t kb = static_cast<int64_t>(mins.size()) / N;
-    std::vector<float> t(mins.size());
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t b = 0; b < kb; ++b)
-        t[static_cast<size_t>(b * N + n)] = mins[static_cast<size_t>(n * kb + b)];
-    return t;
-  }
-
-  // Y[m, n] += sum_b mins[n, b] * s[m, b], blocks in order; s: sums of A's block b (see the top).
-  // Each y's sum runs over b in order as a scalar loop would; the loop over n inside it vectorizes.
-  void add_min_term(const float* A, int64_t rows, float* Y, ThreadPool& pool) const {
-    const int64_t K = info_.K, N = info_.N, bs = info_.block_size, kb = (K + bs - 1) / bs;
-    // Scratch of the calling thread (the workers below only read block_sums).
-    thread_local std::vector<float> block_sums;
-    thread_local std::vector<int8_t> qa;
-    thread_local std::vector<float> qa_scales;
-    if (block_sums.size() < static_cast<size_t>(rows * kb)) block_sums.resize(static_cast<size_t>(rows * kb));
-    if (int8_sums_) {
-      qa.resize(static_cast<size_t>(kb * bs));
-      qa_scales.resize(static_cast<size_t>(kb));
-      for (int64_t m = 0; m < rows; ++m)
-        quant::quantize_row_blocks(A + m * K, K, static_cast<int>(bs), qa.data(), qa_scales.data(),
-                                   block_sums.data() + m * kb);
-    }
-    for (int64_t m = 0; m < rows && !int8_sums_; ++m)
-      for (int64_t b = 0; b < kb; ++b) {
-        float s = 0;
-        for (int64_t k = b * bs; k < std::min(K, (b + 1) * bs); ++k) s += A[m * K + k];
-        block_sums[static_cast<size_t>(m * kb + b)] = s;
-      }
-    // The workers read the caller's sums (a thread_local named in the lambda would be theirs).
-    const float* all_sums = block_sums.data();
-    const float* mins_t = mins_t_.data();
-    pool.parallel_range(N, 64, [&](int64_t n0, int64_t n1) {
-      constexpr int64_t kStrip = 256;  // a strip of accumulators on the stack
-      float acc[kStrip];
-      for (int64_t m = 0; m < rows; ++m) {
-        const float* sums = all_sums + m * kb;
-        for (int64_t s0 = n0; s0 < n1; s0 += kStrip) {
-          const int64_t w = std::min(kStrip, n1 - s0);
-          std::fill(acc, acc + w, 0.0f);
-          for (int64_t b = 0; b < kb; ++b) {
-            const float sb = sums[b];
-            const float* mt = mins_t + b * N + s0;
-            for (int64_t j = 0; j < w; ++j) acc[j] += mt[j] * sb;
-          }
-          float* y = Y + m * N + s0;
-          for (int64_t j = 0; j < w; ++j) y[j] += acc[j];
-        }
-      }
-    });
-  }
-
-  bool int8_sums_ = false;  // CompInt8: block sums of the quantized activations
   std::string where_;
   std::unique_ptr<kernels::PackedMatMul> packed_;
   std::vector<float> bias_;
   graph::MatMulNBitsInfo info_;
-  std::vector<float> mins_t_;  // internal input 6 transposed, [k_blocks * N]; empty = none
   std::vector<int32_t> perm_;  // g_idx: column order of the packed codes; empty = K order
 };
 
@@ -185,7 +120,9 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
     if (w.zero_points != nullptr)
       b.release_pages(w.zero_points, static_cast<size_t>(rows * w.zp_row_bytes()));
   };
-  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(w, compute, pack_options);
+  kernels::QuantizedMatrix wm = w;
+  wm.mins = mins.empty() ? nullptr : mins.data();  // read while packing only
+  std::unique_ptr<kernels::PackedMatMul> packed = kernels::make_matmul_nbits(wm, compute, pack_options);
 
   graph::MatMulNBitsInfo info;
   info.node = n.name;
@@ -199,7 +136,6 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
   info.packed_bytes = packed->packed_bytes();
   b.set_outputs(DType::kF32);
   return std::make_unique<MatMulNBitsOp>(b.where(), std::move(packed), std::move(bias), std::move(info),
-                                         std::move(mins), compute == kernels::Compute::kInt8,
                                          std::move(perm));
 }
 

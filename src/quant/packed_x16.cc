@@ -49,6 +49,7 @@ void pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int6
       } else {
         std::memcpy(blk + 4 * c, &s, 4);
       }
+      if (p.has_mins) std::memcpy(blk + p.mins_offset + 4 * c, &w.mins[n * kb + b], 4);
       if (p.has_zp) blk[p.zp_offset + c] = static_cast<uint8_t>(w.zero_point(n, b));
       const uint8_t* src = w.codes + (n * kb + b) * blob;
       uint8_t* codes = blk + p.header_bytes;
@@ -71,8 +72,19 @@ void pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int6
 
 }  // namespace
 
+int uniform_zero_point(const kernels::QuantizedMatrix& w) {
+  if (w.zero_points == nullptr || w.zero_points_f != nullptr) return -1;
+  const int64_t kb = w.k_blocks();
+  const float z = w.zero_point(0, 0);
+  for (int64_t n = 0; n < w.N; ++n)
+    for (int64_t b = 0; b < kb; ++b)
+      if (w.zero_point(n, b) != z) return -1;
+  return static_cast<int>(z);
+}
+
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
-                   const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool) {
+                   const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool,
+                   bool fold_uniform_zp) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
   p.bits = w.bits;
@@ -82,8 +94,14 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   p.k_blocks = w.k_blocks();
   p.panels = (w.N + 15) / 16;
   p.has_zp = w.zero_points != nullptr;
+  if (p.has_zp && fold_uniform_zp) {
+    p.uniform_zp = uniform_zero_point(w);
+    p.has_zp = p.uniform_zp < 0;
+  }
+  p.has_mins = w.mins != nullptr;
   p.scales_fp16 = fp16_scales && scales_fit_fp16(w);
-  p.zp_offset = p.scales_fp16 ? 32 : 64;
+  p.mins_offset = p.scales_fp16 ? 32 : 64;
+  p.zp_offset = p.mins_offset + (p.has_mins ? 64 : 0);
   p.header_bytes = p.zp_offset + (p.has_zp ? kZpBytes : 0);
   const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
   p.block_stride = p.header_bytes + code_bytes;

@@ -5,6 +5,7 @@
 // Layout: panel p (columns 16p..16p+15) is `panel_stride` bytes; inside it,
 // K-block b is `block_stride` bytes:
 //   [scales[16]]   float (64 bytes), or IEEE fp16 (32 bytes) when scales_fp16
+//   [mins[16]]     float (64 bytes), only when has_mins (QuantizedMatrix::mins)
 //   [uint8 zp[16]] kZpBytes bytes (16 zero points, then padding), only when has_zp
 //   [codes]        groups of 64 bytes, one dword per column:
 //     bits 4: a group covers 8 k; column c's dword (bytes 4c..4c+3): byte i holds
@@ -12,7 +13,9 @@
 //     bits 8: a group covers 4 k; byte i of column c's dword is the code of k = 4g+i.
 // Codes stay unsigned (0..15 / 0..255). Codes past K and columns past N are 0
 // with scale 0 and zero point 0, so they never contribute (kernels also feed
-// zero activations there). Without has_zp the zero point is 2^(bits-1).
+// zero activations there). Without has_zp the zero point is default_zp():
+// 2^(bits-1), or uniform_zp when the packer was asked to drop zero points that are
+// all equal (pack_x16's fold_uniform_zp: Q4_1 / Q4_K have all 0).
 // Blocks (hence codes) are only 16-byte aligned when has_zp: kernels use
 // unaligned loads.
 #pragma once
@@ -53,7 +56,10 @@ struct PackedX16 {
   int64_t panels = 0;
   bool has_zp = false;
   bool scales_fp16 = false;  // scales stored as IEEE fp16 (else float)
-  size_t zp_offset = 0;      // offset of the zero points in a block (= bytes of scales)
+  bool has_mins = false;     // per-block float mins stored (after the scales)
+  int uniform_zp = -1;       // >= 0: every zero point is this (none stored, has_zp false)
+  size_t mins_offset = 0;    // offset of the mins in a block (= bytes of scales)
+  size_t zp_offset = 0;      // offset of the zero points in a block (scales + mins)
   size_t header_bytes = 0;   // scales (+ zero points)
   size_t block_stride = 0;   // header + codes of one (panel, K-block)
   size_t panel_stride = 0;   // k_blocks * block_stride
@@ -62,7 +68,7 @@ struct PackedX16 {
   const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride; }
   // Elements of K covered by one 64-byte code group (8 for int4, 4 for int8).
   int group_k() const { return bits == 4 ? 8 : 4; }
-  int default_zp() const { return 1 << (bits - 1); }
+  int default_zp() const { return uniform_zp >= 0 ? uniform_zp : 1 << (bits - 1); }
 };
 
 // Bytes of the zero-point section of a block (16 zero points), one value for every
@@ -82,7 +88,13 @@ bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
 // and scales_fit_fp16(w) (else float scales: check the result's scales_fp16).
 // rows_consumed (optional): called with n as rows [0, n) of the source are done.
 // pool (optional): rows are packed in parallel, 256 at a time per task.
+// w.mins (when set) are stored (has_mins). fold_uniform_zp: explicit zero points
+// that are all equal are not stored (uniform_zp; for kernels reading default_zp()).
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
-                   const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr);
+                   const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr,
+                   bool fold_uniform_zp = false);
+
+// The zero point that every block of `w` has, or -1 when they differ (or w has none).
+int uniform_zero_point(const kernels::QuantizedMatrix& w);
 
 }  // namespace nbits::quant

@@ -187,7 +187,11 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
   // the top tokens (2.7e-2 + 1.5e-2 above, so 4.5e-2). Which steps flip depends on the rounding
   // realization: with the per-position attention divergences came at margins up to 1.0e-2, with
   // the tile attention (same fp32 math, another summation order: level 0 equal to 5e-6) one at 3.3e-2.
-  against_llama_cpp(test::smollm2_gguf(), test::smollm2_llama_cpp_ref(), 6e-2, 4.5e-2);
+  // The first-step bound is the two runtimes' distances from the exact math added (each ~5e-2, the
+  // noise being independent): folding the min term into the VNNI block loop (another fp32 order,
+  // bit for bit the kernel reference) moved nbits from 5.2e-2 to 5.0e-2 of the exact math but its
+  // worst prompt from 5.1e-2 to 6.6e-2 of llama.cpp, so 8e-2 (the GgufExact bound) rather than 6e-2.
+  against_llama_cpp(test::smollm2_gguf(), test::smollm2_llama_cpp_ref(), 8e-2, 4.5e-2);
 }
 
 // llama.cpp on the tiny models: its qwen2 (NEOX rope, q/k/v biases) and qwen3 (q/k norms) graphs,

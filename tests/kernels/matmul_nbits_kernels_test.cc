@@ -14,6 +14,14 @@
 //  * CompFp32: y = sum_k a_k (q_k - zp_b) s_b. Any split into per-block partial
 //    sums (including sum a*q - zp * sum a) is within gamma_(K+2kb+4) * T of the
 //    exact value with T = sum_k |a_k| (|q_k| + |zp_b|) |s_b| (+ |bias|).
+//  * Block mins (GGUF; QuantizedMatrix::mins): CompInt8 adds kb terms
+//    min_b * (sa_b * isum_b) (two roundings each, one more addition each): the
+//    reference and a set that folds them into its blocks (the x16 int8 sets: bit for
+//    bit) sum 2kb terms, a set with the second pass (pack_kernel) sums the same terms
+//    as two sums of kb added once: each side within gamma_(2kb+3) * T with T now
+//    also sum_b |min_b sa_b isum_b|, so |diff| <= 2 (2kb+4) u T. CompFp32: the
+//    reference adds a_k * min_b per element, the second pass min_b * (block sum of
+//    a): both within gamma_(K+2kb+6) * T with T also sum_k |a_k| |min_b|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,7 +49,7 @@ PackOptions scales_opts(bool fp16) {
 
 struct RandomWeight {
   std::vector<uint8_t> codes, zp;
-  std::vector<float> scales;
+  std::vector<float> scales, mins;
   QuantizedMatrix w;
 
   RandomWeight(int bits, int block, int64_t K, int64_t N, bool asym, std::mt19937& rng) {
@@ -62,6 +70,18 @@ struct RandomWeight {
     w.codes = codes.data();
     w.scales = scales.data();
     w.zero_points = asym ? zp.data() : nullptr;
+  }
+
+  // GGUF-style block mins (Q4_1: around -8 * scale); zero_zp: explicit zero points, all 0 (Q4_1, Q4_K).
+  void add_mins(bool zero_zp, std::mt19937& rng) {
+    mins.resize(scales.size());
+    std::uniform_real_distribution<float> md(-0.16f, 0.02f);
+    for (auto& m : mins) m = md(rng);
+    w.mins = mins.data();
+    if (zero_zp) {
+      zp.assign(static_cast<size_t>(w.N * w.zp_row_bytes()), 0);
+      w.zero_points = zp.data();
+    }
   }
 };
 
@@ -99,10 +119,17 @@ std::vector<double> int8_bounds(const QuantizedMatrix& w, const std::vector<floa
     quant::quantize_row_blocks(A.data() + m * w.K, w.K, w.block_size, qa.data(), sa.data());
     for (int64_t n = 0; n < w.N; ++n) {
       double t = bias != nullptr ? std::fabs(bias[n]) : 0.0;
-      for (int64_t b = 0; b < kb; ++b)
+      for (int64_t b = 0; b < kb; ++b) {
         t += std::fabs(static_cast<double>(block_dot_ref(w, n, b, qa.data() + b * w.block_size)) * sa[b] *
                        w.scale(n, b));
-      tol[static_cast<size_t>(m * w.N + n)] = 2.0 * (kb + 3) * kU * t + 1e-30;
+        if (w.mins != nullptr) {
+          int64_t isum = 0;
+          for (int j = 0; j < w.block_size; ++j) isum += qa[static_cast<size_t>(b * w.block_size + j)];
+          t += std::fabs(static_cast<double>(w.block_min(n, b)) * sa[b] * static_cast<double>(isum));
+        }
+      }
+      const double terms = w.mins != nullptr ? 2 * kb + 4 : kb + 3;
+      tol[static_cast<size_t>(m * w.N + n)] = 2.0 * terms * kU * t + 1e-30;
     }
   }
   return tol;
@@ -117,10 +144,10 @@ std::vector<double> fp32_bounds(const QuantizedMatrix& w, const std::vector<floa
       double t = bias != nullptr ? std::fabs(bias[n]) : 0.0;
       for (int64_t k = 0; k < w.K; ++k) {
         const int64_t b = k / w.block_size;
-        t += std::fabs(A[static_cast<size_t>(m * w.K + k)]) * (w.code(n, k) + w.zero_point(n, b)) *
-             std::fabs(w.scale(n, b));
+        t += std::fabs(A[static_cast<size_t>(m * w.K + k)]) *
+             ((w.code(n, k) + w.zero_point(n, b)) * std::fabs(w.scale(n, b)) + std::fabs(w.block_min(n, b)));
       }
-      tol[static_cast<size_t>(m * w.N + n)] = 2.0 * (w.K + 2 * kb + 4) * kU * t + 1e-30;
+      tol[static_cast<size_t>(m * w.N + n)] = 2.0 * (w.K + 2 * kb + 6) * kU * t + 1e-30;
     }
   return tol;
 }
@@ -129,19 +156,25 @@ struct Shape {
   int bits, block;
   int64_t K, N;
   bool asym, bias;
+  bool mins, zp0;  // block mins; with zero points all 0 (Q4_1 / Q4_K) instead of random ones
 };
 
 std::vector<Shape> shapes() {
   std::vector<Shape> s;
   for (int bits : {4, 8})
     for (int block : {16, 32, 64, 128, 256}) {
-      s.push_back(
-          {bits, block, (block <= 64 ? 3 : 1) * block, 32, false, true});  // K odd multiple of the block
-      s.push_back({bits, block, block + block / 2 + 1, 37, true, false});  // K ragged, N ragged, zp
+      s.push_back({bits, block, (block <= 64 ? 3 : 1) * block, 32, false, true, false,
+                   false});  // K odd multiple of the block
+      s.push_back({bits, block, block + block / 2 + 1, 37, true, false, false, false});  // K, N ragged, zp
+      s.push_back({bits, block, 2 * block + 5, 37, true, true, true, true});             // mins, zp 0 (Q4_1)
     }
-  s.push_back({4, 32, 7, 5, true, true});  // K shorter than one block, N < one panel
-  s.push_back({8, 16, 33, 17, false, false});
-  s.push_back({4, 32, 172, 64, true, false});  // stories260K down_proj (6 blocks, ragged, zp)
+  s.push_back({4, 32, 7, 5, true, true, false, false});  // K shorter than one block, N < one panel
+  s.push_back({8, 16, 33, 17, false, false, false, false});
+  s.push_back({4, 32, 172, 64, true, false, false, false});  // stories260K down_proj (6 blocks, ragged, zp)
+  s.push_back({4, 32, 7, 5, true, true, true, true});        // mins, K < one block
+  s.push_back({4, 32, 100, 40, true, false, true, false});   // mins with random zero points
+  s.push_back({8, 32, 96, 33, false, true, true, false});    // mins, implicit zero point (Q5_K)
+  s.push_back({4, 64, 160, 20, false, false, true, false});
   return s;
 }
 
@@ -150,9 +183,10 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
   std::mt19937 rng(1234);
   ThreadPool pool1(1), pool2(2);
   std::vector<std::string> skipped;
-  int checked = 0, checked_fp16 = 0;
+  int checked = 0, checked_fp16 = 0, checked_mins = 0;
   for (const Shape& sh : shapes()) {
     RandomWeight rw(sh.bits, sh.block, sh.K, sh.N, sh.asym, rng);
+    if (sh.mins) rw.add_mins(sh.zp0, rng);
     const QuantizedMatrix& w = rw.w;
     std::vector<float> bias(static_cast<size_t>(sh.N));
     for (auto& b : bias) b = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
@@ -177,8 +211,9 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
           SCOPED_TRACE(std::string(k.name) + (fp16 ? " fp16 scales" : " fp32 scales") +
                        " bits=" + std::to_string(sh.bits) + " block=" + std::to_string(sh.block) +
                        " K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
-                       " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : ""));
-          auto packed = k.pack_opts(w, scales_opts(fp16));
+                       " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : "") +
+                       (sh.mins ? (sh.zp0 ? " mins zp0" : " mins") : ""));
+          auto packed = pack_kernel(k, w, scales_opts(fp16));
           std::vector<float> y1(want_i8.size(), NAN), y2(want_i8.size(), NAN);
           packed->run(A.data(), M, y1.data(), bp, pool1);
           packed->run(A.data(), M, y2.data(), bp, pool2);
@@ -192,14 +227,16 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
                 << "at m=" << i / sh.N << " n=" << i % sh.N << " got " << y1[i] << " want " << want[i]
                 << " via " << packed->kernel_name(M);
           // The x16 CompInt8 kernels keep one lane per column and the reference's
-          // operation order, so they must match it bit for bit (catches FMA contraction).
-          if (i8 && std::string(k.name).rfind("x16_", 0) == 0) {
+          // operation order, so they must match it bit for bit (catches FMA contraction);
+          // with mins only the sets that fold them into their blocks.
+          if (i8 && std::string(k.name).rfind("x16_", 0) == 0 && (!sh.mins || k.mins)) {
             for (size_t i = 0; i < y1.size(); ++i) {
               ASSERT_EQ(y1[i], want[i]) << "not bit-exact at " << i;
             }
           }
           ++checked;
           if (fp16) ++checked_fp16;
+          if (sh.mins) ++checked_mins;
         }
       }
     }
@@ -208,6 +245,7 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
     std::printf("[ skipped  ] %s: not supported on this CPU (%s) for some shapes\n", s.c_str(),
                 cpu.describe().c_str());
   EXPECT_GT(checked, 0);
+  EXPECT_GT(checked_mins, 0);
   if (cpu.avx2 && cpu.fma && cpu.f16c) {
     EXPECT_GT(checked_fp16, 0);
   }

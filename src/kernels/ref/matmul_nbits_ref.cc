@@ -14,7 +14,8 @@ static void ref_fp32_columns(const QuantizedMatrix& w, const float* A, int64_t M
       float acc = 0.0f;
       for (int64_t k = 0; k < w.K; ++k) {
         const int64_t b = k / w.block_size;
-        acc += a[k] * ((static_cast<float>(w.code(n, k)) - w.zero_point(n, b)) * w.scale(n, b));
+        acc += a[k] *
+               ((static_cast<float>(w.code(n, k)) - w.zero_point(n, b)) * w.scale(n, b) + w.block_min(n, b));
       }
       Y[m * w.N + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
     }
@@ -22,7 +23,8 @@ static void ref_fp32_columns(const QuantizedMatrix& w, const float* A, int64_t M
 }
 
 // Columns [n0, n1) of Y in CompInt8, from rows of A already quantized
-// (qa: [M][k_blocks*block_size], sa: [M][k_blocks]).
+// (qa: [M][k_blocks*block_size], sa: [M][k_blocks]). Mins: right after each
+// block's term, min * (sa * isum) with isum the block's integer activation sum.
 static void ref_int8_columns(const QuantizedMatrix& w, const int8_t* qa, const float* sa, int64_t M, float* Y,
                              const float* bias, int64_t n0, int64_t n1) {
   const int64_t kb = w.k_blocks();
@@ -33,6 +35,11 @@ static void ref_int8_columns(const QuantizedMatrix& w, const int8_t* qa, const f
       for (int64_t b = 0; b < kb; ++b) {
         const int32_t dot = block_dot_ref(w, n, b, qrow + b * w.block_size);
         acc += static_cast<float>(dot) * (sa[m * kb + b] * w.scale(n, b));
+        if (w.mins != nullptr) {
+          int32_t isum = 0;
+          for (int64_t j = 0; j < w.block_size; ++j) isum += qrow[b * w.block_size + j];
+          acc += w.block_min(n, b) * (sa[m * kb + b] * static_cast<float>(isum));
+        }
       }
       Y[m * w.N + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
     }
@@ -81,10 +88,12 @@ class RefPacked final : public PackedMatMul {
     scales_.assign(w.scales, w.scales + w.N * kb);
     if (w.zero_points) zp_.assign(w.zero_points, w.zero_points + w.N * w.zp_row_bytes());
     if (w.zero_points_f) zpf_.assign(w.zero_points_f, w.zero_points_f + w.N * kb);
+    if (w.mins) mins_.assign(w.mins, w.mins + w.N * kb);
     w_.codes = codes_.data();
     w_.scales = scales_.data();
     w_.zero_points = w.zero_points ? zp_.data() : nullptr;
     w_.zero_points_f = w.zero_points_f ? zpf_.data() : nullptr;
+    w_.mins = w.mins ? mins_.data() : nullptr;
   }
 
   // Scratch for quantized activations grows with the largest M seen, so a
@@ -114,7 +123,7 @@ class RefPacked final : public PackedMatMul {
     return compute_ == Compute::kInt8 ? "matmul_nbits_int8_ref" : "matmul_nbits_fp32_ref";
   }
   size_t packed_bytes() const override {
-    return codes_.size() + scales_.size() * 4 + zp_.size() + zpf_.size() * 4;
+    return codes_.size() + scales_.size() * 4 + zp_.size() + zpf_.size() * 4 + mins_.size() * 4;
   }
 
  private:
@@ -124,6 +133,7 @@ class RefPacked final : public PackedMatMul {
   std::vector<float> scales_;
   std::vector<uint8_t> zp_;
   std::vector<float> zpf_;
+  std::vector<float> mins_;
 };
 
 }  // namespace
@@ -133,11 +143,13 @@ void register_ref_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
                [](const QuantizedMatrix& w, const CpuFeatures&) { return w.zero_points_f == nullptr; },
                [](const QuantizedMatrix& w) -> std::unique_ptr<PackedMatMul> {
                  return std::make_unique<RefPacked>(w, Compute::kInt8);
-               }});
+               },
+               nullptr, /*mins=*/true});
   t.push_back({"ref_fp32", Compute::kFp32, [](const QuantizedMatrix&, const CpuFeatures&) { return true; },
                [](const QuantizedMatrix& w) -> std::unique_ptr<PackedMatMul> {
                  return std::make_unique<RefPacked>(w, Compute::kFp32);
-               }});
+               },
+               nullptr, /*mins=*/true});
 }
 
 }  // namespace nbits::kernels

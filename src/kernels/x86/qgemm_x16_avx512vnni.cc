@@ -4,8 +4,11 @@
 // vpdpbusd(codes, broadcast of 4 int8 activations) adds the exact
 // sum(code * a) of each column to its own int32 lane: no horizontal sums.
 // Each block's int32 accumulator starts at -zp * sum(qa) (the zero point, or
-// 2^(bits-1), times the activation block sum), so after the block it holds the
-// reference's exact dot; fp32 accumulation then follows the reference order.
+// PackedX16::default_zp(), times the activation block sum), so after the block it
+// holds the reference's exact dot; fp32 accumulation then follows the reference
+// order. Block mins (has_mins, GGUF Q4_1/Q4_K/Q5_K) come right after each block's
+// term as acc += min * (sa * float(qsum)), from the same block sums: no second
+// pass over A or Y.
 //
 // Register tile: R rows x P panels, R * P independent int32 accumulators per
 // block plus R * P fp32 accumulators over blocks; M = 1 runs R = 1 on
@@ -75,6 +78,13 @@ inline __m512 accumulate(__m512 acc, __m512i dot, float sa, __m512 scales) {
   return _mm512_add_ps(acc, prod);
 }
 
+// acc += mins * (sa * float(qsum)), the reference's min term (no contraction either).
+inline __m512 add_min_term(__m512 acc, __m512 mins, float sa, int32_t qsum) {
+  __m512 prod = _mm512_mul_ps(mins, _mm512_set1_ps(sa * static_cast<float>(qsum)));
+  __asm__("" : "+v"(prod));
+  return _mm512_add_ps(acc, prod);
+}
+
 struct Args {
   const PackedX16* w;
   const int8_t* qa;  // row 0 of the tile
@@ -87,11 +97,11 @@ struct Args {
 
 // Rows [0, R) of the tile (qa rows k_blocks*block apart, sa / qsum rows
 // k_blocks apart) times panels [p, p + P).
-template <int kBits, int R, int P, bool kAsym, bool kF16, bool kWide>
+template <int kBits, int R, int P, bool kAsym, bool kF16, bool kWide, bool kMins>
 void tile(const Args& a, int64_t p) {
   const PackedX16& w = *a.w;
   constexpr int kGroupK = kBits == 4 ? 8 : 4;
-  constexpr int kDefaultZp = 1 << (kBits - 1);
+  const int32_t default_zp = w.default_zp();
   const int64_t kb = w.k_blocks, kp = kb * w.block, groups = w.block / kGroupK;
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512 acc[R][P];
@@ -109,7 +119,7 @@ void tile(const Args& a, int64_t p) {
       }
     } else {
       for (int r = 0; r < R; ++r) {
-        const __m512i init = _mm512_set1_epi32(-kDefaultZp * a.qsum[r * kb + b]);
+        const __m512i init = _mm512_set1_epi32(-default_zp * a.qsum[r * kb + b]);
         for (int j = 0; j < P; ++j) d[r][j] = init;
       }
     }
@@ -145,6 +155,11 @@ void tile(const Args& a, int64_t p) {
     for (int j = 0; j < P; ++j) {
       const __m512 scales = load_scales16<kF16>(blk + j * ps);
       for (int r = 0; r < R; ++r) acc[r][j] = accumulate(acc[r][j], d[r][j], a.sa[r * kb + b], scales);
+      if constexpr (kMins) {
+        const __m512 mins = _mm512_loadu_ps(reinterpret_cast<const float*>(blk + j * ps + w.mins_offset));
+        for (int r = 0; r < R; ++r)
+          acc[r][j] = add_min_term(acc[r][j], mins, a.sa[r * kb + b], a.qsum[r * kb + b]);
+      }
     }
   }
   for (int j = 0; j < P; ++j) {
@@ -163,21 +178,26 @@ void tile(const Args& a, int64_t p) {
 using TileFn = void (*)(const Args&, int64_t);
 
 // tile<R = 1..sizeof...(I), P> indexed by R - 1.
-template <int kBits, int P, bool kAsym, bool kF16, bool kWide, int... I>
+template <int kBits, int P, bool kAsym, bool kF16, bool kWide, bool kMins, int... I>
 constexpr std::array<TileFn, sizeof...(I)> tiles(std::integer_sequence<int, I...>) {
-  return {&tile<kBits, I + 1, P, kAsym, kF16, kWide>...};
+  return {&tile<kBits, I + 1, P, kAsym, kF16, kWide, kMins>...};
 }
 
 // Panels [p0, p1) in steps of PT (the last few one at a time), rows in tiles of
 // up to RT; each panel group is used by every row tile while it is in cache.
-template <int kBits, int RT, int PT, bool kAsym, bool kF16, bool kWide = false>
+template <int kBits, int RT, int PT, bool kAsym, bool kF16, bool kWide = false, bool kMins = false>
 void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  if constexpr (!kMins)
+    if (w.has_mins)
+      return run_tiles<kBits, RT, PT, kAsym, kF16, kWide, true>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
   if constexpr (kAsym && !kWide)
     if (w.block > 256)
-      return run_tiles<kBits, RT, PT, kAsym, kF16, true>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-  static constexpr auto grouped = tiles<kBits, PT, kAsym, kF16, kWide>(std::make_integer_sequence<int, RT>{});
-  static constexpr auto single = tiles<kBits, 1, kAsym, kF16, kWide>(std::make_integer_sequence<int, RT>{});
+      return run_tiles<kBits, RT, PT, kAsym, kF16, true, kMins>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  static constexpr auto grouped =
+      tiles<kBits, PT, kAsym, kF16, kWide, kMins>(std::make_integer_sequence<int, RT>{});
+  static constexpr auto single =
+      tiles<kBits, 1, kAsym, kF16, kWide, kMins>(std::make_integer_sequence<int, RT>{});
   const int64_t kb = w.k_blocks, kp = kb * w.block;
   for (int64_t p = p0; p < p1;) {
     const bool full = p + PT <= p1;
