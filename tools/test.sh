@@ -23,8 +23,9 @@ bash tools/setup.sh
 stamp "clang-format check"
 bash tools/format_check.sh
 
-stamp "npm reference oracles (HF tokenizers, ONNX Runtime 1.30)"
+stamp "npm reference oracles (HF tokenizers, ONNX Runtime 1.30) and the OpenAI Node client"
 (cd tests/tokenizer/node && npm ci --no-audit --no-fund --loglevel=error)
+(cd tests/serve/node && npm ci --no-audit --no-fund --loglevel=error)  # the official OpenAI client
 mkdir -p bench/peers/.deps
 if [ ! -f bench/peers/.deps/node_modules/onnxruntime-node/package.json ]; then
   (cd bench/peers/.deps && { [ -f package.json ] || echo '{"name":"nbits-peers","private":true}' > package.json; } &&

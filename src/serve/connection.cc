@@ -89,24 +89,48 @@ bool same_endpoint(const sockaddr_storage& sa, const std::string& addr, int port
 
 }  // namespace
 
-int find_socket(const httplib::Request& req) {
-  if (req.remote_port <= 0 || req.local_port <= 0) return -1;
+// Calls fn(fd) for every socket descriptor of this process (fd >= 3) until it returns true.
+template <class Fn>
+int for_each_socket(Fn fn) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     char* rest = nullptr;
     const long v = std::strtol(name.c_str(), &rest, 10);
     if (rest == name.c_str() || *rest != 0 || v < 3) continue;
-    const int fd = static_cast<int>(v);
-    sockaddr_storage peer{}, local{};
-    socklen_t n = sizeof peer;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &n) != 0) continue;
-    if (!same_endpoint(peer, req.remote_addr, req.remote_port)) continue;
-    n = sizeof local;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &n) != 0) continue;
-    if (same_endpoint(local, req.local_addr, req.local_port)) return fd;
+    if (fn(static_cast<int>(v))) return static_cast<int>(v);
   }
   return -1;
+}
+
+bool widen_listen_backlog(int port, int backlog) {
+  const int fd = for_each_socket([&](int s) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) return false;
+    sockaddr_storage local{};
+    socklen_t n = sizeof local;
+    if (getsockname(s, reinterpret_cast<sockaddr*>(&local), &n) != 0) return false;
+    const int p = local.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in*>(&local)->sin_port)
+                  : local.ss_family == AF_INET6
+                      ? ntohs(reinterpret_cast<const sockaddr_in6*>(&local)->sin6_port)
+                      : -1;
+    return p == port;
+  });
+  return fd >= 0 && ::listen(fd, backlog) == 0;
+}
+
+int find_socket(const httplib::Request& req) {
+  if (req.remote_port <= 0 || req.local_port <= 0) return -1;
+  return for_each_socket([&](int fd) {
+    sockaddr_storage peer{}, local{};
+    socklen_t n = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &n) != 0) return false;
+    if (!same_endpoint(peer, req.remote_addr, req.remote_port)) return false;
+    n = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &n) != 0) return false;
+    return same_endpoint(local, req.local_addr, req.local_port);
+  });
 }
 
 bool peer_open(int fd) {

@@ -41,6 +41,12 @@ class BoundedTaskQueue : public httplib::TaskQueue {
   bool stop_ = false;
 };
 
+// cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): a burst of
+// connects beyond it loses SYNs, each costing its client a 1 s retransmit. Re-listens this
+// process's listening socket on `port` with `backlog` (Linux updates a listening socket's
+// backlog in place); false when no such socket was found.
+bool widen_listen_backlog(int port, int backlog);
+
 // The socket of the connection that sent `req` (its 4-tuple matched among this process's
 // sockets), or -1. Looked up once per request, from the connection's own thread.
 int find_socket(const httplib::Request& req);

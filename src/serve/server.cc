@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -617,6 +618,8 @@ int Server::run() {
     throw Error("cannot listen on " + opt_.host + ":" + std::to_string(port) +
                 " (in use, or not an address here)");
   }
+  if (!widen_listen_backlog(port, SOMAXCONN))
+    std::fprintf(stderr, "nbits serve: warning: listen backlog stays 5 (a connect burst may wait 1 s)\n");
   const std::string url = "http://" + opt_.host + ":" + std::to_string(port);
   std::printf("nbits serve: listening on %s (loading the model)\n", url.c_str());
   std::fflush(stdout);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -357,6 +358,40 @@ TEST_F(Serve, ChatStreamAndMultiTurnReuse) {
   ASSERT_EQ(r2->status, 200) << r2->body;
   const json u = json::parse(r2->body)["usage"];
   EXPECT_GT(u["prompt_tokens_details"]["cached_tokens"].get<int>(), u["prompt_tokens"].get<int>() / 2) << u;
+}
+
+// The official OpenAI Node client (tests/serve/node: npm `openai`, pinned): models, completions and
+// chat, streamed and not, include_usage, the second turn's cached_tokens, an aborted stream, and the
+// typed errors (401, 400, 404). The completion must be `nbits run`'s greedy text.
+TEST_F(Serve, OfficialOpenAINodeClient) {
+  const std::string node_dir = std::string(NBITS_SOURCE_DIR) + "/tests/serve/node";
+  if (!fs::exists(node_dir + "/node_modules/openai/package.json")) {
+    if (in_ci()) FAIL() << "missing " << node_dir << "/node_modules/openai (npm ci in tests/serve/node)";
+    GTEST_SKIP() << "missing " << node_dir << "/node_modules/openai (cd tests/serve/node && npm ci)";
+  }
+  const RunResult run =
+      run_nbits({"run", "-m", model_dir(), "-p", "Once upon a time", "-n", "40", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const fs::path want =
+      fs::temp_directory_path() / ("nbits_openai_want_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(want) << json{{"prompt", "Once upon a time"},
+                              {"max_tokens", 40},
+                              {"text", json::parse(run.out)["text"]}}
+                             .dump();
+  const std::string cmd = "cd '" + node_dir + "' && node openai_client.mjs " + std::to_string(g_server.port) +
+                          " " + kKey + " '" + want.string() + "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  fs::remove(want);
+  ASSERT_EQ(status, 0) << out;
+  const json got = json::parse(out.substr(out.find('{')));
+  EXPECT_TRUE(got["failures"].empty()) << got["failures"].dump(1);
+  EXPECT_GE(got["checks"].size(), 20u) << out;
 }
 
 TEST_F(Serve, ConcurrentStreamsEqualTheirSoloOutput) {
@@ -720,6 +755,145 @@ TEST_F(ServePrefill, SigtermDuringPrefillEndsItAndExitsZero) {
   EXPECT_NE(raw.find("data: [DONE]"), std::string::npos) << raw;
   EXPECT_EQ(raw.find("\"text\""), std::string::npos) << "tokens came: the prefill was not stopped\n" << raw;
   EXPECT_LT(exit_s, 10);
+}
+
+// The resident set of a process, in bytes (VmRSS).
+int64_t rss_bytes(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+// 8 streaming clients x 20 requests each, mixed prompt lengths, on 4 sessions: every response
+// complete (finish_reason, [DONE]) and equal to the same prompt's output from a lone client, no
+// error, and the server's RSS flat between the second and the last rounds.
+TEST(ServeLoad, EightClientsTwentyRequestsEachEqualTheirSoloOutput) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  // ASan's quarantine would hold freed memory up to its 256 MiB default and hide a leak's growth.
+  std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "quarantine_size_mb=4").c_str(), 1);
+  OwnServer s(model_dir(), {"-t", "1", "--parallel", "4", "--queue", "8", "--ctx", "256"});
+  setenv("ASAN_OPTIONS", asan.c_str(), 1);
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  const std::vector<std::string> prompts = {
+      "Once", "The little dog was", "Lily and Ben went to the park. They",
+      "One day, a big red ball rolled down the hill and",
+      "Tom had a toy car. He liked to play with it every day. One morning"};
+  auto body = [&](size_t i) {
+    return json{{"prompt", prompts[i % prompts.size()]},
+                {"max_tokens", 24 + static_cast<int>(i % 3) * 16},
+                {"temperature", 0},
+                {"stream", true}};
+  };
+  auto text_of = [](const std::string& raw, bool* complete) {
+    std::string text;
+    bool finish = false;
+    size_t pos = 0;
+    for (size_t end; (end = raw.find("\n\n", pos)) != std::string::npos; pos = end + 2) {
+      const std::string ev = raw.substr(pos, end - pos);
+      if (ev.rfind("data: {", 0) != 0) continue;
+      const json j = json::parse(ev.substr(6));
+      text += j["choices"][0]["text"].get<std::string>();
+      if (!j["choices"][0]["finish_reason"].is_null()) finish = true;
+    }
+    *complete = finish && raw.size() >= 14 && raw.compare(raw.size() - 14, 14, "data: [DONE]\n\n") == 0;
+    return text;
+  };
+  const size_t kinds = prompts.size() * 3;
+  std::vector<std::string> solo(kinds);
+  for (size_t i = 0; i < kinds; ++i) {
+    bool complete = false;
+    solo[i] = text_of(timed_stream(s.p.port, body(i), nullptr), &complete);
+    ASSERT_TRUE(complete) << i;
+  }
+  const int kClients = 8, kRequests = 20;
+  std::vector<int> wrong(kClients, 0), incomplete(kClients, 0);
+  int64_t rss_round2 = 0;
+  std::vector<std::thread> threads;
+  std::atomic<int> done_round2{0};
+  for (int c = 0; c < kClients; ++c)
+    threads.emplace_back([&, c] {
+      for (int r = 0; r < kRequests; ++r) {
+        const size_t i = static_cast<size_t>(c * 7 + r) % kinds;
+        bool complete = false;
+        const std::string got = text_of(timed_stream(s.p.port, body(i), nullptr), &complete);
+        if (!complete) ++incomplete[static_cast<size_t>(c)];
+        if (got != solo[i]) ++wrong[static_cast<size_t>(c)];
+        if (r == 1 && ++done_round2 == kClients) rss_round2 = rss_bytes(s.p.pid);
+      }
+    });
+  for (auto& t : threads) t.join();
+  const int64_t rss_end = rss_bytes(s.p.pid);
+  EXPECT_EQ(incomplete, std::vector<int>(kClients, 0));
+  EXPECT_EQ(wrong, std::vector<int>(kClients, 0));
+  ASSERT_GT(rss_round2, 0);
+  EXPECT_LT(rss_end, rss_round2 + (32 << 20)) << rss_round2 << " -> " << rss_end;
+  auto m = httplib::Client("127.0.0.1", s.p.port).Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("nbits_request_errors_total 0\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("nbits_requests_rejected_total 0\n"), std::string::npos) << m->body;
+}
+
+// Hostile and sloppy clients: unknown fields (accepted, as OpenAI's API does), a request whose
+// headers never finish (slowloris), 1000 connects closed at once, a body shorter than its
+// Content-Length; afterwards every well-formed request is answered.
+TEST(ServeFaults, SloppyAndHostileClientsDoNotStopTheServer) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1", "--parallel", "2"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  c.set_read_timeout(30, 0);
+  auto unknown =
+      c.Post("/v1/completions",
+             R"({"prompt":"Once","max_tokens":3,"logit_bias":{},"user":"u1","x_future_field":[1,2]})",
+             "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 200) << unknown->body;
+  auto send_raw = [&](const std::string& bytes) {
+    const int fd = idle_connection(s.p.port);
+    if (fd >= 0 && !bytes.empty()) {
+      EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    }
+    return fd;
+  };
+  // Slowloris: three connections that send half a request line and stall.
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i)
+    slow.push_back(send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-"));
+  // A body that ends early, then the connection closes.
+  close(
+      send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: 500\r\n\r\n{\"prompt\":\"Once"));
+  // 1000 connects, each closed at once (some with a reset). With httplib's backlog of 5 a burst
+  // lost SYNs (1 s retransmits: 170 s for the 1000); the server widens it.
+  const auto storm = std::chrono::steady_clock::now();
+  int connected = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = idle_connection(s.p.port);
+    if (fd < 0) continue;
+    ++connected;
+    if (i % 2) {
+      linger l{1, 0};  // RST instead of FIN
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    close(fd);
+  }
+  EXPECT_EQ(connected, 1000);
+  EXPECT_LT(std::chrono::steady_clock::now() - storm, std::chrono::seconds(30));
+  // Served while the slow connections still hang.
+  for (int i = 0; i < 5; ++i) {
+    auto ok = c.Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":4,"temperature":0})",
+                     "application/json");
+    ASSERT_TRUE(ok) << "request " << i << " after the connect storm got no answer";
+    EXPECT_EQ(ok->status, 200) << ok->body;
+  }
+  for (int fd : slow) close(fd);
+  auto h = httplib::Client("127.0.0.1", s.p.port).Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
 }
 
 }  // namespace
