@@ -226,10 +226,11 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
             ASSERT_LE(std::fabs(static_cast<double>(y1[i]) - want[i]), tol[i])
                 << "at m=" << i / sh.N << " n=" << i % sh.N << " got " << y1[i] << " want " << want[i]
                 << " via " << packed->kernel_name(M);
-          // The x16 CompInt8 kernels keep one lane per column and the reference's
+          // The x16 and t16 CompInt8 kernels keep one lane per column and the reference's
           // operation order, so they must match it bit for bit (catches FMA contraction);
           // with mins only the sets that fold them into their blocks.
-          if (i8 && std::string(k.name).rfind("x16_", 0) == 0 && (!sh.mins || k.mins)) {
+          const std::string set = k.name;
+          if (i8 && (set.rfind("x16_", 0) == 0 || set.rfind("t16_", 0) == 0) && (!sh.mins || k.mins)) {
             for (size_t i = 0; i < y1.size(); ++i) {
               ASSERT_EQ(y1[i], want[i]) << "not bit-exact at " << i;
             }
@@ -319,13 +320,18 @@ TEST(MatMulNBitsKernels, SplitOverThreadsIsExact) {
 namespace nbits::kernels {
 namespace {
 
-bool is_x16(const MatMulNBitsKernel& k) { return std::string(k.name).rfind("x16_", 0) == 0; }
+// The 16-column panel formats: x16 (x86, arm64), t16 (IME), n16 (RVV); same bytes per block.
+bool is_panel16(const MatMulNBitsKernel& k) {
+  const std::string n = k.name;
+  return n.rfind("x16_", 0) == 0 || n.rfind("t16_", 0) == 0 || n.rfind("n16_", 0) == 0;
+}
 bool says_fp16(const PackedMatMul& p, int64_t M) {
-  return std::string(p.kernel_name(M)).find("16h_") != std::string::npos;  // x16h_ (x86, IME), n16h_ (RVV)
+  return std::string(p.kernel_name(M)).find("16h_") !=
+         std::string::npos;  // x16h_ (x86), t16h_ (IME), n16h_ (RVV)
 }
 
-// With fp16 scales the kernel names carry "16h_" (x16h_, n16h_) and the x16 block shrinks by
-// 32 bytes; zero points take 16 bytes (not 64) in both formats. Sets without
+// With fp16 scales the kernel names carry "16h_" (x16h_, t16h_, n16h_) and a block shrinks by
+// 32 bytes; zero points take 16 bytes (not 64) in every 16-column format. Sets without
 // an fp16 format ignore the option.
 TEST(MatMulNBitsKernels, Fp16ScalesKernelNamesAndPackedBytes) {
   std::mt19937 rng(21);
@@ -347,7 +353,7 @@ TEST(MatMulNBitsKernels, Fp16ScalesKernelNamesAndPackedBytes) {
           EXPECT_FALSE(says_fp16(*p32, M)) << p32->kernel_name(M);
           EXPECT_TRUE(says_fp16(*p16, M)) << p16->kernel_name(M);
         }
-        if (!is_x16(k)) continue;
+        if (!is_panel16(k)) continue;
         const size_t codes = 16 * 32 * bits / 8, zp = asym ? 16 : 0, blocks = 3 * 2;
         EXPECT_EQ(p32->packed_bytes(), blocks * (64 + zp + codes));
         EXPECT_EQ(p16->packed_bytes(), blocks * (32 + zp + codes));
@@ -422,8 +428,10 @@ TEST(MatMulNBitsKernels, PackReportsConsumedRowsInOrder) {
     auto with = make_matmul_nbits(rw.w, c, o);
     auto without = make_matmul_nbits(rw.w, c, PackOptions{});
     EXPECT_STREQ(with->kernel_name(1), without->kernel_name(1));
-    const bool x16 = std::string(with->kernel_name(1)).find("x16") != std::string::npos;
-    if (x16) {  // the x16 packer reports; others may not
+    const std::string name = with->kernel_name(1);
+    const bool panel16 = name.find("x16") != std::string::npos || name.find("t16") != std::string::npos ||
+                         name.find("n16") != std::string::npos;
+    if (panel16) {  // the 16-column packers report; others may not
       ASSERT_FALSE(calls.empty());
       EXPECT_EQ(calls.back(), 1000);
       for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i], calls[i - 1]);

@@ -69,7 +69,7 @@ PackOptions scales_opts(bool fp16) {
   return o;
 }
 
-// Kernel names of the fp16-scales format carry "16h" (q4x16h, q8n16h, ...).
+// Kernel names of the fp16-scales format carry "16h" (q4t16h, q8n16h, q4x16h, ...).
 bool says_fp16(const PackedMatMul& p, int64_t M) {
   return std::string(p.kernel_name(M)).find("16h_") != std::string::npos;
 }
@@ -165,7 +165,7 @@ TEST(RvvKernelTable, RiscvKernelsAreRegisteredAndChosen) {
   ASSERT_EQ(cpu.vlen_bits, 256);
   const std::string int8 = make_matmul_nbits(wt.w, Compute::kInt8)->kernel_name(1);
   const std::string fp32 = make_matmul_nbits(wt.w, Compute::kFp32)->kernel_name(4);
-  EXPECT_EQ(int8, ime::ime_usable() ? "qgemv_q4x16_ime" : "qgemv_q4n16_rvv");
+  EXPECT_EQ(int8, ime::ime_usable() ? "qgemv_q4t16_ime" : "qgemv_q4n16_rvv");
   EXPECT_EQ(fp32, "gemm_q4n16_4x16_fp32_rvv");
   const char* isa = std::getenv("NBITS_ISA");
   if (isa != nullptr && std::string(isa) == "rvv") EXPECT_FALSE(ime::ime_usable());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instruction counts under QEMU (a deterministic cost proxy; no K1 here) of one Qwen2.5-0.5B
-# decoder layer's MatMulNBits at M=1: IME (x16), RVV (n16) and the scalar reference, int4/int8.
+# decoder layer's MatMulNBits at M=1: IME (t16), RVV (n16) and the scalar reference, int4/int8.
 # Needs build-rv/ from tools/riscv/test.sh (IME emulated) and ../shared/tools/riscv/insncount.c.
 # The emulated vmadot is a fixed 760-instruction sequence (4 of them whole-register moves):
 # counts are corrected to 1 instruction per vmadot, as on hardware.
@@ -19,12 +19,12 @@ printf '%-10s %-5s %-6s %14s %12s %12s %10s %8s\n' kernels bits scales insns vec
 for scales in fp32 fp16; do
 for bits in 4 8; do
   macs=$(( (1152*896 + 896*896 + 9728*896 + 896*4864) ))
-  for k in x16_ime_int8 n16_rvv_int8 ref_int8; do
+  for k in t16_ime_int8 n16_rvv_int8 ref_int8; do
     out=$(qemu-riscv64 -L /usr/riscv64-linux-gnu -cpu "$CPU" -plugin $B/libinsncount.so,out=$B/counts.txt \
           $B/insn_count "$k" "$bits" "$scales")
     get() { awk -v k="$1" '$1==k {print $2}' $B/counts.txt; }
     insns=$(get region_insns); va=$(get region_vec_arith); vm=$(get region_vec_mem); vd=0
-    if [ "$k" = x16_ime_int8 ]; then
+    if [ "$k" = t16_ime_int8 ]; then
       vd=$(echo "$out" | awk '$1=="vmadot_if_ime" {print $2}')
       insns=$(( insns - vd * (EMU - 1) )); vm=$(( vm - vd * 4 ))
     fi

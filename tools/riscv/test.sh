@@ -66,7 +66,7 @@ echo "== riscv64: real-vmadot build (probe must find no IME under QEMU)"
 configure build-rv-hw OFF -DNBITS_BUILD_CLI=OFF
 cmake --build build-rv-hw --target test_rvv -j "$JOBS"
 NBITS_EXPECT_IME=0 qemu "$CPU" build-rv-hw/tests/test_rvv --gtest_brief=1
-obj=$(find build-rv-hw -name 'qgemm_x16_ime.cc.o' | head -1)
+obj=$(find build-rv-hw -name 'qgemm_t16_ime.cc.o' | head -1)
 n=$(llvm-objdump-22 -d --mattr=+v,+xsmtvdot "$obj" | grep -c 'smt.vmadotsu' || true)
 echo "-- $obj: $n smt.vmadotsu instructions"
 [ "$n" -ge 12 ] || { echo "expected the IME kernel to contain vmadotsu (found $n)"; exit 1; }

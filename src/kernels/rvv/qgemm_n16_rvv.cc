@@ -5,13 +5,9 @@
 // dot = sum(a*code) - zp*sum(a). Then acc += float(dot) * (sa*sb) in fp32. With fp16 scales
 // (H) sb is widened from the packed fp16 by vfwcvt (exact), the rest is the same.
 #include <algorithm>
-#include <cstring>
-#include <utility>
-#include <vector>
 
-#include "kernels/rvv/pack_n16.h"
+#include "kernels/rvv/n16_rvv.h"
 #include "kernels/rvv/panel_scales.h"
-#include "kernels/rvv/quantize_a_rvv.h"
 
 #if defined(__riscv_v_intrinsic)
 #include <riscv_vector.h>
@@ -19,29 +15,18 @@
 namespace nbits::kernels::rvv {
 namespace {
 
-// Quantized activations of M rows: codes [M][kb*bs], scales and code sums [M][kb].
-struct ActQ {
-  std::vector<int8_t> qa;
-  std::vector<float> sa;
-  std::vector<int32_t> sum;
-  int64_t row = 0;  // kb*bs
-};
-
-template <typename T>
-void grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
 // Y[m0..m0+R) x panel columns. R = 1..4 rows of A (rows past R are never read); H: fp16 scales.
 template <int R, bool H>
-void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, float* Y, const float* bias) {
+void qgemm_tile(const PackedPanel16& p, const int8_t* qa, const float* sa, const int32_t* qsum, int64_t m0,
+                int64_t panel, float* Y, int64_t ldy, const float* bias) {
   const size_t vl = 16;
-  const int bs = p.bs;
+  const int bs = p.block;
+  const int64_t row = p.k_blocks * bs;
   const int8_t* q[4];
-  for (int r = 0; r < 4; ++r) q[r] = aq.qa.data() + (m0 + std::min(r, R - 1)) * aq.row;
+  for (int r = 0; r < 4; ++r) q[r] = qa + (m0 + std::min(r, R - 1)) * row;
   vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, vl), f1 = f0, f2 = f0, f3 = f0;
-  for (int64_t b = 0; b < p.kb; ++b) {
-    const uint8_t* rec = p.block(panel, b);
+  for (int64_t b = 0; b < p.k_blocks; ++b) {
+    const uint8_t* rec = p.record(panel, b);
     const uint8_t* codes = rec + p.codes_offset;
     const int8_t* q0 = q[0] + b * bs;
     const int8_t* q1 = q[1] + b * bs;
@@ -79,13 +64,12 @@ void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, flo
     }
     // Epilogue: exact zero-point correction, then fp32 scale and accumulate.
     const vfloat32m2_t sb = load_scales16<H>(rec);
-    const vint32m2_t zp =
-        p.has_zp ? load_zp16(rec + p.zp_offset) : __riscv_vmv_v_x_i32m2(p.zero_default(), vl);
+    const vint32m2_t zp = p.has_zp ? load_zp16(rec + p.zp_offset) : __riscv_vmv_v_x_i32m2(p.default_zp(), vl);
     auto finish = [&](vfloat32m2_t f, vint32m2_t d, int r) {
-      const int64_t ab = (m0 + r) * p.kb + b;
-      d = __riscv_vnmsac_vx_i32m2(d, aq.sum[ab], zp, vl);
+      const int64_t ab = (m0 + r) * p.k_blocks + b;
+      d = __riscv_vnmsac_vx_i32m2(d, qsum[ab], zp, vl);
       return __riscv_vfmacc_vv_f32m2(f, __riscv_vfcvt_f_x_v_f32m2(d, vl),
-                                     __riscv_vfmul_vf_f32m2(sb, aq.sa[ab], vl), vl);
+                                     __riscv_vfmul_vf_f32m2(sb, sa[ab], vl), vl);
     };
     f0 = finish(f0, d0, 0);
     if constexpr (R > 1) f1 = finish(f1, d1, 1);
@@ -96,7 +80,7 @@ void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, flo
   const size_t vn = static_cast<size_t>(std::min<int64_t>(16, p.N - n0));
   auto store = [&](vfloat32m2_t f, int r) {
     if (bias != nullptr) f = __riscv_vfadd_vv_f32m2(f, __riscv_vle32_v_f32m2(bias + n0, vn), vn);
-    __riscv_vse32_v_f32m2(Y + (m0 + r) * p.N + n0, f, vn);
+    __riscv_vse32_v_f32m2(Y + (m0 + r) * ldy + n0, f, vn);
   };
   store(f0, 0);
   if constexpr (R > 1) store(f1, 1);
@@ -104,75 +88,33 @@ void qgemm_tile(const PackN16& p, const ActQ& aq, int64_t m0, int64_t panel, flo
   if constexpr (R > 3) store(f3, 3);
 }
 
-template <bool H>
-class QgemmN16Rvv final : public PackedMatMul {
- public:
-  explicit QgemmN16Rvv(PackN16 p) : p_(std::move(p)) {}
-
-  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
-    // Per calling thread, shared by every matrix it runs: no allocation once grown to the largest M.
-    thread_local ActQ aq;
-    aq.row = p_.kb * p_.bs;
-    grow(aq.qa, static_cast<size_t>(M * aq.row));
-    grow(aq.sa, static_cast<size_t>(M * p_.kb));
-    grow(aq.sum, static_cast<size_t>(M * p_.kb));
-    for (int64_t m = 0; m < M; ++m)
-      quantize_row_blocks_rvv(A + m * p_.K, p_.K, p_.bs, aq.qa.data() + m * aq.row, aq.sa.data() + m * p_.kb,
-                              aq.sum.data() + m * p_.kb);
-    const ActQ& a = aq;
-    pool.parallel_range(p_.panels, 1, [&](int64_t pb, int64_t pe) {
-      for (int64_t panel = pb; panel < pe; ++panel) {
-        int64_t m = 0;
-        for (; m + 4 <= M; m += 4) qgemm_tile<4, H>(p_, a, m, panel, Y, bias);
-        switch (M - m) {
-          case 3:
-            qgemm_tile<3, H>(p_, a, m, panel, Y, bias);
-            break;
-          case 2:
-            qgemm_tile<2, H>(p_, a, m, panel, Y, bias);
-            break;
-          case 1:
-            qgemm_tile<1, H>(p_, a, m, panel, Y, bias);
-            break;
-          default:
-            break;
-        }
-      }
-    });
-  }
-  const char* kernel_name(int64_t M) const override {
-    if constexpr (H) {
-      if (p_.bits == 4) return M == 1 ? "qgemv_q4n16h_rvv" : "qgemm_q4n16h_4x16_rvv";
-      return M == 1 ? "qgemv_q8n16h_rvv" : "qgemm_q8n16h_4x16_rvv";
-    }
-    if (p_.bits == 4) return M == 1 ? "qgemv_q4n16_rvv" : "qgemm_q4n16_4x16_rvv";
-    return M == 1 ? "qgemv_q8n16_rvv" : "qgemm_q8n16_4x16_rvv";
-  }
-  size_t packed_bytes() const override { return p_.data.size(); }
-
- private:
-  PackN16 p_;
-};
-
 }  // namespace
 
-std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv_opts(const QuantizedMatrix& w, const PackOptions& options) {
-  PackN16 p = pack_n16(w, options);
-  if (p.scales_fp16) return std::make_unique<QgemmN16Rvv<true>>(std::move(p));
-  return std::make_unique<QgemmN16Rvv<false>>(std::move(p));
+template <bool H>
+void qgemv_n16_rvv(const PackedPanel16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                   const int32_t* qsum, float* y, const float* bias) {
+  for (int64_t panel = p0; panel < p1; ++panel) qgemm_tile<1, H>(w, qa, sa, qsum, 0, panel, y, w.N, bias);
 }
 
-std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix& w) {
-  return make_qgemm_n16_rvv_opts(w, PackOptions{});
+template <bool H>
+void qgemm_n16_rvv(const PackedPanel16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                   const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  for (int64_t panel = p0; panel < p1; ++panel)
+    over_row_tiles(M, [&](auto r, int64_t m) {
+      using R = decltype(r);
+      qgemm_tile<R::value, H>(w, qa, sa, qsum, m, panel, Y, ldy, bias);
+    });
 }
+
+#define NBITS_N16_INT8(H)                                                                             \
+  template void qgemv_n16_rvv<H>(const PackedPanel16&, int64_t, int64_t, const int8_t*, const float*, \
+                                 const int32_t*, float*, const float*);                               \
+  template void qgemm_n16_rvv<H>(const PackedPanel16&, int64_t, int64_t, int64_t, const int8_t*,      \
+                                 const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_N16_INT8(false)
+NBITS_N16_INT8(true)
+#undef NBITS_N16_INT8
 
 }  // namespace nbits::kernels::rvv
 
-#else
-namespace nbits::kernels::rvv {
-std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv(const QuantizedMatrix&) { return nullptr; }
-std::unique_ptr<PackedMatMul> make_qgemm_n16_rvv_opts(const QuantizedMatrix&, const PackOptions&) {
-  return nullptr;
-}
-}  // namespace nbits::kernels::rvv
 #endif

@@ -1,0 +1,170 @@
+#include "kernels/panel_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "quant/quantize_a.h"
+
+namespace nbits::kernels {
+
+void quantize_row_blocks_isum(const float* a, int64_t K, int block, int8_t* qa, float* sa, int32_t* qsum) {
+  quant::quantize_row_blocks(a, K, block, qa, sa);
+  const int64_t kb = (K + block - 1) / block;
+  for (int64_t b = 0; b < kb; ++b) {
+    int32_t s = 0;
+    for (int j = 0; j < block; ++j) s += qa[b * block + j];
+    qsum[b] = s;
+  }
+}
+
+namespace {
+
+template <typename T>
+void grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// Below this many packed bytes per task, waking another thread costs more
+// than it saves (and on a busy machine a descheduled worker costs milliseconds).
+constexpr int64_t kMinBytesPerTask = 64 * 1024;
+// Readable bytes past the last quantized row (kernels may load a whole vector there).
+constexpr size_t kRowSlack = 64;
+
+// Splits the panels of `w` over the pool in contiguous ranges of at least kMinBytesPerTask
+// of weights (scaled down by M, since each panel is then used M times): fn(p0, p1).
+template <class Pack, typename F>
+void over_panels(const Pack& w, int64_t M, ThreadPool& pool, F&& fn) {
+  const int64_t panel_bytes =
+      std::max<int64_t>(1, static_cast<int64_t>(w.data.size()) / std::max<int64_t>(1, w.panels));
+  const int64_t min_panels = std::max<int64_t>(1, kMinBytesPerTask / (panel_bytes * std::max<int64_t>(1, M)));
+  pool.parallel_range(w.panels, min_panels, [&](int64_t p0, int64_t p1) { fn(p0, p1); });
+}
+
+// Activation scratch shared by every matrix run from the calling thread. A step
+// runs its matmuls one after another, so one buffer grown to the largest M x K
+// serves them all, instead of one per matrix (about 40 MB for Qwen2.5-0.5B at
+// M = 128). Pool workers only read and write it through the caller's run().
+struct Scratch {
+  std::vector<int8_t> qa;
+  std::vector<float> sa;
+  std::vector<int32_t> qsum;
+  std::vector<uint8_t> tiles;
+  std::vector<float> pad, asum;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+template <class Pack>
+class PanelInt8 final : public PackedMatMul {
+ public:
+  PanelInt8(Pack w, const PanelInt8Kernels<Pack>& k) : w_(std::move(w)), k_(k) {}
+
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    if (M <= 0) return;
+    const int64_t kb = w_.k_blocks, kp = kb * w_.block;
+    Scratch& s = scratch();
+    grow(s.qa, static_cast<size_t>(M * kp) + kRowSlack);
+    grow(s.sa, static_cast<size_t>(M * kb));
+    grow(s.qsum, static_cast<size_t>(M * kb));
+    int8_t* qa = s.qa.data();
+    float* sa = s.sa.data();
+    int32_t* qsum = s.qsum.data();
+    auto quantize = [&](int64_t m) {
+      k_.quantize(A + m * w_.K, w_.K, w_.block, qa + m * kp, sa + m * kb, qsum + m * kb);
+    };
+    if (M == 1) {
+      quantize(0);
+      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, qa, sa, qsum, Y, bias); });
+      return;
+    }
+    const int8_t* a = qa;
+    if (k_.tile_row != nullptr) {
+      grow(s.tiles, k_.tiles_bytes(w_, M));
+      uint8_t* tiles = s.tiles.data();
+      pool.parallel_for(M, [&](int64_t m) {
+        quantize(m);
+        k_.tile_row(w_, m, qa + m * kp, sa + m * kb, qsum + m * kb, tiles);
+      });
+      a = reinterpret_cast<const int8_t*>(tiles);
+    } else {
+      pool.parallel_for(M, quantize);
+    }
+    over_panels(w_, M, pool,
+                [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, sa, qsum, Y, w_.N, bias); });
+  }
+  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
+  size_t packed_bytes() const override { return w_.data.size(); }
+
+ private:
+  Pack w_;
+  PanelInt8Kernels<Pack> k_;
+};
+
+template <class Pack>
+class PanelFp32 final : public PackedMatMul {
+ public:
+  PanelFp32(Pack w, const PanelFp32Kernels<Pack>& k) : w_(std::move(w)), k_(k) {}
+
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    if (M <= 0) return;
+    const int64_t kb = w_.k_blocks, kp = kb * w_.block, K = w_.K;
+    const float* a = A;
+    int64_t lda = K;
+    Scratch& s = scratch();
+    if (kp != K) {  // zero-pad rows to whole blocks so the kernels never read past K
+      grow(s.pad, static_cast<size_t>(M * kp));
+      for (int64_t m = 0; m < M; ++m) {
+        std::memcpy(s.pad.data() + m * kp, A + m * K, sizeof(float) * K);
+        std::memset(s.pad.data() + m * kp + K, 0, sizeof(float) * (kp - K));
+      }
+      a = s.pad.data();
+      lda = kp;
+    }
+    if (M == 1) {
+      grow(s.asum, static_cast<size_t>(kb));
+      float* asum = s.asum.data();
+      for (int64_t b = 0; b < kb; ++b) {
+        float sum = 0.0f;
+        for (int j = 0; j < w_.block; ++j) sum += a[b * w_.block + j];
+        asum[b] = sum;
+      }
+      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, a, asum, Y, bias); });
+      return;
+    }
+    over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, lda, Y, w_.N, bias); });
+  }
+  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
+  size_t packed_bytes() const override { return w_.data.size(); }
+
+ private:
+  Pack w_;
+  PanelFp32Kernels<Pack> k_;
+};
+
+}  // namespace
+
+template <class Pack>
+std::unique_ptr<PackedMatMul> make_panel_int8(Pack w, const PanelInt8Kernels<Pack>& k) {
+  return std::make_unique<PanelInt8<Pack>>(std::move(w), k);
+}
+
+template <class Pack>
+std::unique_ptr<PackedMatMul> make_panel_fp32(Pack w, const PanelFp32Kernels<Pack>& k) {
+  return std::make_unique<PanelFp32<Pack>>(std::move(w), k);
+}
+
+template std::unique_ptr<PackedMatMul> make_panel_int8(quant::PackedX16,
+                                                       const PanelInt8Kernels<quant::PackedX16>&);
+template std::unique_ptr<PackedMatMul> make_panel_int8(quant::PackedPanel16,
+                                                       const PanelInt8Kernels<quant::PackedPanel16>&);
+template std::unique_ptr<PackedMatMul> make_panel_fp32(quant::PackedX16,
+                                                       const PanelFp32Kernels<quant::PackedX16>&);
+template std::unique_ptr<PackedMatMul> make_panel_fp32(quant::PackedPanel16,
+                                                       const PanelFp32Kernels<quant::PackedPanel16>&);
+
+}  // namespace nbits::kernels
