@@ -44,7 +44,9 @@ LoadedModel load_model(const std::string& path, const graph::SessionOptions& opt
   } else {
     NBITS_CHECK(!need_tokenizer, "no tokenizer.json in ", dir, " (give the prompt as token ids)");
   }
-  m.session = graph::Session::load(m.config.model_path(), options);
+  graph::SessionOptions o = options;
+  if (o.max_positions == 0) o.max_positions = m.config.context_length;  // the fused rotary tables
+  m.session = graph::Session::load(m.config.model_path(), o);
   return m;
 }
 

@@ -27,21 +27,6 @@ std::optional<std::vector<T>> per_column(const onnx::Tensor& t, int64_t N) {
   return v;
 }
 
-std::string add_initializer(onnx::Model& model, const std::string& name, onnx::DataType dt,
-                            std::vector<int64_t> dims, const void* data, size_t bytes) {
-  for (const onnx::Tensor& t : model.graph.initializers)
-    if (t.name == name) return name;
-  std::vector<uint8_t>& owned = model.owned.emplace_back(bytes);
-  if (bytes > 0) std::memcpy(owned.data(), data, bytes);
-  onnx::Tensor t;
-  t.name = name;
-  t.dtype = dt;
-  t.dims = std::move(dims);
-  t.bytes = std::span<const uint8_t>(owned.data(), owned.size());
-  model.graph.initializers.push_back(std::move(t));
-  return name;
-}
-
 struct Match {
   size_t mi, cast, scale_mul, out_mul, dql;
   std::string x, w, scale_name, zp_name;

@@ -20,6 +20,7 @@
 // KV buffer. cos/sin caches are computed once at load from inv_freq. The mask must be
 // computed from attention_mask (and shapes) only: batch 1 without padding, as
 // fuse_mha_into_gqa.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "base/error.h"
 #include "base/fp16.h"
@@ -228,20 +230,37 @@ std::vector<onnx::Node> sort_nodes(std::vector<onnx::Node> nodes, const onnx::Gr
 
 }  // namespace
 
+namespace {
+
+// Readers of each value, to follow a chain forward.
+struct Readers {
+  Readers(const std::vector<onnx::Node>& nodes, const Matcher& m) : nodes_(nodes), m_(m) {
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (const std::string& in : nodes[i].inputs) of[in].push_back(i);
+  }
+  // The index of the one node (of `type`) reading v, its only use; SIZE_MAX otherwise.
+  size_t sole(const std::string& v, const char* type) const {
+    if (!only_use(m_, v)) return SIZE_MAX;
+    const auto it = of.find(v);
+    if (it == of.end() || it->second.size() != 1) return SIZE_MAX;
+    return is_onnx_op(nodes_[it->second[0]], type) ? it->second[0] : SIZE_MAX;
+  }
+  std::map<std::string, std::vector<size_t>> of;
+
+ private:
+  const std::vector<onnx::Node>& nodes_;
+  const Matcher& m_;
+};
+
+}  // namespace
+
 int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
   const Index ix = index_of(nodes, g);
   const Matcher m(nodes, ix, g);
   std::vector<bool> removed(nodes.size(), false);
-  // Readers of each value, to find the chain forward from Pow.
-  std::map<std::string, std::vector<size_t>> readers;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const std::string& in : nodes[i].inputs) readers[in].push_back(i);
-  auto sole_reader = [&](const std::string& v, const char* type) -> size_t {
-    if (!only_use(m, v)) return SIZE_MAX;
-    const auto it = readers.find(v);
-    if (it == readers.end() || it->second.size() != 1) return SIZE_MAX;
-    return is_onnx_op(nodes[it->second[0]], type) ? it->second[0] : SIZE_MAX;
-  };
+  const Readers rd(nodes, m);
+  const auto& readers = rd.of;
+  auto sole_reader = [&](const std::string& v, const char* type) { return rd.sole(v, type); };
   int fused = 0;
   for (size_t pi = 0; pi < nodes.size(); ++pi) {
     const onnx::Node& sq = nodes[pi];
@@ -364,10 +383,14 @@ namespace {
 // The graph input a mask is computed from when it is the causal mask of
 // attention_mask: one integer [B, T] graph input read for its values (others only
 // through Shape), no float constant of more than one element, ai.onnx ops only.
-std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Graph& g,
-                                              const std::string& bias) {
+// A sliding window: key k is visible to query q when Greater(k, Sub(q, W)), W a positive integer
+// constant (HF's sliding_window: the W keys [q - W + 1, q], GroupQueryAttention's
+// local_window_size W); *window is set to it (one value per mask), -1 when none.
+std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Graph& g, const std::string& bias,
+                                              int64_t* window) {
   std::set<std::string> seen, direct;
   bool ok = true;
+  *window = -1;
   // A sliding-window (or chunked) mask carries its window as an integer constant: only
   // the small axes / indices / offsets of the plain causal mask (and INT64 sentinels of
   // Slice ends) are accepted, so such a mask keeps the general path.
@@ -404,6 +427,19 @@ std::optional<std::string> causal_mask_source(const Matcher& m, const onnx::Grap
       ok = false;
       return;
     }
+    if (is_onnx_op(*n, "Sub") && n->inputs.size() == 2) {
+      const auto w = m.ints(n->inputs[1]);
+      bool read_by_greater = false;
+      for (const onnx::Node& r : m.nodes_)
+        read_by_greater =
+            read_by_greater || (is_onnx_op(r, "Greater") && r.inputs.size() == 2 && r.inputs[1] == v);
+      if (w && w->size() == 1 && (*w)[0] > 0 && read_by_greater && m.uses(v) == 1) {
+        ok = *window == -1 || *window == (*w)[0];
+        *window = (*w)[0];
+        visit(n->inputs[0]);
+        return;
+      }
+    }
     for (const std::string& in : n->inputs) visit(in);
   };
   visit(bias);
@@ -428,6 +464,21 @@ struct Rope {
   std::vector<float> inv_freq;  // [D/2]
   float cos_scale = 1, sin_scale = 1;
 };
+
+// Positions without a position_ids input (Gemma-3): Unsqueeze(Range(past, ., 1), 0) with past
+// = Gather(Shape(past_key), 2), the cache length, as GroupQueryAttention numbers them.
+bool past_positions(const Matcher& m, const std::string& v) {
+  const onnx::Node* u = m.prod(v, "Unsqueeze");
+  const onnx::Node* r =
+      u != nullptr && m.axes(*u) == std::vector<int64_t>{0} ? m.prod(u->inputs[0], "Range") : nullptr;
+  if (r == nullptr || r->inputs.size() != 3 || m.ints(r->inputs[2]) != std::vector<int64_t>{1}) return false;
+  std::string start = r->inputs[0];
+  for (const onnx::Node* c = m.prod(start, "Cast"); c != nullptr; c = m.prod(start, "Cast"))
+    start = c->inputs[0];
+  const onnx::Node* ga = m.prod(start, "Gather");
+  const onnx::Node* sh = ga != nullptr && ga->has_input(1) ? m.prod(ga->inputs[0], "Shape") : nullptr;
+  return sh != nullptr && m.graph_input(sh->inputs[0]) && m.ints(ga->inputs[1]) == std::vector<int64_t>{2};
+}
 
 std::optional<Rope> trace_rope(const Matcher& m, const std::string& cos4, const std::string& sin4) {
   Rope r;
@@ -475,16 +526,66 @@ std::optional<Rope> trace_rope(const Matcher& m, const std::string& cos4, const 
     pos = c->inputs[0];
   }
   const onnx::Node* pu = m.prod(pos, "Unsqueeze");
-  if (pu == nullptr || m.axes(*pu) != std::vector<int64_t>{1} || !m.graph_input(pu->inputs[0]))
+  if (pu == nullptr || m.axes(*pu) != std::vector<int64_t>{1} ||
+      !(m.graph_input(pu->inputs[0]) || past_positions(m, pu->inputs[0])))
     return std::nullopt;
   r.inv_freq = widened(*inv);
   return r;
 }
 
-// Y = Add(Mul(X, cos4), Mul(Concat(Neg(Slice(X)), Slice(X), -1), sin4)) (operands in either order):
-// returns X.
 std::optional<std::string> trace_rotary(const Matcher& m, const std::string& y, const std::string& cos4,
-                                        const std::string& sin4, std::vector<size_t>& chain) {
+                                        const std::string& sin4, std::vector<size_t>& chain, bool* partial);
+
+// Partial rotary (Phi-3's, also with partial_rotary_factor 1): Y = Concat(rotary(Slice(X, 0, r)),
+// Slice(X, r, end), -1) on the last axis, r the rotary tables' width: returns X.
+std::optional<std::string> trace_partial_rotary(const Matcher& m, const std::string& y,
+                                                const std::string& cos4, const std::string& sin4,
+                                                std::vector<size_t>& chain) {
+  const onnx::Node* cat = m.prod(y, "Concat");
+  if (cat == nullptr || cat->inputs.size() != 2 || cat->attr_int("axis", 0) != -1) return std::nullopt;
+  const auto rot = trace_rotary(m, cat->inputs[0], cos4, sin4, chain, nullptr);
+  const onnx::Node* s_rot = rot ? m.prod(*rot, "Slice") : nullptr;
+  const onnx::Node* s_pass = m.prod(cat->inputs[1], "Slice");
+  if (s_rot == nullptr || s_pass == nullptr || s_rot->inputs[0] != s_pass->inputs[0] ||
+      !s_rot->has_input(3) || !s_pass->has_input(3))
+    return std::nullopt;
+  for (const onnx::Node* s : {s_rot, s_pass}) {
+    const auto ax = m.ints(s->inputs[3]);
+    if (!ax || !(*ax == std::vector<int64_t>{-1} || *ax == std::vector<int64_t>{3})) return std::nullopt;
+    if (s->has_input(4) && m.ints(s->inputs[4]) != std::vector<int64_t>{1}) return std::nullopt;
+  }
+  // [0, r) and [r, end): r the same value (Unsqueeze of one width), end past any head size (the
+  // INT64 sentinel; GroupQueryAttention heads are at most 512 wide).
+  auto through_unsqueeze = [&](const std::string& v) {
+    const onnx::Node* u = m.prod(v, "Unsqueeze");
+    return u != nullptr ? u->inputs[0] : v;
+  };
+  const auto start = m.ints(s_rot->inputs[1]);
+  const auto end = m.ints(s_pass->inputs[2]);
+  if (start != std::vector<int64_t>{0} || !end || end->size() != 1 || (*end)[0] < 4096 ||
+      through_unsqueeze(s_rot->inputs[2]) != through_unsqueeze(s_pass->inputs[1]))
+    return std::nullopt;
+  // r = the last dimension of the cos/sin tables: Gather(Shape(cos4), 3).
+  const onnx::Node* ga = m.prod(through_unsqueeze(s_rot->inputs[2]), "Gather");
+  const onnx::Node* sh = ga != nullptr && ga->has_input(1) ? m.prod(ga->inputs[0], "Shape") : nullptr;
+  const auto idx = sh != nullptr ? m.ints(ga->inputs[1]) : std::nullopt;
+  if (sh == nullptr || (sh->inputs[0] != cos4 && sh->inputs[0] != sin4) ||
+      !(idx == std::vector<int64_t>{3} || idx == std::vector<int64_t>{-1}))
+    return std::nullopt;
+  return s_rot->inputs[0];
+}
+
+// Y = Add(Mul(X, cos4), Mul(Concat(Neg(Slice(X)), Slice(X), -1), sin4)) (operands in either order):
+// returns X. With `partial`, also the partial form above (*partial says which).
+std::optional<std::string> trace_rotary(const Matcher& m, const std::string& y, const std::string& cos4,
+                                        const std::string& sin4, std::vector<size_t>& chain, bool* partial) {
+  if (partial != nullptr) {
+    *partial = false;
+    if (auto x = trace_partial_rotary(m, y, cos4, sin4, chain)) {
+      *partial = true;
+      return x;
+    }
+  }
   const onnx::Node* add = m.prod(y, "Add");
   if (add == nullptr || add->inputs.size() != 2) return std::nullopt;
   for (int order = 0; order < 2; ++order) {
@@ -539,16 +640,28 @@ struct Head {
   std::string reshaped;                        // that Reshape's output
 };
 
-// X = Transpose([SimplifiedLayerNormalization] Reshape(proj, [B,S,N,D]), 0213).
+// X = Transpose([SimplifiedLayerNormalization] Reshape(proj, [B,S,N,D]), 0213), or (Gemma-3)
+// SimplifiedLayerNormalization([Cast] Transpose(Reshape(proj, [B,S,N,D]), 0213)): a per-head norm
+// over D, the same on either side of the transpose.
 std::optional<Head> trace_head(const Matcher& m, const std::string& x) {
-  const onnx::Node* t = m.prod(x, "Transpose");
-  if (!has_perm(t, {0, 2, 1, 3})) return std::nullopt;
   Head h;
-  std::string v = t->inputs[0];
-  if (const onnx::Node* n = m.any_prod(v); n != nullptr && n->op_type == "SimplifiedLayerNormalization") {
-    h.per_head = v;
-    h.norm = m.index(v);
-    v = m.skip_float_casts(n->inputs[0]);
+  std::string v;  // the Reshape's output
+  if (const onnx::Node* n = m.any_prod(x); n != nullptr && n->op_type == "SimplifiedLayerNormalization") {
+    const onnx::Node* t = m.prod(m.skip_float_casts(n->inputs[0]), "Transpose");
+    if (!has_perm(t, {0, 2, 1, 3})) return std::nullopt;
+    h.per_head = x;
+    h.norm = m.index(x);
+    v = t->inputs[0];
+  } else {
+    const onnx::Node* t = m.prod(x, "Transpose");
+    if (!has_perm(t, {0, 2, 1, 3})) return std::nullopt;
+    v = t->inputs[0];
+    if (const onnx::Node* n2 = m.any_prod(v);
+        n2 != nullptr && n2->op_type == "SimplifiedLayerNormalization") {
+      h.per_head = v;
+      h.norm = m.index(v);
+      v = m.skip_float_casts(n2->inputs[0]);
+    }
   }
   const onnx::Node* r = m.prod(v, "Reshape");
   if (r == nullptr || !r->has_input(1)) return std::nullopt;
@@ -766,14 +879,19 @@ int pack_qkv(std::vector<onnx::Node>& nodes, onnx::Model& model) {
 }  // namespace
 
 int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, int64_t max_positions) {
+  NBITS_CHECK(max_positions > 0, "rotary tables need a positive number of positions, got ", max_positions);
   onnx::Graph& g = model.graph;
+  // The cos/sin tables of the i-th distinct rotary: nbits/optimum/cos_cache, cos_cache_1, ...
+  auto rope_table = [](const char* which, size_t i) {
+    return std::string("nbits/optimum/") + which + "_cache" + (i == 0 ? "" : "_" + std::to_string(i));
+  };
   const Index ix = index_of(nodes, g);
   const Matcher m(nodes, ix, g);
   static constexpr const char* kSeqlens = "nbits/optimum/seqlens_k";
   static constexpr const char* kTotal = "nbits/optimum/total_sequence_length";
   std::vector<Layer> layers;
   std::string mask_input;
-  std::optional<Rope> rope;
+  std::vector<Rope> ropes;
   for (size_t si = 0; si < nodes.size(); ++si) {
     const onnx::Node& sm = nodes[si];
     if (!is_onnx_op(sm, "Softmax") || sm.outputs.size() != 1) continue;
@@ -845,11 +963,14 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
     if (orr == nullptr) continue;
     // Rotary on q and k, sharing cos/sin.
     const onnx::Node* qadd = m.prod(q_rot, "Add");
-    if (qadd == nullptr) continue;
     std::optional<Rope> r;
     std::vector<size_t> chain;
     std::optional<std::string> q_x, k_x;
-    if (qadd->inputs.size() == 2)
+    bool q_partial = false, k_partial = false;
+    // Partial rotary: Concat(rotated, passed) in front of the Add.
+    if (const onnx::Node* cat = m.prod(q_rot, "Concat"); cat != nullptr && cat->inputs.size() == 2)
+      qadd = m.prod(cat->inputs[0], "Add");
+    if (qadd != nullptr && qadd->inputs.size() == 2)
       for (int order = 0; order < 2 && !r; ++order) {
         const onnx::Node* mc = m.prod(qadd->inputs[order], "Mul");
         const onnx::Node* ms = m.prod(qadd->inputs[1 - order], "Mul");
@@ -857,28 +978,34 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
         for (int i = 0; i < 2 && !r; ++i)
           for (int j = 0; j < 2 && !r; ++j) {
             r = trace_rope(m, mc->inputs[i], ms->inputs[j]);
-            if (r) q_x = trace_rotary(m, q_rot, r->cos4, r->sin4, chain);
+            if (r) q_x = trace_rotary(m, q_rot, r->cos4, r->sin4, chain, &q_partial);
             if (!q_x) r.reset();
           }
       }
     if (!r || !q_x) continue;
-    k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, chain);
-    if (!k_x) continue;
-    if (rope &&
-        (rope->inv_freq != r->inv_freq || rope->cos_scale != r->cos_scale || rope->sin_scale != r->sin_scale))
-      continue;
+    k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, chain, &k_partial);
+    if (!k_x || k_partial != q_partial) continue;
+    // Each distinct rotary (Gemma-3: rope_local_base_freq on sliding layers, rope_theta on the
+    // others) gets its own cos/sin tables.
+    size_t rope_index = ropes.size();
+    for (size_t i = 0; i < ropes.size(); ++i)
+      if (ropes[i].inv_freq == r->inv_freq && ropes[i].cos_scale == r->cos_scale &&
+          ropes[i].sin_scale == r->sin_scale)
+        rope_index = i;
     const auto qh = trace_head(m, *q_x);
     const auto kh = trace_head(m, *k_x);
     const auto vh = trace_head(m, vs->fresh_rotated);
     if (!qh || !kh || !vh || vh->per_head.size() != 0) continue;
     const int64_t D = qh->head_dim;
     if (kh->head_dim != D || vh->head_dim != D || kh->heads != vh->heads || qh->heads % kh->heads != 0 ||
-        static_cast<int64_t>(r->inv_freq.size()) * 2 != D)
+        (q_partial ? static_cast<int64_t>(r->inv_freq.size()) * 2 > D
+                   : static_cast<int64_t>(r->inv_freq.size()) * 2 != D))
       continue;
-    const auto src = causal_mask_source(m, g, mask);
+    int64_t window = -1;
+    const auto src = causal_mask_source(m, g, mask, &window);
     if (!src || (!mask_input.empty() && *src != mask_input)) continue;
     mask_input = *src;
-    rope = r;
+    if (rope_index == ropes.size()) ropes.push_back(*r);
 
     Layer l;
     l.out_reshape = m.index(orr->outputs[0]);
@@ -909,12 +1036,13 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
                     vs->past,
                     kSeqlens,
                     kTotal,
-                    "nbits/optimum/cos_cache",
-                    "nbits/optimum/sin_cache"};
+                    rope_table("cos", rope_index),
+                    rope_table("sin", rope_index)};
     l.gqa.outputs = {orr->outputs[0], ks->present, vs->present};
     l.gqa.attributes = {int_attribute("num_heads", qh->heads), int_attribute("kv_num_heads", kh->heads),
                         float_attribute("scale", scale), int_attribute("do_rotary", 1),
                         int_attribute("rotary_interleaved", 0)};
+    if (window > 0) l.gqa.attributes.push_back(int_attribute("local_window_size", window));
     layers.push_back(std::move(l));
   }
   if (layers.empty()) return 0;
@@ -958,8 +1086,9 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
   nodes.push_back(std::move(lengths));
   for (onnx::Node& n : added) nodes.push_back(std::move(n));
   try {
-    std::vector<std::string> extra{"nbits/optimum/cos_cache", "nbits/optimum/sin_cache",
-                                   "nbits/optimum/flat_shape"};
+    std::vector<std::string> extra{"nbits/optimum/flat_shape"};
+    for (size_t i = 0; i < ropes.size(); ++i)
+      extra.insert(extra.end(), {rope_table("cos", i), rope_table("sin", i)});
     for (int64_t d : head_dims) extra.push_back("nbits/optimum/head_shape_" + std::to_string(d));
     nodes = sort_nodes(std::move(nodes), g, extra);
   } catch (const Error&) {
@@ -976,21 +1105,309 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
       return 0;
     }
   // Tables of max_positions rows, as the layers computed them: cos(p * inv_freq) * scaling.
-  const int64_t half = static_cast<int64_t>(rope->inv_freq.size());
-  std::vector<float> cos_t(max_positions * half), sin_t(max_positions * half);
-  for (int64_t p = 0; p < max_positions; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      const float f = static_cast<float>(p) * rope->inv_freq[i];
-      cos_t[p * half + i] = std::cos(f) * rope->cos_scale;
-      sin_t[p * half + i] = std::sin(f) * rope->sin_scale;
-    }
-  add_float_initializer(model, "nbits/optimum/cos_cache", {max_positions, half}, cos_t);
-  add_float_initializer(model, "nbits/optimum/sin_cache", {max_positions, half}, sin_t);
+  for (size_t r = 0; r < ropes.size(); ++r) {
+    const Rope& rope = ropes[r];
+    const int64_t half = static_cast<int64_t>(rope.inv_freq.size());
+    std::vector<float> cos_t(max_positions * half), sin_t(max_positions * half);
+    for (int64_t p = 0; p < max_positions; ++p)
+      for (int64_t i = 0; i < half; ++i) {
+        const float f = static_cast<float>(p) * rope.inv_freq[i];
+        cos_t[p * half + i] = std::cos(f) * rope.cos_scale;
+        sin_t[p * half + i] = std::sin(f) * rope.sin_scale;
+      }
+    add_float_initializer(model, rope_table("cos", r), {max_positions, half}, cos_t);
+    add_float_initializer(model, rope_table("sin", r), {max_positions, half}, sin_t);
+  }
   add_int64_initializer(model, "nbits/optimum/flat_shape", {0, 0, -1});
   for (int64_t d : head_dims)
     add_int64_initializer(model, "nbits/optimum/head_shape_" + std::to_string(d), {0, 0, -1, d});
   pack_qkv(nodes, model);
   return static_cast<int>(layers.size());
+}
+
+}  // namespace nbits::graph
+
+namespace nbits::graph {
+namespace {
+
+// The value of a one-element integer computable at load: a constant, or shape arithmetic
+// (Add/Sub/Mul/Div, Unsqueeze/Squeeze/Identity, integer Casts) over Gather(Shape(of), -1) = n.
+std::optional<int64_t> static_int(const Matcher& m, const std::string& v, const std::string& of, int64_t n,
+                                  int depth = 0) {
+  if (depth > 16) return std::nullopt;
+  if (const auto c = m.ints(v)) return c->size() == 1 ? std::optional<int64_t>((*c)[0]) : std::nullopt;
+  const onnx::Node* p = m.any_prod(v);
+  if (p == nullptr || (!p->domain.empty() && p->domain != "ai.onnx") || p->inputs.empty())
+    return std::nullopt;
+  auto in = [&](size_t i) {
+    return i < p->inputs.size() ? static_int(m, p->inputs[i], of, n, depth + 1) : std::nullopt;
+  };
+  const std::string& t = p->op_type;
+  if (t == "Unsqueeze" || t == "Squeeze" || t == "Identity" || (t == "Concat" && p->inputs.size() == 1))
+    return in(0);
+  if (t == "Cast") {
+    const int64_t to = p->attr_int("to", 0);
+    if (to != static_cast<int64_t>(onnx::DataType::kInt64) &&
+        to != static_cast<int64_t>(onnx::DataType::kInt32))
+      return std::nullopt;
+    return in(0);
+  }
+  if (t == "Gather") {
+    const onnx::Node* sh = m.prod(p->inputs[0], "Shape");
+    const auto idx = p->has_input(1) ? m.ints(p->inputs[1]) : std::nullopt;
+    if (sh != nullptr && sh->inputs.size() == 1 && sh->inputs[0] == of && sh->attr("start") == nullptr &&
+        sh->attr("end") == nullptr && idx && *idx == std::vector<int64_t>{-1})
+      return n;
+    return std::nullopt;
+  }
+  if (t != "Add" && t != "Sub" && t != "Mul" && t != "Div") return std::nullopt;
+  const auto a = in(0), b = in(1);
+  if (!a || !b) return std::nullopt;
+  if (t == "Add") return *a + *b;
+  if (t == "Sub") return *a - *b;
+  if (t == "Mul") return *a * *b;
+  if (*b <= 0 || *a < 0) return std::nullopt;  // ONNX integer Div truncates; only the plain case
+  return *a / *b;
+}
+
+// The [start, end) one Slice of a projection output [B, S, N] takes along its last axis (axes
+// -1 or 2, step 1), clamped as ONNX does; nullopt when not computable at load.
+std::optional<std::pair<int64_t, int64_t>> last_axis_window(const Matcher& m, const onnx::Node& s,
+                                                            int64_t n) {
+  if (!s.has_input(1) || !s.has_input(2) || !s.has_input(3)) return std::nullopt;
+  const auto axes = m.ints(s.inputs[3]);
+  if (!axes || !(*axes == std::vector<int64_t>{-1} || *axes == std::vector<int64_t>{2})) return std::nullopt;
+  if (s.has_input(4) && m.ints(s.inputs[4]) != std::vector<int64_t>{1}) return std::nullopt;
+  auto st = static_int(m, s.inputs[1], s.inputs[0], n);
+  auto en = static_int(m, s.inputs[2], s.inputs[0], n);
+  if (!st || !en) return std::nullopt;
+  auto clamp = [n](int64_t x) { return std::clamp(x < 0 ? x + n : x, int64_t{0}, n); };
+  return std::make_pair(clamp(*st), clamp(*en));
+}
+
+std::vector<uint8_t> bytes_of(std::span<const uint8_t> all, size_t at, size_t n) {
+  return std::vector<uint8_t>(all.begin() + static_cast<std::ptrdiff_t>(at),
+                              all.begin() + static_cast<std::ptrdiff_t>(at + n));
+}
+
+}  // namespace
+
+int split_sliced_projections(std::vector<onnx::Node>& nodes, onnx::Model& model) {
+  onnx::Graph& g = model.graph;
+  const std::vector<onnx::Node> original = nodes;
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& in : nodes[i].inputs) readers[in].push_back(i);
+  struct Part {
+    size_t slice;
+    int64_t begin, end;
+  };
+  struct Split {
+    size_t proj;
+    std::vector<Part> parts;
+  };
+  std::vector<Split> splits;
+  {
+    const Index ix = index_of(nodes, g);
+    const Matcher m(nodes, ix, g);
+    for (size_t pi = 0; pi < nodes.size(); ++pi) {
+      const onnx::Node& p = nodes[pi];
+      if (p.outputs.size() != 1 || p.inputs.size() < 2) continue;
+      int64_t n = -1;
+      const onnx::Tensor* b = g.initializer(p.inputs[1]);
+      if (b == nullptr) continue;
+      if (p.op_type == "MatMulNBits" && p.domain == "com.microsoft") {
+        const onnx::Tensor* sc = p.has_input(2) ? g.initializer(p.inputs[2]) : nullptr;
+        n = p.attr_int("N", -1);
+        const bool bias_ok = !p.has_input(5) || g.initializer(p.inputs[5]) != nullptr;
+        if (sc == nullptr || p.has_input(3) || p.has_input(4) || p.inputs.size() > 6 || !bias_ok ||
+            b->dims.size() != 3 || b->dims[0] != n || sc->numel() != n * b->dims[1])
+          continue;
+      } else if (is_onnx_op(p, "MatMul") && p.inputs.size() == 2 && b->dims.size() == 2) {
+        n = b->dims[1];
+      } else {
+        continue;
+      }
+      const std::string& y = p.outputs[0];
+      if (m.graph_output(y)) continue;
+      Split sp{pi, {}};
+      bool ok = true;
+      for (size_t r : readers[y]) {
+        const onnx::Node& s = nodes[r];
+        if (is_onnx_op(s, "Shape")) continue;  // the slices' own shape arithmetic (checked dead below)
+        const auto w = is_onnx_op(s, "Slice") && s.inputs[0] == y && s.outputs.size() == 1
+                           ? last_axis_window(m, s, n)
+                           : std::nullopt;
+        if (!w || w->first >= w->second) {
+          ok = false;
+          break;
+        }
+        sp.parts.push_back({r, w->first, w->second});
+      }
+      std::sort(sp.parts.begin(), sp.parts.end(),
+                [](const Part& l, const Part& r) { return l.begin < r.begin; });
+      int64_t at = 0;
+      for (const Part& pt : sp.parts) {
+        ok = ok && pt.begin == at;
+        at = pt.end;
+      }
+      if (ok && at == n && sp.parts.size() >= 2) splits.push_back(std::move(sp));
+    }
+  }
+  if (splits.empty()) return 0;
+  std::vector<bool> removed(nodes.size(), false);
+  std::map<size_t, std::vector<onnx::Node>> parts_at;  // in place of the projection: before every reader
+  std::set<std::string> gone;
+  for (const Split& sp : splits) {
+    const onnx::Node p = nodes[sp.proj];
+    removed[sp.proj] = true;
+    gone.insert(p.outputs[0]);
+    const bool nbits = p.op_type == "MatMulNBits";
+    for (size_t i = 0; i < sp.parts.size(); ++i) {
+      const Part& pt = sp.parts[i];
+      removed[pt.slice] = true;
+      const int64_t cols = pt.end - pt.begin;
+      const std::string base = p.outputs[0] + "/nbits_part" + std::to_string(i);
+      onnx::Node q = p;
+      q.name = base;
+      q.outputs = {nodes[pt.slice].outputs[0]};
+      // Copies of the bytes first: adding an initializer may move the others.
+      const onnx::Tensor& b = *g.initializer(p.inputs[1]);
+      if (nbits) {
+        const onnx::Tensor& sc = *g.initializer(p.inputs[2]);
+        const int64_t kb = b.dims[1], blob = b.dims[2];
+        const size_t ssz = sc.bytes.size() / static_cast<size_t>(sc.numel());
+        auto bb = bytes_of(b.bytes, static_cast<size_t>(pt.begin * kb * blob),
+                           static_cast<size_t>(cols * kb * blob));
+        auto sb = bytes_of(sc.bytes, static_cast<size_t>(pt.begin * kb) * ssz,
+                           static_cast<size_t>(cols * kb) * ssz);
+        std::vector<uint8_t> biasb;
+        onnx::DataType bias_t = onnx::DataType::kFloat;
+        if (p.has_input(5)) {
+          const onnx::Tensor& bi = *g.initializer(p.inputs[5]);
+          const size_t esz = bi.bytes.size() / static_cast<size_t>(bi.numel());
+          biasb = bytes_of(bi.bytes, static_cast<size_t>(pt.begin) * esz, static_cast<size_t>(cols) * esz);
+          bias_t = bi.dtype;
+        }
+        const onnx::DataType bt = b.dtype, st = sc.dtype;
+        std::vector<int64_t> sdims =
+            sc.dims.size() == 2 ? std::vector<int64_t>{cols, kb} : std::vector<int64_t>{cols * kb};
+        add_initializer(model, base + "/B", bt, {cols, kb, blob}, bb.data(), bb.size());
+        add_initializer(model, base + "/scales", st, std::move(sdims), sb.data(), sb.size());
+        q.inputs[1] = base + "/B";
+        q.inputs[2] = base + "/scales";
+        if (p.has_input(5)) {
+          add_initializer(model, base + "/bias", bias_t, {cols}, biasb.data(), biasb.size());
+          q.inputs[5] = base + "/bias";
+        }
+        for (onnx::Attribute& a : q.attributes)
+          if (a.name == "N") a.i = cols;
+      } else {  // MatMul B [K, N]: columns [begin, end)
+        const int64_t K = b.dims[0], N = b.dims[1];
+        const size_t esz = b.bytes.size() / static_cast<size_t>(b.numel());
+        std::vector<uint8_t> cb(static_cast<size_t>(K * cols) * esz);
+        for (int64_t k = 0; k < K; ++k)
+          std::memcpy(cb.data() + static_cast<size_t>(k * cols) * esz,
+                      b.bytes.data() + static_cast<size_t>(k * N + pt.begin) * esz,
+                      static_cast<size_t>(cols) * esz);
+        const onnx::DataType bt = b.dtype;
+        add_initializer(model, base + "/B", bt, {K, cols}, cb.data(), cb.size());
+        q.inputs[1] = base + "/B";
+      }
+      parts_at[sp.proj].push_back(std::move(q));
+    }
+  }
+  std::vector<onnx::Node> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (const auto it = parts_at.find(i); it != parts_at.end())
+      for (onnx::Node& q : it->second) out.push_back(std::move(q));
+    if (!removed[i]) out.push_back(std::move(nodes[i]));
+  }
+  nodes = std::move(out);
+  remove_dead(nodes, g);  // the slices' bounds arithmetic (Shape of the whole projection)
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs)
+      if (gone.count(in) != 0) {  // read otherwise than by its slices: not split
+        nodes = original;
+        return 0;
+      }
+  return static_cast<int>(splits.size());
+}
+
+}  // namespace nbits::graph
+
+namespace nbits::graph {
+
+int fuse_gelu_tanh(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  const Index ix = index_of(nodes, g);
+  const Matcher m(nodes, ix, g);
+  const Readers rd(nodes, m);
+  std::vector<bool> removed(nodes.size(), false);
+  auto near = [](std::optional<float> v, double want, double rel) {
+    return v.has_value() && std::abs(*v - want) <= rel * std::abs(want);
+  };
+  // Mul(c, v) or Mul(v, c) with c a scalar near `want`: v; "" otherwise.
+  auto scaled = [&](const onnx::Node* n, double want, double rel) -> std::string {
+    if (n == nullptr || !is_onnx_op(*n, "Mul") || n->inputs.size() != 2) return "";
+    for (int i = 0; i < 2; ++i)
+      if (near(m.scalar(n->inputs[i]), want, rel)) return n->inputs[1 - i];
+    return "";
+  };
+  int fused = 0;
+  for (size_t ti = 0; ti < nodes.size(); ++ti) {
+    const onnx::Node& tanh = nodes[ti];
+    if (!is_onnx_op(tanh, "Tanh") || tanh.inputs.size() != 1 || tanh.outputs.size() != 1) continue;
+    // u = sqrt(2/pi) * (x + 0.044715 * x^3), x^3 = Mul(x, Mul(x, x)) (either order) or Pow(x, 3).
+    std::vector<size_t> chain{ti};
+    const std::string a = scaled(m.any_prod(tanh.inputs[0]), 0.7978845608028654, 1e-4);
+    const onnx::Node* add = a.empty() ? nullptr : m.prod(a, "Add");
+    if (add == nullptr || add->inputs.size() != 2 || !only_use(m, tanh.inputs[0]) || !only_use(m, a))
+      continue;
+    std::string x, cube;
+    for (int i = 0; i < 2 && x.empty(); ++i) {
+      cube = scaled(m.any_prod(add->inputs[i]), 0.044715, 1e-3);
+      if (!cube.empty() && only_use(m, add->inputs[i])) {
+        x = add->inputs[1 - i];
+        chain.push_back(m.index(add->inputs[i]));
+      }
+    }
+    if (x.empty() || !only_use(m, cube)) continue;
+    const onnx::Node* c = m.any_prod(cube);
+    bool cube_ok = false;
+    if (c != nullptr && is_onnx_op(*c, "Pow") && c->inputs.size() == 2) {
+      cube_ok = c->inputs[0] == x && near(m.scalar(c->inputs[1]), 3.0, 0.0);
+    } else if (c != nullptr && is_onnx_op(*c, "Mul") && c->inputs.size() == 2) {
+      const std::string sq = Matcher::other(*c, x);
+      const onnx::Node* s = sq.empty() ? nullptr : m.prod(sq, "Mul");
+      cube_ok =
+          s != nullptr && s->inputs.size() == 2 && s->inputs[0] == x && s->inputs[1] == x && only_use(m, sq);
+      if (cube_ok) chain.push_back(m.index(sq));
+    }
+    if (!cube_ok) continue;
+    chain.insert(chain.end(), {m.index(cube), m.index(a), m.index(tanh.inputs[0])});
+    // y = 0.5 * (x * (1 + tanh(u))).
+    const size_t pi = rd.sole(tanh.outputs[0], "Add");
+    if (pi == SIZE_MAX || !near(m.scalar(Matcher::other(nodes[pi], tanh.outputs[0])), 1.0, 0.0)) continue;
+    const size_t xi = rd.sole(nodes[pi].outputs[0], "Mul");
+    if (xi == SIZE_MAX || Matcher::other(nodes[xi], nodes[pi].outputs[0]) != x) continue;
+    const size_t hi = rd.sole(nodes[xi].outputs[0], "Mul");
+    if (hi == SIZE_MAX || scaled(&nodes[hi], 0.5, 0.0) != nodes[xi].outputs[0]) continue;
+    chain.insert(chain.end(), {pi, xi});
+    bool taken = false;
+    for (size_t i : chain) taken = taken || removed[i];
+    if (taken || removed[hi]) continue;
+    for (size_t i : chain) removed[i] = true;
+    onnx::Node gelu;
+    gelu.name = nodes[hi].name + "/FastGelu";
+    gelu.op_type = "FastGelu";
+    gelu.domain = "com.microsoft";
+    gelu.inputs = {x};
+    gelu.outputs = {nodes[hi].outputs[0]};
+    nodes[hi] = std::move(gelu);
+    ++fused;
+  }
+  erase_removed(nodes, removed);
+  return fused;
 }
 
 }  // namespace nbits::graph

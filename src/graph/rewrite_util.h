@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,22 @@ inline onnx::Attribute float_attribute(std::string name, float v) {
   a.type = onnx::AttrType::kFloat;
   a.f = v;
   return a;
+}
+
+// An initializer owned by the model (a copy of `bytes` bytes at data); an existing name is kept.
+inline std::string add_initializer(onnx::Model& model, const std::string& name, onnx::DataType dt,
+                                   std::vector<int64_t> dims, const void* data, size_t bytes) {
+  for (const onnx::Tensor& t : model.graph.initializers)
+    if (t.name == name) return name;
+  std::vector<uint8_t>& owned = model.owned.emplace_back(bytes);
+  if (bytes > 0) std::memcpy(owned.data(), data, bytes);
+  onnx::Tensor t;
+  t.name = name;
+  t.dtype = dt;
+  t.dims = std::move(dims);
+  t.bytes = std::span<const uint8_t>(owned.data(), owned.size());
+  model.graph.initializers.push_back(std::move(t));
+  return name;
 }
 
 }  // namespace nbits::graph

@@ -72,11 +72,27 @@ int fuse_rms_norm(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 // do_rotary (cos/sin caches of max_positions rows computed at load from inv_freq,
 // added to the model) writing one shared KV buffer in place; dead nodes dropped.
 // q/k/v MatMulNBits of one input and quantization are packed into one (GroupQueryAttention
-// reads packed QKV). A mask with a sliding window keeps the general path. All layers
+// reads packed QKV). Also partial rotary (Concat(rotary(Slice), Slice)), per-head norms on
+// either side of the q/k transpose (Qwen3, Gemma-3), one cos/sin table pair per distinct
+// inv_freq (Gemma-3's local and global bases), and a sliding-window mask (Greater(k, q - W):
+// local_window_size W). All layers
 // or none (else the graph is left as it was); batch 1 without padding, as
 // fuse_mha_into_gqa; positions beyond max_positions are refused by GroupQueryAttention.
 // Returns the number of layers fused.
 int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, int64_t max_positions = 32768);
+
+// A projection (MatMulNBits without zero points, or MatMul with a constant 2-D B) read only by
+// Slices along its last axis that tile [0, N) (bounds constant or shape arithmetic on N:
+// Phi-3's packed qkv_proj and gate_up_proj, torch.chunk) becomes one projection per slice, over
+// the rows (columns of B) of its slice, each writing that slice's output. The parts are what
+// fuse_silu_mul and fuse_optimum_attention (which packs q/k/v again) match. Returns the number
+// of projections split.
+int split_sliced_projections(std::vector<onnx::Node>& nodes, onnx::Model& model);
+
+// GELU, tanh approximation, written out (HF gelu_pytorch_tanh: 0.5 * x * (1 + tanh(sqrt(2/pi) *
+// (x + 0.044715 x^3))), x^3 as Mul(x, Mul(x, x)) or Pow(x, 3)) becomes com.microsoft FastGelu(x)
+// (the op the GGUF Gemma builder emits). Returns the number of fusions.
+int fuse_gelu_tanh(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
 // Sets the declared dtype of the KV cache graph inputs (past, GroupQueryAttention
 // inputs 3-4) and outputs (present, outputs 1-2) that GroupQueryAttention nodes

@@ -37,6 +37,10 @@ struct SessionOptions {
   // inputs and outputs then report that dtype).
   enum class KvCache { kModel, kF32, kF16 };
   KvCache kv_cache = KvCache::kModel;
+  // Rows of the rotary tables the plain-op attention fusion computes at load (graph/rewrites.h
+  // fuse_optimum_attention): the model's context (config.json max_position_embeddings, set by
+  // the loaders); 0 = 32768. A position beyond them is refused by GroupQueryAttention.
+  int64_t max_positions = 0;
 };
 
 // "model" | "f32" | "f16" (the --kv-cache flag); throws nbits::Error naming the value otherwise.

@@ -61,10 +61,12 @@ void SessionImpl::build() {
   fuse_matmul_nbits_bias(nodes, g);
   fuse_dequantize_matmul(nodes, g);
   fuse_dynamic_quantize_matmul(nodes, shared_->model);
+  split_sliced_projections(nodes, shared_->model);  // Phi-3's packed gate_up / qkv: before SiLU and attention
   fuse_silu_mul(nodes, g);  // after the int8 rewrites: their MatMulDequantized are projections too
+  fuse_gelu_tanh(nodes, g);
   fuse_mha_into_gqa(nodes, shared_->model.graph);
   fuse_rms_norm(nodes, g);
-  fuse_optimum_attention(nodes, shared_->model);
+  fuse_optimum_attention(nodes, shared_->model, options.max_positions > 0 ? options.max_positions : 32768);
   if (options.kv_cache != SessionOptions::KvCache::kModel)
     set_kv_cache_dtype(nodes, shared_->model.graph,
                        options.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16

@@ -116,7 +116,9 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
 std::unique_ptr<Generator> Generator::load(const std::string& dir, const graph::SessionOptions& options,
                                            int64_t max_length) {
   GenaiConfig config = load_model_config(dir);
-  auto session = graph::Session::load(config.model_path(), options);
+  graph::SessionOptions o = options;
+  if (o.max_positions == 0) o.max_positions = config.context_length;  // the fused rotary tables
+  auto session = graph::Session::load(config.model_path(), o);
   return std::make_unique<Generator>(config, std::move(session), max_length);
 }
 

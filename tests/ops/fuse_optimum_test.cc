@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <tuple>
 
@@ -169,8 +170,15 @@ void nbits_projection(onnx::ModelWriter& w, const std::string& name, const std::
   w.add_node("Add", "", name + "_add", {name + "_mm", name + "_bias"}, {y});
 }
 
+// Other exporters' forms of the same layer: Phi-3's packed q/k/v (one projection, three Slices)
+// and partial rotary (Concat(rotary(Slice(x, 0, r)), Slice(x, r, end)), r the tables' width: 2 of
+// D = 4 here), Gemma-3's per-head norm after the transpose.
+struct Layout {
+  bool packed_qkv = false, partial_rotary = false, norm_after_transpose = false;
+};
+
 std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, bool qk_norm = false,
-                                                bool quantized = false) {
+                                                bool quantized = false, Layout lay = {}) {
   auto w = writer();
   w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
   w.add_input("attention_mask", DataType::kInt64, {dim_value(1), dim_param("T")});
@@ -181,7 +189,23 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   w.add_initializer("Wk", DataType::kFloat, {kHid, kNkv * kD}, bytes_of(random_floats(kHid * kNkv * kD, 2)));
   w.add_initializer("Wv", DataType::kFloat, {kHid, kNkv * kD}, bytes_of(random_floats(kHid * kNkv * kD, 3)));
   w.add_initializer("bq", DataType::kFloat, {kNq * kD}, bytes_of(random_floats(kNq * kD, 4)));
-  if (quantized) {  // q4 exports: MatMulNBits (+ bias, fused at load), packed into one at load
+  if (lay.packed_qkv) {  // Phi-3: qkv_proj, split by Slices on the last axis
+    const int64_t n = (kNq + 2 * kNkv) * kD;
+    if (quantized) {
+      nbits_projection(w, "qkv_proj", "x", "qkv", n, 1);
+    } else {
+      w.add_initializer("Wqkv", DataType::kFloat, {kHid, n}, bytes_of(random_floats(kHid * n, 1)));
+      w.add_node("MatMul", "", "qkv_mm", {"x", "Wqkv"}, {"qkv"});
+    }
+    ints(w, "ax_2", {2});
+    ints(w, "s_q", {0});
+    ints(w, "s_k", {kNq * kD});
+    ints(w, "s_v", {(kNq + kNkv) * kD});
+    ints(w, "s_end", {INT64_MAX});
+    w.add_node("Slice", "", "q_sl", {"qkv", "s_q", "s_k", "ax_2"}, {"q"});
+    w.add_node("Slice", "", "k_sl", {"qkv", "s_k", "s_v", "ax_2"}, {"k"});
+    w.add_node("Slice", "", "v_sl", {"qkv", "s_v", "s_end", "ax_2"}, {"v"});
+  } else if (quantized) {  // q4 exports: MatMulNBits (+ bias, fused at load), packed into one at load
     nbits_projection(w, "q_proj", "x", "q", kNq * kD, 1);
     nbits_projection(w, "k_proj", "x", "k", kNkv * kD, 2);
     nbits_projection(w, "v_proj", "x", "v", kNkv * kD, 3);
@@ -200,7 +224,12 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
     const std::string s(p);
     w.add_node("Reshape", "", s + "_r", {s, "shape_q"}, {s + "4"});
     std::string t_in = s + "4";
-    if (qk_norm && s != "v") {  // Qwen3: per-head RMSNorm over D, between Reshape and Transpose
+    const bool normed = qk_norm && s != "v";
+    if (lay.norm_after_transpose) {  // the norm (if any) reads the transposed head
+      t_in = normed ? s + "t0" : s + "t";
+      w.add_node("Transpose", "", s + "_t", {s + "4"}, {t_in}, {ints_attr("perm", {0, 2, 1, 3})});
+    }
+    if (normed) {  // Qwen3: per-head RMSNorm over D, between Reshape and Transpose (Gemma-3: after)
       const std::string n = s + "_norm/";
       w.add_initializer(n + "w", DataType::kFloat, {kD}, bytes_of(random_floats(kD, s == "q" ? 7 : 8)));
       w.add_node("Cast", "", n + "cast", {t_in}, {n + "x"}, {int_attr("to", 1)});
@@ -210,13 +239,17 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
       w.add_node("Sqrt", "", n + "sqrt", {n + "e"}, {n + "s"});
       w.add_node("Div", "", n + "div", {"one", n + "s"}, {n + "r"});
       w.add_node("Mul", "", n + "mul", {n + "x", n + "r"}, {n + "n"});
-      w.add_node("Mul", "", n + "w_mul", {n + "w", n + "n"}, {n + "y"});
+      w.add_node("Mul", "", n + "w_mul", {n + "w", n + "n"}, {lay.norm_after_transpose ? s + "t" : n + "y"});
       t_in = n + "y";
     }
-    w.add_node("Transpose", "", s + "_t", {t_in}, {s + "t"}, {ints_attr("perm", {0, 2, 1, 3})});
+    if (!lay.norm_after_transpose)
+      w.add_node("Transpose", "", s + "_t", {t_in}, {s + "t"}, {ints_attr("perm", {0, 2, 1, 3})});
   }
   // Rotary tables from position_ids.
-  w.add_initializer("inv_freq", DataType::kFloat, {1, kD / 2, 1}, bytes_of(std::vector<float>{1.0f, 0.01f}));
+  const int64_t rot = lay.partial_rotary ? 2 : kD;  // rotary width
+  w.add_initializer(
+      "inv_freq", DataType::kFloat, {1, rot / 2, 1},
+      bytes_of(lay.partial_rotary ? std::vector<float>{0.5f} : std::vector<float>{1.0f, 0.01f}));
   ints(w, "ax1", {1});
   ints(w, "ax2", {2});
   w.add_node("Unsqueeze", "", "pos_u", {"position_ids", "ax1"}, {"pos_u"});
@@ -232,18 +265,32 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   w.add_node("Unsqueeze", "", "cos_u", {"cos3", "ax1"}, {"cos4"});
   w.add_node("Unsqueeze", "", "sin_u", {"sin3", "ax1"}, {"sin4"});
   ints(w, "zero", {0});
-  ints(w, "half", {kD / 2});
+  ints(w, "half", {rot / 2});
   ints(w, "big", {1 << 30});
   ints(w, "last", {-1});
+  if (lay.partial_rotary) {  // r = Gather(Shape(cos4), 3)
+    ints(w, "three", {3});
+    w.add_node("Shape", "", "cos_shape", {"cos4"}, {"cos_shape"});
+    w.add_node("Gather", "", "rot_w", {"cos_shape", "three"}, {"rot_w"}, {int_attr("axis", 0)});
+  }
   for (const char* p : {"q", "k"}) {
     const std::string s(p);
-    w.add_node("Slice", "", s + "_s1", {s + "t", "zero", "half", "last"}, {s + "x1"});
-    w.add_node("Slice", "", s + "_s2", {s + "t", "half", "big", "last"}, {s + "x2"});
+    std::string in = s + "t", out = s + "rot";
+    if (lay.partial_rotary) {
+      w.add_node("Slice", "", s + "_prot", {s + "t", "zero", "rot_w", "last"}, {s + "pr"});
+      w.add_node("Slice", "", s + "_ppass", {s + "t", "rot_w", "big", "last"}, {s + "pp"});
+      in = s + "pr";
+      out = s + "prot";
+    }
+    w.add_node("Slice", "", s + "_s1", {in, "zero", "half", "last"}, {s + "x1"});
+    w.add_node("Slice", "", s + "_s2", {in, "half", "big", "last"}, {s + "x2"});
     w.add_node("Neg", "", s + "_neg", {s + "x2"}, {s + "nx2"});
     w.add_node("Concat", "", s + "_rh", {s + "nx2", s + "x1"}, {s + "rh"}, {int_attr("axis", -1)});
-    w.add_node("Mul", "", s + "_mc", {s + "t", "cos4"}, {s + "mc"});
+    w.add_node("Mul", "", s + "_mc", {in, "cos4"}, {s + "mc"});
     w.add_node("Mul", "", s + "_ms", {s + "rh", "sin4"}, {s + "ms"});
-    w.add_node("Add", "", s + "_rot", {s + "mc", s + "ms"}, {s + "rot"});
+    w.add_node("Add", "", s + "_rot", {s + "mc", s + "ms"}, {out});
+    if (lay.partial_rotary)
+      w.add_node("Concat", "", s + "_pcat", {out, s + "pp"}, {s + "rot"}, {int_attr("axis", -1)});
   }
   w.add_node("Concat", "", "cat_k", {"past_k", "krot"}, {"present_k"}, {int_attr("axis", -2)});
   w.add_node("Concat", "", "cat_v", {"past_v", "vt"}, {"present_v"}, {int_attr("axis", -2)});
@@ -309,14 +356,16 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
 // (q/k norm, quantized projections)
 class OptimumAttentionFusion : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
-TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
-  const auto [qk_norm, quantized] = GetParam();
-  auto fused = attention_model(false, 0, qk_norm, quantized),
-       plain = attention_model(true, 0, qk_norm, quantized);
+// The fused layer (one GroupQueryAttention, no Softmax or Concat left) against the plain one over
+// three steps (3, 1, 2 new positions: 6 in all, beyond a window of 3).
+void expect_fused_matches_plain(int64_t window, bool qk_norm, bool quantized, Layout lay = {}) {
+  auto fused = attention_model(false, window, qk_norm, quantized, lay),
+       plain = attention_model(true, window, qk_norm, quantized, lay);
   const std::vector<std::string> types = op_types(*fused);
   EXPECT_EQ(std::count(types.begin(), types.end(), "GroupQueryAttention"), 1);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 0);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Concat"), 0);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Slice"), 0);
   // Quantized q/k/v without per-head norms: one packed MatMulNBits.
   EXPECT_EQ(std::count(types.begin(), types.end(), "MatMulNBits"), quantized ? (qk_norm ? 3 : 1) : 0);
   const std::vector<std::string> plain_types = op_types(*plain);
@@ -362,14 +411,133 @@ TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
   }
 }
 
+TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
+  const auto [qk_norm, quantized] = GetParam();
+  expect_fused_matches_plain(0, qk_norm, quantized);
+}
+
+// Phi-3's layer: packed q/k/v split by Slices (fp32 MatMul and MatMulNBits), partial rotary, and
+// its sliding window (local_window_size); Gemma-3's q/k norms after the transpose.
+TEST_P(OptimumAttentionFusion, Phi3AndGemma3FormsMatchThePlainOps) {
+  const auto [qk_norm, quantized] = GetParam();
+  for (const auto& [name, lay] :
+       std::vector<std::pair<std::string, Layout>>{{"packed qkv", {true, false, false}},
+                                                   {"partial rotary", {false, true, false}},
+                                                   {"packed qkv + partial rotary", {true, true, false}},
+                                                   {"norm after transpose", {false, false, true}}}) {
+    for (int64_t window : {0, 3}) {
+      SCOPED_TRACE(name + ", window " + std::to_string(window));
+      expect_fused_matches_plain(window, qk_norm, quantized, lay);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(QkNormQuantized, OptimumAttentionFusion,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
-TEST(OptimumAttentionRefused, SlidingWindowMaskKeepsThePlainOps) {
-  auto s = attention_model(false, 512);
+// Packed q/k/v whose slices leave a gap are not split (and the layer keeps the plain ops).
+TEST(OptimumAttentionRefused, SlicesThatDoNotTileTheProjectionKeepThePlainOps) {
+  auto w = writer();
+  w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
+  w.add_initializer("W", DataType::kFloat, {kHid, 8}, bytes_of(random_floats(kHid * 8, 1)));
+  w.add_node("MatMul", "", "mm", {"x", "W"}, {"y"});
+  ints(w, "ax", {-1});
+  ints(w, "a0", {0});
+  ints(w, "a3", {3});
+  ints(w, "a4", {4});
+  ints(w, "a8", {8});
+  w.add_node("Slice", "", "s0", {"y", "a0", "a3", "ax"}, {"y0"});
+  w.add_node("Slice", "", "s1", {"y", "a4", "a8", "ax"}, {"y1"});
+  for (const char* o : {"y0", "y1"}) w.add_output(o, DataType::kFloat, {});
+  auto s = load_written(w);
   const std::vector<std::string> types = op_types(*s);
-  EXPECT_EQ(std::count(types.begin(), types.end(), "GroupQueryAttention"), 0);
-  EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 1);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Slice"), 2);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "MatMul"), 1);
+}
+
+// Phi-3's gate_up_proj: chunk(2) by Slices whose bounds are shape arithmetic on N ((N + 1) / 2),
+// then SiLU gating: split into two projections and fused into SiluMul; fp32 MatMul and MatMulNBits.
+// `block` exports the projection, which must keep the plain ops.
+std::unique_ptr<graph::Session> gate_up_model(bool quantized, bool block) {
+  const int64_t F = 8;
+  auto w = writer();
+  w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
+  if (quantized) {
+    nbits_projection(w, "gate_up", "x", "gu", 2 * F, 9);
+  } else {
+    w.add_initializer("W", DataType::kFloat, {kHid, 2 * F}, bytes_of(random_floats(kHid * 2 * F, 9)));
+    w.add_node("MatMul", "", "mm", {"x", "W"}, {"gu"});
+  }
+  ints(w, "last", {-1});
+  ints(w, "zero", {0});
+  ints(w, "one", {1});
+  ints(w, "two", {2});
+  w.add_node("Shape", "", "shape", {"gu"}, {"sh"});
+  w.add_node("Gather", "", "n", {"sh", "last"}, {"n"}, {int_attr("axis", 0)});
+  w.add_node("Add", "", "n1", {"n", "one"}, {"n1"});
+  w.add_node("Div", "", "half", {"n1", "two"}, {"h"});
+  w.add_node("Mul", "", "end0", {"h", "one"}, {"e0"});
+  w.add_node("Mul", "", "end1", {"h", "two"}, {"e1"});
+  w.add_node("Slice", "", "gate", {"gu", "zero", "e0", "last"}, {"g"});
+  w.add_node("Slice", "", "up", {"gu", "e0", "e1", "last"}, {"u"});
+  w.add_node("Sigmoid", "", "sig", {"g"}, {"sg"});
+  w.add_node("Mul", "", "silu", {"g", "sg"}, {"a"});
+  w.add_node("Mul", "", "gating", {"u", "a"}, {"y"});
+  w.add_output("y", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(F)});
+  if (block) w.add_output("gu", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(2 * F)});
+  return load_written(w);
+}
+
+TEST(SplitSlicedProjections, PackedGateUpBecomesSiluMul) {
+  const auto x = random_floats(3 * kHid, 31);
+  for (bool quantized : {false, true}) {
+    SCOPED_TRACE(quantized ? "MatMulNBits" : "MatMul");
+    auto fused = gate_up_model(quantized, false), plain = gate_up_model(quantized, true);
+    const std::string mm = quantized ? "MatMulNBits" : "MatMul";
+    EXPECT_EQ(op_types(*fused), (std::vector<std::string>{mm, mm, "SiluMul"}));
+    const std::vector<std::string> plain_types = op_types(*plain);
+    EXPECT_EQ(std::count(plain_types.begin(), plain_types.end(), "Slice"), 2);
+    for (auto* s : {fused.get(), plain.get()}) {
+      s->bind_input("x", {graph::DType::kF32, {1, 3, kHid}, const_cast<float*>(x.data())});
+      s->run();
+    }
+    expect_near(out_floats(*fused, "y"), out_floats(*plain, "y"), 1e-6f);
+  }
+}
+
+// gelu_pytorch_tanh written out (Gemma-3's MLP) becomes FastGelu; `block` exports the Tanh.
+std::unique_ptr<graph::Session> gelu_model(bool block) {
+  auto w = writer();
+  w.add_input("x", DataType::kFloat, {dim_value(2), dim_value(8)});
+  scalar_f(w, "c0", 0.044715f);
+  scalar_f(w, "c1", 0.7978845608028654f);
+  scalar_f(w, "one", 1.0f);
+  scalar_f(w, "half", 0.5f);
+  w.add_node("Mul", "", "sq", {"x", "x"}, {"x2"});
+  w.add_node("Mul", "", "cube", {"x", "x2"}, {"x3"});
+  w.add_node("Mul", "", "m3", {"c0", "x3"}, {"t3"});
+  w.add_node("Add", "", "inner", {"x", "t3"}, {"in"});
+  w.add_node("Mul", "", "m4", {"c1", "in"}, {"u"});
+  w.add_node("Tanh", "", "tanh", {"u"}, {"th"});
+  w.add_node("Add", "", "a1", {"one", "th"}, {"p"});
+  w.add_node("Mul", "", "m5", {"x", "p"}, {"xp"});
+  w.add_node("Mul", "", "m6", {"half", "xp"}, {"y"});
+  w.add_output("y", DataType::kFloat, {dim_value(2), dim_value(8)});
+  if (block) w.add_output("th", DataType::kFloat, {dim_value(2), dim_value(8)});
+  return load_written(w);
+}
+
+TEST(GeluTanhFusion, BecomesFastGelu) {
+  std::vector<float> x = random_floats(16, 41);
+  for (float& v : x) v *= 4.0f;
+  auto fused = gelu_model(false), plain = gelu_model(true);
+  EXPECT_EQ(op_types(*fused), std::vector<std::string>{"FastGelu"});
+  EXPECT_EQ(op_types(*plain).size(), 9u);
+  for (auto* s : {fused.get(), plain.get()}) {
+    s->bind_input("x", {graph::DType::kF32, {2, 8}, x.data()});
+    s->run();
+  }
+  expect_near(out_floats(*fused, "y"), out_floats(*plain, "y"), 1e-5f);
 }
 
 }  // namespace
