@@ -53,15 +53,7 @@ void gemm_tile(const PackedPanel16& p, const float* A, int64_t lda, int64_t m0, 
     }
   }
   const int64_t n0 = panel * 16;
-  const size_t vn = static_cast<size_t>(std::min<int64_t>(16, p.N - n0));
-  auto store = [&](vfloat32m2_t f, int r) {
-    if (bias != nullptr) f = __riscv_vfadd_vv_f32m2(f, __riscv_vle32_v_f32m2(bias + n0, vn), vn);
-    __riscv_vse32_v_f32m2(Y + (m0 + r) * ldy + n0, f, vn);
-  };
-  store(f0, 0);
-  if constexpr (R > 1) store(f1, 1);
-  if constexpr (R > 2) store(f2, 2);
-  if constexpr (R > 3) store(f3, 3);
+  store_rows16<R>(f0, f1, f2, f3, Y, ldy, m0, n0, static_cast<size_t>(std::min<int64_t>(16, p.N - n0)), bias);
 }
 
 }  // namespace
