@@ -8,6 +8,7 @@
 
 #include "api/model_loader.h"
 #include "base/error.h"
+#include "gguf/model_builder.h"
 #include "llm/generator.h"
 #include "llm/stream_generate.h"
 #include "nbits/nbits.h"
@@ -47,6 +48,8 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   so.requantize_float = options.requantize_float;
   NBITS_CHECK(options.threads >= 0, "ModelOptions::threads must be >= 0 (got ", options.threads, ")");
   NBITS_CHECK(options.context >= 0, "ModelOptions::context must be >= 0 (got ", options.context, ")");
+  // A GGUF's rope tables and LongRoPE choice are made for this context (model_loader.cc).
+  if (gguf::is_gguf_path(path)) so.max_positions = options.context;
   api::LoadedModel m = api::load_model(path, so, /*need_tokenizer=*/false, options.variant);
   auto impl = std::make_unique<Impl>();
   impl->config = std::move(m.config);

@@ -1,5 +1,7 @@
 #include "api/model_loader.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "gguf/model_builder.h"
@@ -20,8 +22,13 @@ LoadedModel load_gguf(const std::string& path, const graph::SessionOptions& opti
   } catch (const Error&) {
     if (need_tokenizer) throw;
   }
-  gguf::GgufModel g = gguf::build_model(std::move(file));
+  // max_positions: the KV capacity the caller will run with (0 = the file's context). It sizes the
+  // rope tables and makes LongRoPE's long/short choice (phi3), as llama.cpp's context size does, so
+  // it also bounds every Generator's context.
+  const int64_t capacity = options.max_positions;
+  gguf::GgufModel g = gguf::build_model(std::move(file), 4, capacity);
   m.config = std::move(g.config);
+  if (capacity > 0) m.config.context_length = std::min(m.config.context_length, capacity);
   m.session = graph::Session::load(std::move(g.model), options);
   return m;
 }

@@ -75,6 +75,7 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.kv_cache = graph::parse_kv_cache(f.get_str("--kv-cache"));
   so.requantize_float = requantize_bits(f.get_str("--requantize-float"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
+  so.max_positions = ctx;  // rope tables (and a GGUF phi3's LongRoPE choice) for the context used
   api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer, f.get_str("--variant"));
   // An Optimum folder holds several decoders: say which one runs when the user did not choose.
   const std::string& given = f.get_str("--model");
