@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "graph/session.h"
 #include "onnx/model.h"
 
 namespace nbits::graph {
@@ -18,6 +19,13 @@ std::vector<onnx::Node> sorted_nodes(const onnx::Graph& g);
 // a 1-D constant float [N] takes that constant as its bias input (index 5); the
 // Add disappears. Returns the number of fusions.
 int fuse_matmul_nbits_bias(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
+
+// MatMul(A, Transpose(C)), C a constant 2-D float initializer that MatMul packs at load (a tied
+// lm_head): the MatMul reads C with nbits_b_nk = 1 and the Transpose goes, so no transposed copy
+// is folded at load. Only when every reader of the Transpose is such a MatMul. Returns the MatMuls
+// rewritten.
+int read_transposed_weights(std::vector<onnx::Node>& nodes, const onnx::Graph& g,
+                            const SessionOptions& options);
 
 // The op type and domain of the fused SwiGLU node below.
 inline constexpr const char* kSiluMulOp = "SiluMul";

@@ -72,6 +72,7 @@ void SessionImpl::build() {
                        options.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16
                                                                          : onnx::DataType::kFloat);
   lower_float_boundaries(nodes, g);
+  read_transposed_weights(nodes, g, options);
   keep_half_ = half_matmul_weights(nodes, g);
 
   values_.reserve(g.inputs.size() + g.initializers.size() + nodes.size() * 4 + 8);

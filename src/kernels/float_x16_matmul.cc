@@ -13,7 +13,8 @@
 
 namespace nbits::kernels {
 
-PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool) {
+PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool,
+                              bool b_nk) {
   PackedFloatX16 w;
   w.elem = elem;
   w.K = K;
@@ -28,8 +29,14 @@ PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem
       const int64_t n0 = p * 16, cols = std::min<int64_t>(16, N - n0);
       uint8_t* dst = out + static_cast<size_t>(p * K * 16) * es;
       for (int64_t k = 0; k < K; ++k) {
-        std::memcpy(dst + static_cast<size_t>(k * 16) * es, src + static_cast<size_t>(k * N + n0) * es,
-                    static_cast<size_t>(cols) * es);
+        if (b_nk) {
+          for (int64_t j = 0; j < cols; ++j)
+            std::memcpy(dst + static_cast<size_t>(k * 16 + j) * es,
+                        src + static_cast<size_t>((n0 + j) * K + k) * es, es);
+        } else {
+          std::memcpy(dst + static_cast<size_t>(k * 16) * es, src + static_cast<size_t>(k * N + n0) * es,
+                      static_cast<size_t>(cols) * es);
+        }
         std::memset(dst + static_cast<size_t>(k * 16 + cols) * es, 0, static_cast<size_t>(16 - cols) * es);
       }
     }

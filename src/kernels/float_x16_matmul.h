@@ -31,7 +31,10 @@ struct PackedFloatX16 {
 
 // Packs row-major B [K, N] (elements of `elem`: uint16_t halves or floats), panels
 // in parallel when a pool is given.
-PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool = nullptr);
+// b_nk: B is stored [N, K] (the transpose of the usual [K, N]: a tied embedding read as the
+// lm_head, packed without a transposed copy).
+PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool = nullptr,
+                              bool b_nk = false);
 
 // Y[m, 16p + j] = sum_k A[m, k] * B[k, 16p + j] for m < M, panels [p0, p1) (columns
 // past N are not written). A rows `lda` floats apart, Y rows `ldy`.

@@ -123,40 +123,50 @@ class PackedWeightMatMulOp final : public Op {
 
 }  // namespace
 
+bool matmul_packs_constant_b(const graph::SessionOptions& options, DType b) {
+  if (b != DType::kF32 && b != DType::kF16 && b != DType::kBF16) return false;
+  // fp32 weights are packed where this CPU has a SIMD kernel for the panels (else sgemm_rows4's
+  // vector axpy is faster than the scalar panel reference).
+  return options.requantize_float != 0 || b != DType::kF32 ||
+         kernels::float_x16_best().gemm != kernels::float_x16_ref().gemm;
+}
+
 std::unique_ptr<Op> make_matmul(OpBuild& b) {
   b.require_type(0, {DType::kF32}, "A");
+  // nbits_b_nk = 1 (graph/rewrites.h read_transposed_weights): B is a constant stored [N, K], the
+  // tied embedding a Transpose made the lm_head of; packed from it without a transposed copy.
+  const bool b_nk = b.node.attr_int("nbits_b_nk", 0) != 0;
+  const Tensor* B = b.constant_or_null(1);
+  if (b_nk) {
+    b.check(B != nullptr && B->shape.rank == 2 && matmul_packs_constant_b(b.options, B->dtype),
+            "nbits_b_nk needs a constant 2-D float B that this CPU packs");
+  }
+  const int64_t K = B == nullptr ? 0 : B->shape[b_nk ? 1 : 0], N = B == nullptr ? 0 : B->shape[b_nk ? 0 : 1];
   // --requantize-float q8|q4: a constant float weight becomes a MatMulNBits-style packed matrix.
-  if (const Tensor* B = b.constant_or_null(1);
-      b.options.requantize_float != 0 && B != nullptr && B->shape.rank == 2 && B->numel() > 0 &&
+  if (b.options.requantize_float != 0 && B != nullptr && B->shape.rank == 2 && B->numel() > 0 &&
       (B->dtype == DType::kF32 || B->dtype == DType::kF16 || B->dtype == DType::kBF16)) {
     float (*at)(const void*, int64_t) =
         B->dtype == DType::kF32 ? [](const void* d, int64_t i) { return static_cast<const float*>(d)[i]; }
         : B->dtype == DType::kF16
             ? [](const void* d, int64_t i) { return fp16_to_float(static_cast<const uint16_t*>(d)[i]); }
             : [](const void* d, int64_t i) { return bf16_to_float(static_cast<const uint16_t*>(d)[i]); };
-    return make_requantized_matmul(b, B->shape[0], B->shape[1], at, B->data, b.options.requantize_float);
+    return make_requantized_matmul(b, K, N, at, B->data, b.options.requantize_float, b_nk);
   }
   if (b.type(1) == DType::kF16 || b.type(1) == DType::kBF16) {
-    const Tensor& B = b.constant(1, "half-precision B");
-    b.check(B.shape.rank == 2, "half-precision B must be 2-D, got ", B.shape.str());
+    b.check(B != nullptr, "half-precision B must be a constant");
+    b.check(B->shape.rank == 2, "half-precision B must be 2-D, got ", B->shape.str());
     b.set_outputs(DType::kF32);
     return std::make_unique<PackedWeightMatMulOp>(
         b.where(),
         kernels::pack_float_x16(
-            B.data, B.shape[0], B.shape[1],
-            b.type(1) == DType::kBF16 ? kernels::X16Float::kBF16 : kernels::X16Float::kF16, b.pool));
+            B->data, K, N, b.type(1) == DType::kBF16 ? kernels::X16Float::kBF16 : kernels::X16Float::kF16,
+            b.pool, b_nk));
   }
   b.require_type(1, {DType::kF32}, "B");
   b.set_outputs(DType::kF32);
-  // A constant fp32 weight (fp32 exports' projections): packed panels, register-tiled, where
-  // this CPU has a SIMD kernel for them (else sgemm_rows4's vector axpy is faster than the
-  // scalar panel reference).
-  const bool simd_panels = kernels::float_x16_best().gemm != kernels::float_x16_ref().gemm;
-  if (const Tensor* B = b.constant_or_null(1);
-      simd_panels && B != nullptr && B->shape.rank == 2 && B->numel() > 0)
+  if (B != nullptr && B->shape.rank == 2 && B->numel() > 0 && matmul_packs_constant_b(b.options, DType::kF32))
     return std::make_unique<PackedWeightMatMulOp>(
-        b.where(),
-        kernels::pack_float_x16(B->data, B->shape[0], B->shape[1], kernels::X16Float::kF32, b.pool));
+        b.where(), kernels::pack_float_x16(B->data, K, N, kernels::X16Float::kF32, b.pool, b_nk));
   return std::make_unique<MatMulOp>(b.where());
 }
 

@@ -331,7 +331,10 @@ std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b) {
 }
 
 std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
-                                            float (*at)(const void*, int64_t), const void* data, int bits) {
+                                            float (*at)(const void*, int64_t), const void* data, int bits,
+                                            bool b_nk) {
+  // Element (k, n) of B: [K, N] row-major, or [N, K] (b_nk: a tied embedding read untransposed).
+  const int64_t stride_k = b_nk ? 1 : N, stride_n = b_nk ? K : 1;
   kernels::QuantizedMatrix w;
   w.K = K;
   w.N = N;
@@ -346,7 +349,8 @@ std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
       for (int64_t blk = 0; blk < kb; ++blk) {
         const int64_t k0 = blk * 32, k1 = std::min<int64_t>(K, k0 + 32);
         float amax = 0;
-        for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(at(data, k * N + n)));
+        for (int64_t k = k0; k < k1; ++k)
+          amax = std::max(amax, std::fabs(at(data, k * stride_k + n * stride_n)));
         const float scale = amax / static_cast<float>(qmax);
         const float inv = scale > 0 ? 1.0f / scale : 0.0f;
         scales[static_cast<size_t>(n * kb + blk)] = scale;
@@ -354,8 +358,10 @@ std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
         for (int64_t j = 0; j < 32; ++j) {
           const int64_t k = k0 + j;
           const int q =
-              k < K ? std::clamp(static_cast<int>(std::nearbyint(at(data, k * N + n) * inv)), -qmax, qmax)
-                    : 0;
+              k < K
+                  ? std::clamp(static_cast<int>(std::nearbyint(at(data, k * stride_k + n * stride_n) * inv)),
+                               -qmax, qmax)
+                  : 0;
           const int c = q + offset;
           if (bits == 8)
             dst[j] = static_cast<uint8_t>(c);

@@ -13,10 +13,14 @@ using graph::OpBuild;
 // matmul_nbits.cc
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
 std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/rewrites.h fuse_dequantize_matmul
-// MatMul(A, B) with B a constant float [K, N] (element i: at(i)) re-quantized at load to
-// `bits` (8 or 4) symmetric blocks of 32 along K (SessionOptions::requantize_float).
+// MatMul(A, B) with B a constant float [K, N] (element i: at(i); b_nk: stored [N, K]) re-quantized
+// at load to `bits` (8 or 4) symmetric blocks of 32 along K (SessionOptions::requantize_float).
 std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
-                                            float (*at)(const void*, int64_t), const void* data, int bits);
+                                            float (*at)(const void*, int64_t), const void* data, int bits,
+                                            bool b_nk = false);
+// True when MatMul packs a constant B of this dtype at load (then it can read B stored [N, K],
+// the attribute nbits_b_nk = 1 that graph/rewrites.h read_transposed_weights sets).
+bool matmul_packs_constant_b(const graph::SessionOptions& options, graph::DType b);
 // if.cc (constant branches)
 std::unique_ptr<Op> make_if(OpBuild& b);
 // dequantize_linear.cc

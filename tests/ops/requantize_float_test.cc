@@ -41,11 +41,17 @@ struct Result {
   std::string kernel;
 };
 
+// transposed: wbytes holds W stored [N, K], read as MatMul(x, Transpose(W)) (a tied lm_head).
 Result run(DataType dt, const std::vector<uint8_t>& wbytes, const std::vector<float>& x, int64_t M, int64_t K,
-           int64_t N, int bits, int level) {
+           int64_t N, int bits, int level, bool transposed = false) {
   onnx::ModelWriter mw;
   mw.add_input("x", DataType::kFloat, {dim_value(M), dim_value(K)});
-  mw.add_initializer("W", dt, {K, N}, wbytes);
+  if (transposed) {
+    mw.add_initializer("E", dt, {N, K}, wbytes);
+    mw.add_node("Transpose", "", "t", {"E"}, {"W"});
+  } else {
+    mw.add_initializer("W", dt, {K, N}, wbytes);
+  }
   mw.add_node("MatMul", "", "mm", {"x", "W"}, {"y"});
   mw.add_output("y", DataType::kFloat, {dim_value(M), dim_value(N)});
   graph::SessionOptions o;
@@ -58,8 +64,10 @@ Result run(DataType dt, const std::vector<uint8_t>& wbytes, const std::vector<fl
   Result r;
   const graph::Tensor& y = s->output("y");
   r.y.assign(y.as<const float>(), y.as<const float>() + y.numel());
-  for (const auto& e : s->profile())
+  for (const auto& e : s->profile()) {
     if (e.name == "mm") r.kernel = e.kernel;
+    if (e.name == "t") r.kernel += " (Transpose ran)";
+  }
   return r;
 }
 
@@ -124,6 +132,47 @@ TEST(RequantizeFloat, OffKeepsTheFloatPath) {
     for (int64_t k = 0; k < 40; ++k) acc = std::fma(x[k], w[k * 20 + n], acc);
     EXPECT_EQ(r.y[static_cast<size_t>(n)], acc);
   }
+}
+
+// MatMul(x, Transpose(E)) with E a constant (graph/rewrites.h read_transposed_weights): the MatMul
+// packs E as the [N, K] matrix it is, without a folded transposed copy, and gives bit for bit what
+// the same weights stored [K, N] give, on every packed path (fp32 / fp16 / bf16 panels, q8, q4).
+TEST(RequantizeFloat, TransposedConstantPacksWithoutACopy) {
+  struct Case {
+    int64_t M, K, N;
+  };
+  const Case cases[] = {{1, 31, 17}, {3, 33, 37}, {5, 100, 70}, {1, 129, 200}};
+  int seed = 40;
+  for (const Case& c : cases)
+    for (int bits : {0, 8, 4})
+      for (DataType dt : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+        const std::vector<float> w = random_floats(c.K * c.N, ++seed);  // [K, N]
+        std::vector<uint8_t> kn, nk;
+        if (dt == DataType::kFloat) {
+          std::vector<float> t(w.size());
+          for (int64_t k = 0; k < c.K; ++k)
+            for (int64_t n = 0; n < c.N; ++n) t[n * c.K + k] = w[k * c.N + n];
+          kn = bytes_of(w);
+          nk = bytes_of(t);
+        } else {
+          std::vector<uint16_t> h(w.size()), t(w.size());
+          for (int64_t k = 0; k < c.K; ++k)
+            for (int64_t n = 0; n < c.N; ++n) {
+              const float v = w[k * c.N + n];
+              h[k * c.N + n] = t[n * c.K + k] =
+                  dt == DataType::kBfloat16 ? float_to_bf16(v) : float_to_fp16(v);
+            }
+          kn = bytes_of(h);
+          nk = bytes_of(t);
+        }
+        const std::vector<float> x = random_floats(c.M * c.K, ++seed);
+        const Result want = run(dt, kn, x, c.M, c.K, c.N, bits, 0);
+        const Result got = run(dt, nk, x, c.M, c.K, c.N, bits, 0, /*transposed=*/true);
+        SCOPED_TRACE(::testing::Message() << "bits=" << bits << " dtype=" << static_cast<int>(dt)
+                                          << " M=" << c.M << " K=" << c.K << " N=" << c.N);
+        EXPECT_EQ(got.kernel, want.kernel);  // the same packed kernel, and no Transpose node left
+        EXPECT_EQ(got.y, want.y);
+      }
 }
 
 }  // namespace
