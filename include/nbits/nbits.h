@@ -39,9 +39,10 @@ namespace nbits {
 struct ModelOptions {
   int threads = 0;                    // worker threads incl. the caller; 0 = all hardware threads
   std::optional<int> accuracy_level;  // override every MatMulNBits (4 = int8 activations)
-  int64_t context = 0;                // default KV cache length; 0 = the config's max_length / context_length
-                                      // (a GGUF: also the most a Generator may ask for; its rope tables
-                        // and phi3's LongRoPE long/short choice are made for it, as llama.cpp's)
+  // Default KV cache length; 0 = the config's max_length / context_length. For a GGUF also the most
+  // a Generator may ask for: its rope tables and phi3's LongRoPE long/short choice are made for it,
+  // as llama.cpp's are for its context size.
+  int64_t context = 0;
   bool profile = false;  // per-node timings (the CLI's --profile)
   // Store MatMulNBits scales as fp16 (~2^-11 relative per scale; ~10% fewer bytes
   // per token for int4 block 32). Default fp32: exact agreement with ONNX Runtime.
