@@ -91,6 +91,10 @@ fi
 # make.py skips every variant whose ref.json exists.
 PYTHONPATH=$overlay "$venv/bin/python" tools/optimum_models/make.py "$models/hf" \
   "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}"
+# The llama export with logits_to_keep / use_cache_branch inputs (optimum-onnx 0.1.0 emits neither);
+# skipped when made.
+"$venv/bin/python" tools/optimum_models/add_logits_to_keep.py "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}/llama" \
+  "${NBITS_OPTIMUM_MODELS:-$cache/optimum-models}/../optimum-extra/llama-logits-to-keep"
 # transformers.js as a second oracle for the same folders: npm @huggingface/transformers (its own
 # onnxruntime-node 1.30 CPU library inside the package; install scripts skipped: they fetch GPU
 # files) in $cache/transformersjs; tjs_reference.mjs writes onnx/<file>.tjs.json for every

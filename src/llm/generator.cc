@@ -50,6 +50,17 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
   if (!config_.position_ids_name.empty())
     require(inputs, config_.position_ids_name, "input", config_, "model.decoder.inputs.position_ids");
   require(outputs, config_.logits_name, "output", config_, "model.decoder.outputs.logits");
+  for (const char* n : {"logits_to_keep", "num_logits_to_keep"})
+    if (contains(inputs, n)) keep_name_ = n;
+  if (!keep_name_.empty())
+    NBITS_CHECK(session_->input_dtype(keep_name_) == DType::kI64, config_.model_path(), ": input '",
+                keep_name_, "' must be int64 (got ", dtype_name(session_->input_dtype(keep_name_)), ")");
+  if (contains(inputs, "use_cache_branch")) {
+    branch_name_ = "use_cache_branch";
+    NBITS_CHECK(session_->input_dtype(branch_name_) == DType::kBool, config_.model_path(),
+                ": input 'use_cache_branch' must be bool (got ",
+                dtype_name(session_->input_dtype(branch_name_)), ")");
+  }
 
   const int64_t L = config_.num_hidden_layers, Nkv = config_.num_key_value_heads, H = config_.head_size;
   const size_t kv_elems = static_cast<size_t>(Nkv * capacity_ * H);
@@ -129,6 +140,14 @@ void Generator::run_step(int64_t S, bool all_rows) {
   session_->bind_input(config_.attention_mask_name, Tensor{DType::kI64, Shape{1, T}, mask_buf_.data()});
   if (!config_.position_ids_name.empty())
     session_->bind_input(config_.position_ids_name, Tensor{DType::kI64, Shape{1, S}, pos_buf_.data() + past});
+  if (!keep_name_.empty()) {
+    keep_ = all_rows ? 0 : 1;
+    session_->bind_input(keep_name_, Tensor{DType::kI64, Shape{}, &keep_});
+  }
+  if (!branch_name_.empty()) {
+    use_cache_ = past > 0;
+    session_->bind_input(branch_name_, Tensor{DType::kBool, Shape{1}, &use_cache_});
+  }
   if (!share_) {
     const int64_t Nkv = config_.num_key_value_heads, H = config_.head_size;
     for (const KvSlot& slot : kv_) {

@@ -114,6 +114,12 @@ class Generator {
   graph::DType logits_dtype_ = graph::DType::kF32;
   std::vector<float> logits_f32_;  // fp16 logits widened
   bool last_only_ = false;         // the session computes the last row's logits only
+  // Inputs some exporters add (Optimum / transformers): logits_to_keep (or num_logits_to_keep),
+  // an int64 scalar (0 = every position, k = the last k), fed 1 unless every row is wanted; and
+  // merged decoders' use_cache_branch, a bool [1], fed "the cache holds something". "" = absent.
+  std::string keep_name_, branch_name_;
+  int64_t keep_ = 1;
+  bool use_cache_ = false;
   std::span<const float> all_logits_;
   std::vector<int64_t> ids_buf_, mask_buf_, pos_buf_;
   std::vector<int32_t> tokens_;  // what the cache holds

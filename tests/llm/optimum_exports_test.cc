@@ -526,5 +526,38 @@ INSTANTIATE_TEST_SUITE_P(Cases, OptimumExport, ::testing::ValuesIn(load_cases())
                            return n;
                          });
 
+// The inputs newer exporters add (tools/optimum_models/add_logits_to_keep.py rewrites the llama
+// fp32 export: logits = Slice(logits_all, last logits_to_keep rows; 0 = all) x (use_cache_branch ==
+// "the cache holds something")): the Generator feeds logits_to_keep = 1 for a step (0 when every
+// row is wanted) and use_cache_branch as transformers does, so the logits equal the plain export's
+// bit for bit (fed wrongly they would be zero, or the wrong rows).
+TEST(OptimumInputs, LogitsToKeepAndUseCacheBranchAreFed) {
+  const std::string plain = models_dir() + "/llama";
+  const std::string keep = models_dir() + "/../optimum-extra/llama-logits-to-keep";
+  NBITS_REQUIRE_SHARED(plain + "/onnx/model.onnx");
+  NBITS_REQUIRE_SHARED(keep + "/onnx/model.onnx");
+  graph::SessionOptions so;
+  so.threads = 1;
+  auto a = llm::Generator::load(plain + "/onnx/model.onnx", so, 64);
+  auto b = llm::Generator::load(keep + "/onnx/model.onnx", so, 64);
+  const std::vector<std::string> inputs = b->session().input_names();
+  ASSERT_NE(std::find(inputs.begin(), inputs.end(), "logits_to_keep"), inputs.end());
+  ASSERT_NE(std::find(inputs.begin(), inputs.end(), "use_cache_branch"), inputs.end());
+  std::vector<int32_t> ids = {1, 5, 9, 13, 17};
+  for (int step = 0; step < 12; ++step) {
+    const std::span<const float> la = a->append(ids);
+    const std::vector<float> want(la.begin(), la.end());
+    const std::span<const float> lb = b->append(ids);
+    ASSERT_EQ(std::vector<float>(lb.begin(), lb.end()), want) << "step " << step;
+    ids = {static_cast<int32_t>(std::max_element(want.begin(), want.end()) - want.begin())};
+  }
+  // Every row of a multi-token step (logits_to_keep = 0), on top of the cache.
+  const std::vector<int32_t> more = {21, 25, 29};
+  const std::span<const float> ra = a->append_all_logits(more);
+  const std::vector<float> want(ra.begin(), ra.end());
+  const std::span<const float> rb = b->append_all_logits(more);
+  EXPECT_EQ(std::vector<float>(rb.begin(), rb.end()), want);
+}
+
 }  // namespace
 }  // namespace nbits::llm
