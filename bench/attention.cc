@@ -1,8 +1,10 @@
 // GroupQueryAttention's attention for one layer of the Qwen2.5-0.5B shape (14 query heads, 2 kv
 // heads, head 64, fp32 cache), one thread: the per-position attend_group path ("group", what the op
-// ran before the tile kernel) against the flash-style tile kernel ("tile", kernels::attend_rows),
-// the way the op calls them. prefill/S: causal attention of S new tokens (time per layer); decode/n:
-// one token against n cached keys, the caches of 24 layers rotated so K/V stream from memory.
+// ran before the tile kernel, and for one-position decode until the keys kernel) against the
+// flash-style tile kernel ("tile", kernels::attend_rows) and, for decode, the kernel with the keys
+// across the lanes ("keys", kernels::attend_decode), the way the op calls them. prefill/S: causal attention
+// of S new tokens (time per layer); decode/n: one token against n cached keys, the caches of 24 layers
+// rotated so K/V stream from memory.
 //
 //   build-*/bench/bench_attention --benchmark_repetitions=5
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -21,10 +24,24 @@ namespace {
 
 constexpr int64_t kNq = 14, kNkv = 2, kH = 64, kG = kNq / kNkv;
 
-std::vector<float> rand_vec(size_t n, uint32_t seed) {
+// 64-byte aligned, as the generator's KV cache is (glibc's own large blocks are 16 bytes past a page,
+// and every 64-byte row load would straddle two cache lines).
+template <typename T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <typename U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  bool operator==(const Aligned64&) const { return true; }
+};
+using Floats = std::vector<float, Aligned64<float>>;
+
+Floats rand_vec(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
+  Floats v(n);
   for (auto& x : v) x = d(rng);
   return v;
 }
@@ -39,7 +56,7 @@ AttentionParams params() {
 // q/out: [S][Nq][H]; K/V: [Nkv][L][H] with the S new rows at [past, past + S).
 struct Layer {
   int64_t S, L;
-  std::vector<float> q, out, K, V;
+  Floats q, out, K, V;
   Layer(int64_t s, int64_t l, uint32_t seed)
       : S(s),
         L(l),
@@ -80,6 +97,18 @@ void run_tile(Layer& x, int64_t past) {
     }
 }
 
+// One position: the decode kernel with the keys across the lanes (kernels::attend_decode).
+void run_keys(Layer& x, int64_t past) {
+  const AttentionParams p = params();
+  for (int64_t kvh = 0; kvh < kNkv; ++kvh) {
+    const int64_t row = kvh * kG * kH;
+    attend_decode(x.q.data() + row, kH, kG, x.K.data() + kvh * x.L * kH, x.V.data() + kvh * x.L * kH,
+                  past + 1, p, x.out.data() + row, kH);
+  }
+}
+
+enum class Kernel { kGroup, kTile, kKeys };
+
 void BM_prefill(benchmark::State& st, bool tile) {
   const int64_t S = st.range(0);
   Layer x(S, S, 1);
@@ -95,7 +124,7 @@ void BM_prefill(benchmark::State& st, bool tile) {
       benchmark::Counter(static_cast<double>(S), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_decode(benchmark::State& st, bool tile) {
+void BM_decode(benchmark::State& st, Kernel kernel) {
   const int64_t n = st.range(0);
   std::vector<Layer> layers;
   for (int i = 0; i < 24; ++i) layers.emplace_back(1, n, 10 + 3 * i);
@@ -103,8 +132,29 @@ void BM_decode(benchmark::State& st, bool tile) {
   size_t i = 0;
   for (auto _ : st) {
     Layer& x = layers[i++ % layers.size()];
-    if (tile)
+    if (kernel == Kernel::kTile)
       run_tile(x, n - 1);
+    else if (kernel == Kernel::kKeys)
+      run_keys(x, n - 1);
+    else
+      run_group(x, n - 1, scratch);
+    benchmark::DoNotOptimize(x.out.data());
+  }
+  st.counters["KV GB/s"] = benchmark::Counter(static_cast<double>(2 * kNkv * n * kH * sizeof(float)),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The same with one layer's cache, read again every iteration (in L2 up to ~1500 keys): the
+// kernel's compute, without the memory stream.
+void BM_decode_hot(benchmark::State& st, Kernel kernel) {
+  const int64_t n = st.range(0);
+  Layer x(1, n, 10);
+  std::vector<float> scratch(kG * n);
+  for (auto _ : st) {
+    if (kernel == Kernel::kTile)
+      run_tile(x, n - 1);
+    else if (kernel == Kernel::kKeys)
+      run_keys(x, n - 1);
     else
       run_group(x, n - 1, scratch);
     benchmark::DoNotOptimize(x.out.data());
@@ -115,8 +165,24 @@ void BM_decode(benchmark::State& st, bool tile) {
 
 BENCHMARK_CAPTURE(BM_prefill, group, false)->Arg(128)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_prefill, tile, true)->Arg(128)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_decode, group, false)->Arg(1)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_decode, tile, true)->Arg(1)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode, group, Kernel::kGroup)
+    ->Arg(1)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode, tile, Kernel::kTile)
+    ->Arg(1)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode, keys, Kernel::kKeys)
+    ->Arg(1)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_hot, group, Kernel::kGroup)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_hot, tile, Kernel::kTile)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_hot, keys, Kernel::kKeys)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace nbits::kernels

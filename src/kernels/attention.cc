@@ -10,6 +10,7 @@
 #include "base/cpu_features.h"
 #include "base/error.h"
 #include "base/fp16.h"
+#include "kernels/attention_decode_inl.h"
 #include "kernels/attention_tile_inl.h"
 #include "kernels/vector_ops.h"
 #if defined(NBITS_ARCH_X86)
@@ -137,29 +138,82 @@ struct Portable {
   static void widen(const uint16_t* h, float* f, int64_t n) {
     for (int64_t i = 0; i < n; ++i) f[i] = fp16_to_float(h[i]);
   }
+  // The decode kernel's (kernels/attention_decode_inl.h).
+  static constexpr int kDecodeHeads = 4, kDecodeQRegs = 0;
+  static R load_partial(const float* p, int n) {
+    return map([&](int i) { return i < n ? p[i] : 0.0f; });
+  }
+  static void store_partial(float* p, R x, int n) {
+    for (int i = 0; i < n; ++i) p[i] = x.v[i];
+  }
+  // fold4: lanes 0..3 the sums of a[0..3]; fold_groups: group g's to lanes 4g..4g+3.
+  static R fold4(const R* a) {
+    return map([&](int j) {
+      float s = 0.0f;
+      if (j < 4)
+        for (int i = 0; i < kLanes; ++i) s += a[j].v[i];
+      return s;
+    });
+  }
+  static R fold_groups(const R* z) {
+    return map([&](int j) { return z[j / 4].v[j % 4]; });
+  }
+  static float hmax(R x) {
+    float m = x.v[0];
+    for (int i = 1; i < kLanes; ++i) m = std::fmax(m, x.v[i]);
+    return m;
+  }
+  static float hsum(R x) {
+    float s = 0.0f;
+    for (int i = 0; i < kLanes; ++i) s += x.v[i];
+    return s;
+  }
+  static R div(R a, R b) {
+    return map([&](int i) { return a.v[i] / b.v[i]; });
+  }
+  static R iota() {
+    return map([&](int i) { return static_cast<float>(i); });
+  }
 };
 
-const attn::TileKernels* best_kernels() {
-  static const attn::TileKernels k = [] {
+// The tile and decode kernels of one ISA, chosen together (here, and by attention_select_isa).
+struct Kernels {
+  attn::TileKernels tile;
+  attn::DecodeKernels decode;
+};
+
+template <class V>
+Kernels kernels_of(const char* isa) {
+  return {attn::tile_kernels<V>(isa), attn::decode_kernels<V>()};
+}
+
+#if defined(NBITS_ARCH_X86)
+Kernels avx512_kernels() { return {attention_tile_avx512(), attention_decode_avx512()}; }
+Kernels avx2_kernels() { return {attention_tile_avx2(), attention_decode_avx2()}; }
+#endif
+
+const Kernels* best_kernels() {
+  static const Kernels k = [] {
 #if defined(NBITS_ARCH_X86)
     const CpuFeatures& f = cpu_features();
-    if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c)
-      return attention_tile_avx512();
-    if (f.avx2 && f.fma && f.f16c) return attention_tile_avx2();
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c) return avx512_kernels();
+    if (f.avx2 && f.fma && f.f16c) return avx2_kernels();
 #endif
-    return attn::tile_kernels<Portable>("scalar");
+    return kernels_of<Portable>("scalar");
   }();
   return &k;
 }
 
-static_assert(attn::kMaxTileRows == kAttentionMaxTileRows && attn::kMaxHead == kAttentionMaxHead);
+static_assert(attn::kMaxTileRows == kAttentionMaxTileRows && attn::kMaxHead == kAttentionMaxHead &&
+              attn::kDecodeMaxHeads == kAttentionDecodeHeads);
 
-std::atomic<const attn::TileKernels*> g_selected{nullptr};
+std::atomic<const Kernels*> g_selected{nullptr};
 
-const attn::TileKernels& tile_kernels() {
-  const attn::TileKernels* k = g_selected.load(std::memory_order_relaxed);
+const Kernels& selected_kernels() {
+  const Kernels* k = g_selected.load(std::memory_order_relaxed);
   return k ? *k : *best_kernels();
 }
+const attn::TileKernels& tile_kernels() { return selected_kernels().tile; }
 
 // Per-thread tile buffers (no allocation: decode and prefill steps allocate nothing).
 struct Work {
@@ -172,7 +226,11 @@ struct Work {
   alignas(64) float hi[attn::kMaxTileRows];
   alignas(64) float m[attn::kMaxTileRows];
   alignas(64) float l[attn::kMaxTileRows];
+  alignas(64) float alpha[attn::kDecodeMaxHeads];
 };
+static_assert(attn::kDecodeMaxHeads <= attn::kMaxTileRows &&
+              attn::kDecodeMaxHeads * attn::kDecodeMaxBlock <= 64 * attn::kMaxTileRows &&
+              attn::kDecodeMaxHeads * attn::kMaxHead <= attn::kMaxHead * attn::kMaxTileRows);
 
 Work& work() {
   thread_local Work w;
@@ -282,6 +340,59 @@ void attend_part(const AttentionRows& rows, const T* K, const T* V, int64_t jb, 
   }
 }
 
+// One position: heads [0, nq) in calls of up to kDecodeMaxHeads. part == nullptr: normalised rows
+// into out; otherwise the partial layout of attend_rows_partial (no smooth term) into part.
+template <typename T>
+void decode(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V, int64_t n,
+            const AttentionParams& p, float* out, int64_t out_stride, float* part) {
+  const int64_t H = p.head_size;
+  NBITS_CHECK(H >= 1 && H <= attn::kMaxHead && n >= 1, "attention: head size ", H, " or ", n,
+              " keys out of range");
+  Work& w = work();
+  const attn::DecodeKernels& k = selected_kernels().decode;
+  const int64_t lanes = tile_kernels().lanes, qstride = (H + lanes - 1) / lanes * lanes;
+  for (int64_t g0 = 0; g0 < nq; g0 += attn::kDecodeMaxHeads) {
+    const int nc = static_cast<int>(std::min<int64_t>(attn::kDecodeMaxHeads, nq - g0));
+    attn::Decode d;
+    d.H = H;
+    d.qstride = qstride;
+    d.nq = nc;
+    for (int g = 0; g < nc; ++g) {
+      const float* x = q + (g0 + g) * q_stride;
+      float* y = w.qt + g * qstride;
+      for (int64_t i = 0; i < H; ++i) y[i] = x[i] * p.scale;
+      std::fill(y + H, y + qstride, 0.0f);
+    }
+    d.qs = w.qt;
+    d.o = part ? part + g0 * H : out + g0 * out_stride;
+    d.os = part ? H : out_stride;
+    for (int g = 0; g < nc; ++g) std::fill(d.o + g * d.os, d.o + g * d.os + H, 0.0f);
+    d.m = w.m;
+    d.l = w.l;
+    d.alpha = w.alpha;
+    d.s = w.s;
+    d.kb = w.kb;
+    d.vb = w.vb;
+    d.softcap = p.softcap;
+    if constexpr (std::is_same_v<T, float>)
+      k.f32(d, K, V, n);
+    else
+      k.f16(d, K, V, n);
+    for (int g = 0; g < nc; ++g) {
+      if (part) {
+        part[nq * H + g0 + g] = w.m[g];
+        part[nq * H + nq + g0 + g] = w.l[g];
+        continue;
+      }
+      const float mx = p.smooth ? std::max(w.m[g], 0.0f) : w.m[g];
+      const float c = std::exp(w.m[g] - mx);
+      const float f = c / (w.l[g] * c + (p.smooth ? std::exp(-mx) : 0.0f));
+      float* o = d.o + g * d.os;
+      for (int64_t i = 0; i < H; ++i) o[i] *= f;
+    }
+  }
+}
+
 }  // namespace
 
 int64_t attention_tile_rows() { return 2 * tile_kernels().lanes; }
@@ -289,10 +400,10 @@ int64_t attention_tile_rows() { return 2 * tile_kernels().lanes; }
 const char* attention_isa() { return tile_kernels().isa; }
 
 bool attention_select_isa(const char* isa) {
-  static const attn::TileKernels portable = attn::tile_kernels<Portable>("scalar");
+  static const Kernels portable = kernels_of<Portable>("scalar");
 #if defined(NBITS_ARCH_X86)
-  static const attn::TileKernels avx2 = attention_tile_avx2();
-  static const attn::TileKernels avx512 = attention_tile_avx512();
+  static const Kernels avx2 = avx2_kernels();
+  static const Kernels avx512 = avx512_kernels();
   const CpuFeatures& f = cpu_features();
   const bool has2 = f.avx2 && f.fma && f.f16c;
   if (std::strcmp(isa, "avx2") == 0 && has2) return g_selected.store(&avx2), true;
@@ -358,6 +469,27 @@ void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const fl
 void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
                           int64_t n, const AttentionParams& p, float* scratch, float* part) {
   attend(q, q_stride, nq, K, V, n, p, scratch, nullptr, 0, part);
+}
+
+}  // namespace nbits::kernels
+
+namespace nbits::kernels {
+
+void attend_decode(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
+                   const AttentionParams& p, float* out, int64_t out_stride) {
+  decode(q, q_stride, nq, K, V, n, p, out, out_stride, nullptr);
+}
+void attend_decode(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                   int64_t n, const AttentionParams& p, float* out, int64_t out_stride) {
+  decode(q, q_stride, nq, K, V, n, p, out, out_stride, nullptr);
+}
+void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
+                           int64_t n, const AttentionParams& p, float* part) {
+  decode(q, q_stride, nq, K, V, n, p, nullptr, 0, part);
+}
+void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                           int64_t n, const AttentionParams& p, float* part) {
+  decode(q, q_stride, nq, K, V, n, p, nullptr, 0, part);
 }
 
 }  // namespace nbits::kernels

@@ -71,9 +71,26 @@ void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const fl
 void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
                           int64_t n, const AttentionParams& p, float* scratch, float* part);
 
-// The ISA the tile kernel dispatched to ("avx512", "avx2" or "scalar").
+// One position (decode) with the keys across the vector lanes (kernels/attention_decode_inl.h): the
+// same result as attend_group (out[g * out_stride + i] for the nq heads at q + g * q_stride over the
+// n >= 1 keys of K/V; softcap and smooth softmax as in AttentionParams), scores of a block of keys
+// as one vector per head, an online softmax over key blocks, no scratch from the caller.
+// head_size <= kAttentionMaxHead; any nq (K/V are read once per kAttentionDecodeHeads heads).
+constexpr int64_t kAttentionDecodeHeads = 32;
+void attend_decode(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V, int64_t n,
+                   const AttentionParams& p, float* out, int64_t out_stride);
+void attend_decode(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                   int64_t n, const AttentionParams& p, float* out, int64_t out_stride);
+// attend_decode over keys [0, n) of K/V as one partial of nq rows (attend_rows_partial's layout, no
+// smooth term): decode at long context, the keys split across threads.
+void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
+                           int64_t n, const AttentionParams& p, float* part);
+void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                           int64_t n, const AttentionParams& p, float* part);
+
+// The ISA the tile and decode kernels dispatched to ("avx512", "avx2" or "scalar").
 const char* attention_isa();
-// Tests: use that ISA's tile kernel from now on; false (and nothing changed) where this CPU or
+// Tests: use that ISA's tile and decode kernels from now on; false (and nothing changed) where this CPU or
 // build lacks it.
 bool attention_select_isa(const char* isa);
 

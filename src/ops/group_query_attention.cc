@@ -46,14 +46,21 @@ Scratch& scratch() {
   return s;
 }
 
-// NBITS_ATTENTION=group: the per-position attend_group path for every head size (before/after
-// comparisons of the tile kernel in one binary).
-bool legacy_attention() {
-  static const bool on = [] {
+// NBITS_ATTENTION selects the attention kernels, for before/after comparisons in one binary:
+// "group": the per-position attend_group path for every head size and position count (before the
+// tile kernel); "tile": the tile kernel for more than one position, attend_group for one-position
+// decode (before the keys kernel); unset (or anything else): the tile kernel, and for one position
+// kernels::attend_decode (the keys across the vector lanes).
+enum class AttentionPath { kGroup, kTile, kKeys };
+
+AttentionPath attention_path() {
+  static const AttentionPath path = [] {
     const char* v = std::getenv("NBITS_ATTENTION");
-    return v != nullptr && std::strcmp(v, "group") == 0;
+    if (v != nullptr && std::strcmp(v, "group") == 0) return AttentionPath::kGroup;
+    if (v != nullptr && std::strcmp(v, "tile") == 0) return AttentionPath::kTile;
+    return AttentionPath::kKeys;
   }();
-  return on;
+  return path;
 }
 
 class GroupQueryAttentionOp final : public Op {
@@ -173,7 +180,7 @@ class GroupQueryAttentionOp final : public Op {
     ap.softcap = at_.softcap;
     ap.smooth = at_.smooth;
     float* out = a.out[0]->as<float>();
-    if (H > kernels::kAttentionMaxHead || legacy_attention())
+    if (H > kernels::kAttentionMaxHead || attention_path() == AttentionPath::kGroup)
       return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
     if (S == 1) return attend_decode(g, ctx, pk, pv, threads, longest, ap, out);
 
@@ -255,27 +262,49 @@ class GroupQueryAttentionOp final : public Op {
   }
 
   // One position per sequence: the G query heads of a kv head are fewer rows than the tile's
-  // lanes, and attend_group (heads in pairs sharing each K/V row load) is faster there. With fewer
-  // (batch, kv head) tasks than threads at >= 512 keys, each task's keys are split into parts
-  // (every thread streams its share of K/V) and the partial softmaxes merged.
+  // lanes; kernels::attend_decode (the keys across the lanes) takes them, per (batch, kv head) and
+  // chunk of heads when there are fewer of those than threads (NBITS_ATTENTION=tile: attend_group,
+  // heads in pairs sharing each K/V row load). With fewer (batch, kv head) tasks than threads at
+  // >= 512 keys, each task's keys are split into parts (every thread streams its share of K/V)
+  // and the partial softmaxes merged.
   template <typename T>
   void attend_decode(const Geometry& g, RunContext& ctx, const T* pk, const T* pv, int64_t threads,
                      int64_t longest, const kernels::AttentionParams& ap, float* out) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, L = g.present_len, G = Nq / Nkv;
+    const bool keys = attention_path() == AttentionPath::kKeys;
     const int64_t tasks = g.B * Nkv;
     int64_t parts = 1;
     if (tasks < threads && longest >= 512) parts = std::min((threads + tasks - 1) / tasks, longest / 256);
-    if (parts == 1) return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
-    Scratch& sc = scratch();
-    const int64_t items = tasks * parts, workers = std::min(items, threads);
-    const int64_t part_floats = kernels::attention_part_floats(G, H),
-                  span = (longest + parts - 1) / parts + 1;
-    if (sc.scores.size() < static_cast<size_t>(items * part_floats + workers * G * span))
-      sc.scores.resize(items * part_floats + workers * G * span);
     auto range = [&](int64_t b, int64_t* start, int64_t* end) {
       *end = at_.causal ? g.past[b] + 1 : g.total_b[b];
       *start = at_.window > 0 && *end > at_.window ? *end - at_.window : 0;
     };
+    if (parts == 1) {
+      if (!keys) return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
+      // Chunks of a kv head's query heads only to give every thread work (each chunk reads K/V).
+      const int64_t chunks = std::min<int64_t>(G, (threads + tasks - 1) / tasks);
+      const int64_t items = tasks * chunks, workers = std::min(items, threads);
+      const float* qbuf = scratch().q.data();  // the caller's (scratch() is per thread)
+      ctx.pool.parallel_for(workers, [&](int64_t w) {
+        for (int64_t item = w; item < items; item += workers) {
+          const int64_t t = item / chunks, c = item % chunks, b = t / Nkv, kvh = t % Nkv;
+          const int64_t h0 = G * c / chunks, h1 = G * (c + 1) / chunks;
+          int64_t start, end;
+          range(b, &start, &end);
+          const T* K = pk + ((b * Nkv + kvh) * L + start) * H;
+          const T* V = pv + ((b * Nkv + kvh) * L + start) * H;
+          const int64_t row = (b * Nq + kvh * G + h0) * H;
+          kernels::attend_decode(qbuf + row, H, h1 - h0, K, V, end - start, ap, out + row, H);
+        }
+      });
+      return;
+    }
+    Scratch& sc = scratch();
+    const int64_t items = tasks * parts, workers = std::min(items, threads);
+    const int64_t part_floats = kernels::attention_part_floats(G, H),
+                  span = keys ? 0 : (longest + parts - 1) / parts + 1;
+    if (sc.scores.size() < static_cast<size_t>(items * part_floats + workers * G * span))
+      sc.scores.resize(items * part_floats + workers * G * span);
     ctx.pool.parallel_for(workers, [&](int64_t w) {
       float* scores = sc.scores.data() + items * part_floats + w * G * span;
       for (int64_t item = w; item < items; item += workers) {
@@ -292,8 +321,11 @@ class GroupQueryAttentionOp final : public Op {
         }
         const T* K = pk + ((b * Nkv + kvh) * L + b0) * H;
         const T* V = pv + ((b * Nkv + kvh) * L + b0) * H;
-        kernels::attend_group_partial(sc.q.data() + (b * Nq + kvh * G) * H, H, G, K, V, b1 - b0, ap, scores,
-                                      part);
+        const float* q = sc.q.data() + (b * Nq + kvh * G) * H;
+        if (keys)
+          kernels::attend_decode_partial(q, H, G, K, V, b1 - b0, ap, part);
+        else
+          kernels::attend_group_partial(q, H, G, K, V, b1 - b0, ap, scores, part);
       }
     });
     for (int64_t t = 0; t < tasks; ++t)

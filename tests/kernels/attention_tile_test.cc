@@ -1,5 +1,6 @@
-// The flash-attention kernel (kernels::attend_rows, attend_rows_partial + attention_merge) of every
-// ISA built here against a straightforward double-precision reference: contexts 1..4096, query
+// The flash-attention kernel (kernels::attend_rows, attend_rows_partial + attention_merge) and the
+// one-position decode kernel (kernels::attend_decode, attend_decode_partial) of every ISA built here
+// against a straightforward double-precision reference: contexts 1..4096, query
 // tiles of 1 to beyond the tile rows, 1..8 query heads per kv head, heads 17..256, causal rows with
 // and without a local window, softcap, smooth softmax, fp32 and fp16 caches.
 //
@@ -287,6 +288,166 @@ TEST(AttentionDecode, GroupPartialsMergeLikeReference) {
         }
         ASSERT_LE(worst / big, kTol) << "n " << n << " parts " << parts << " G " << G << " H " << H;
       }
+}
+
+// The one-position kernel with the keys across the lanes (kernels::attend_decode, and its partials
+// + attention_merge) of every ISA: contexts 1..4096 (a fixed list and random ones), the range a
+// window leaves (the op passes K/V from the window's first key), softcap, smooth softmax, 1..40
+// query heads per kv head (above kAttentionDecodeHeads: two calls' worth), heads 64/128 and odd
+// ones, fp32 and fp16 caches, output rows with a gap between them (never written).
+struct DecodeCase {
+  int64_t n = 1, G = 1, H = 64, window = 0;
+  float softcap = 0.0f, q_range = 2.0f;
+  bool smooth = false, f16 = false;
+  int parts = 1;
+};
+
+std::string name(const DecodeCase& c) {
+  return "n=" + std::to_string(c.n) + " G=" + std::to_string(c.G) + " H=" + std::to_string(c.H) +
+         " W=" + std::to_string(c.window) + " cap=" + std::to_string(c.softcap) +
+         " smooth=" + std::to_string(c.smooth) + " f16=" + std::to_string(c.f16) +
+         " parts=" + std::to_string(c.parts) + " q=" + std::to_string(c.q_range);
+}
+
+double run_decode_case(const DecodeCase& c, std::mt19937& rng) {
+  const int64_t H = c.H, G = c.G, qs = H + 5, os = H + 1;
+  AttentionParams p;
+  p.head_size = H;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(H));
+  p.softcap = c.softcap;
+  p.smooth = c.smooth;
+  const auto q = rand_vec(G * qs, rng, -c.q_range, c.q_range);
+  auto K = rand_vec(c.n * H, rng, -2.0f, 2.0f), V = rand_vec(c.n * H, rng, -1.0f, 1.0f);
+  std::vector<uint16_t> K16(K.size()), V16(V.size());
+  if (c.f16)
+    for (size_t i = 0; i < K.size(); ++i) {
+      K16[i] = float_to_fp16(K[i]);
+      V16[i] = float_to_fp16(V[i]);
+      K[i] = fp16_to_float(K16[i]);
+      V[i] = fp16_to_float(V16[i]);
+    }
+  const int64_t start = c.window > 0 && c.n > c.window ? c.n - c.window : 0, n = c.n - start;
+  std::vector<float> out(static_cast<size_t>(G * os), 7.0f);
+  std::vector<float*> op(G);
+  for (int64_t g = 0; g < G; ++g) op[g] = out.data() + g * os;
+  if (c.parts == 1) {
+    if (c.f16)
+      attend_decode(q.data(), qs, G, K16.data() + start * H, V16.data() + start * H, n, p, out.data(), os);
+    else
+      attend_decode(q.data(), qs, G, K.data() + start * H, V.data() + start * H, n, p, out.data(), os);
+  } else {
+    const int64_t pf = attention_part_floats(G, H);
+    std::vector<float> part(static_cast<size_t>(pf * c.parts));
+    int used = 0;
+    for (int k = 0; k < c.parts; ++k) {
+      const int64_t b = start + n * k / c.parts, e = start + n * (k + 1) / c.parts;
+      if (e <= b) continue;
+      float* pp = part.data() + used++ * pf;
+      if (c.f16)
+        attend_decode_partial(q.data(), qs, G, K16.data() + b * H, V16.data() + b * H, e - b, p, pp);
+      else
+        attend_decode_partial(q.data(), qs, G, K.data() + b * H, V.data() + b * H, e - b, p, pp);
+    }
+    attention_merge(part.data(), used, pf, G, p, op.data());
+  }
+  double worst = 0.0, big = 0.0;
+  for (int64_t g = 0; g < G; ++g) {
+    const auto want = reference(q.data() + g * qs, K.data(), V.data(), start, c.n, p);
+    for (int64_t i = 0; i < H; ++i) {
+      worst = std::max(worst, std::fabs(op[g][i] - want[i]));
+      big = std::max(big, std::fabs(want[i]));
+    }
+    EXPECT_EQ(op[g][H], 7.0f) << "gap after head " << g << " written, " << name(c);
+  }
+  return worst / std::max(big, 1e-30);
+}
+
+TEST_P(AttentionTile, DecodeLanesMatchReference) {
+  std::mt19937 rng(41);
+  double worst = 0.0;
+  int idx = 0;
+  std::vector<int64_t> contexts = {1,  2,  3,  7,  8,   9,   15,  16,   17,  31,
+                                   33, 63, 64, 65, 127, 129, 300, 1000, 4096};
+  std::uniform_int_distribution<int64_t> ctx(1, 4096);
+  for (int i = 0; i < 8; ++i) contexts.push_back(ctx(rng));
+  for (int64_t n : contexts)
+    for (int64_t H : {64, 128, 17, 80, 33})
+      for (int64_t G : {1, 2, 7}) {
+        ++idx;
+        DecodeCase c;
+        c.n = n;
+        c.H = H;
+        c.G = G;
+        c.window = idx % 4 == 1 ? std::max<int64_t>(1, n / 3) : (idx % 4 == 2 ? 50 : 0);
+        c.softcap = idx % 3 == 1 ? (idx % 2 ? 5.0f : 50.0f) : 0.0f;
+        c.smooth = idx % 7 == 2;
+        c.f16 = idx % 2 == 1;
+        c.q_range = idx % 5 == 4 ? 12.0f : 2.0f;
+        const double err = run_decode_case(c, rng);
+        ASSERT_LE(err, kTol) << name(c);
+        worst = std::max(worst, err);
+      }
+  // Wider groups (several register blocks; above kAttentionDecodeHeads: two calls), long heads.
+  for (int64_t G : {3, 5, 8, 9, 13, 16, 33, 40})
+    for (int64_t H : {64, 96, 256, 512}) {
+      ++idx;
+      DecodeCase c;
+      c.n = idx % 3 == 0 ? 700 : 77;
+      c.G = G;
+      c.H = H;
+      c.softcap = idx % 4 == 1 ? 5.0f : 0.0f;
+      c.f16 = idx % 2 == 0;
+      const double err = run_decode_case(c, rng);
+      ASSERT_LE(err, kTol) << name(c);
+      worst = std::max(worst, err);
+    }
+  std::printf("[ %s ] decode: worst error / max |ref|: %.3g (bound %.3g)\n", GetParam(), worst, kTol);
+}
+
+TEST_P(AttentionTile, DecodeLanesPartialsMergeLikeOnePass) {
+  std::mt19937 rng(43);
+  int idx = 0;
+  for (int64_t n : {1, 7, 65, 600, 1024, 4096})
+    for (int parts : {2, 3, 5})
+      for (int64_t G : {1, 2, 7}) {
+        ++idx;
+        DecodeCase c;
+        c.n = n;
+        c.G = G;
+        c.H = idx % 3 == 0 ? 128 : 64;
+        c.parts = parts;
+        c.window = idx % 5 == 1 ? std::max<int64_t>(1, n / 4) : 0;
+        c.softcap = idx % 6 == 2 ? 5.0f : 0.0f;
+        c.smooth = idx % 3 == 1;
+        c.f16 = idx % 2 == 0;
+        const double err = run_decode_case(c, rng);
+        ASSERT_LE(err, kTol) << name(c);
+      }
+}
+
+// fp16 cache: exactly what the fp32 decode kernel computes on the widened rows.
+TEST_P(AttentionTile, DecodeLanesFp16BitwiseLikeWidened) {
+  std::mt19937 rng(47);
+  for (int64_t n : {1, 63, 300})
+    for (int64_t H : {64, 80, 17}) {
+      const int64_t G = 7;
+      AttentionParams p;
+      p.head_size = H;
+      p.scale = 0.125f;
+      const auto q = rand_vec(G * H, rng, -2.0f, 2.0f);
+      auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
+      std::vector<uint16_t> K16(K.size()), V16(V.size());
+      for (size_t i = 0; i < K.size(); ++i) {
+        K16[i] = float_to_fp16(K[i]);
+        V16[i] = float_to_fp16(V[i]);
+        K[i] = fp16_to_float(K16[i]);
+        V[i] = fp16_to_float(V16[i]);
+      }
+      std::vector<float> o16(G * H), o32(G * H);
+      attend_decode(q.data(), H, G, K16.data(), V16.data(), n, p, o16.data(), H);
+      attend_decode(q.data(), H, G, K.data(), V.data(), n, p, o32.data(), H);
+      ASSERT_EQ(o16, o32) << "n " << n << " H " << H;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512"),

@@ -1,4 +1,5 @@
-// The flash-attention tile on AVX2+FMA (F16C widens an fp16 cache): 8 query rows per vector.
+// The flash-attention tile on AVX2+FMA (F16C widens an fp16 cache): 8 query rows per vector; and
+// the decode kernel, 8 keys per vector.
 #include <immintrin.h>
 
 #include "base/fp16.h"
@@ -28,10 +29,40 @@ struct Avx2 {
       _mm256_storeu_ps(f + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
     for (; i < n; ++i) f[i] = fp16_to_float(h[i]);
   }
+  // The decode kernel's: 6 heads x 2 column vectors of accumulators (of the 16 registers).
+  static constexpr int kDecodeHeads = 6, kDecodeQRegs = 4;
+  static __m256i lanes_below(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static R load_partial(const float* p, int n) { return _mm256_maskload_ps(p, lanes_below(n)); }
+  static void store_partial(float* p, R x, int n) { _mm256_maskstore_ps(p, lanes_below(n), x); }
+  // fold4: hadd pairs twice; half h of the result holds the sums of a[0..3] over their half h.
+  // fold_groups: the halves of the 2 groups added.
+  static R fold4(const R* a) {
+    return _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  }
+  static R fold_groups(const R* z) {
+    return _mm256_add_ps(_mm256_permute2f128_ps(z[0], z[1], 0x20), _mm256_permute2f128_ps(z[0], z[1], 0x31));
+  }
+  static float hmax(R x) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+  }
+  static float hsum(R x) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static R div(R a, R b) { return _mm256_div_ps(a, b); }
+  static R iota() { return _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7); }
 };
 
 }  // namespace
 
 attn::TileKernels attention_tile_avx2() { return attn::tile_kernels<Avx2>("avx2"); }
+attn::DecodeKernels attention_decode_avx2() { return attn::decode_kernels<Avx2>(); }
 
 }  // namespace nbits::kernels

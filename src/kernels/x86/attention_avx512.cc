@@ -1,5 +1,5 @@
 // The flash-attention tile on AVX-512F (F16C widens an fp16 cache): 16 query rows per vector,
-// register blocks of 16 accumulators (of the 32 registers).
+// register blocks of 16 accumulators (of the 32 registers); and the decode kernel, 16 keys per vector.
 #include <immintrin.h>
 
 #include "base/fp16.h"
@@ -50,10 +50,60 @@ struct Avx512 {
           f + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
     for (; i < n; ++i) f[i] = fp16_to_float(h[i]);
   }
+  // The decode kernel's: 8 heads x 2 column vectors of accumulators.
+  static constexpr int kDecodeHeads = 8, kDecodeQRegs = 8;
+  static R load_partial(const float* p, int n) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+  }
+  static void store_partial(float* p, R x, int n) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), x);
+  }
+  // fold4: pairs added within 128-bit lanes (unpack ps, then pd): quarter k of the result holds the
+  // sums of a[0..3] over their quarter k. fold_groups: the four quarters of each of the 4 groups
+  // folded by shuffle_f32x4. 30 shuffles, 15 adds for 16 keys.
+  static R fold4(const R* a) {
+    constexpr __mmask16 all = 0xFFFF;
+    const __m512 t0 =
+        _mm512_add_ps(_mm512_maskz_unpacklo_ps(all, a[0], a[1]), _mm512_maskz_unpackhi_ps(all, a[0], a[1]));
+    const __m512 t1 =
+        _mm512_add_ps(_mm512_maskz_unpacklo_ps(all, a[2], a[3]), _mm512_maskz_unpackhi_ps(all, a[2], a[3]));
+    const __m512d d0 = _mm512_castps_pd(t0), d1 = _mm512_castps_pd(t1);
+    return _mm512_add_ps(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, d0, d1)),
+                         _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, d0, d1)));
+  }
+  static R fold_groups(const R* z) {
+    constexpr __mmask16 all = 0xFFFF;
+    const __m512 u0 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_maskz_shuffle_f32x4(all, z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 u1 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, z[2], z[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_maskz_shuffle_f32x4(all, z[2], z[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_maskz_shuffle_f32x4(all, u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // The lower and upper 256 bits (maskz forms: GCC 12 warns on the casts too).
+  static __m256 lower(R x) { return _mm512_maskz_extractf32x8_ps(0xFF, x, 0); }
+  static __m256 upper(R x) { return _mm512_maskz_extractf32x8_ps(0xFF, x, 1); }
+  static float hmax(R x) {
+    const __m256 h = _mm256_max_ps(lower(x), upper(x));
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+  }
+  static float hsum(R x) {
+    const __m256 h = _mm256_add_ps(lower(x), upper(x));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static R div(R a, R b) { return _mm512_div_ps(a, b); }
+  static R iota() { return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
 };
 
 }  // namespace
 
 attn::TileKernels attention_tile_avx512() { return attn::tile_kernels<Avx512>("avx512"); }
+attn::DecodeKernels attention_decode_avx512() { return attn::decode_kernels<Avx512>(); }
 
 }  // namespace nbits::kernels
