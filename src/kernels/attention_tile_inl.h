@@ -23,6 +23,8 @@ constexpr int kMaxTileRows = 32;        // query rows of one tile at most (2 vec
 constexpr int64_t kMaxHead = 512;       // longest head the tile buffers hold
 constexpr int64_t kBlockFloats = 8192;  // K (or V) block: 32 KiB of fp32 at most
 
+constexpr float kExpFloorTile = -80.0f;  // exp(-80) = 1.8e-35: far below a sum holding exp(0) = 1
+
 // Keys per block: a K block and a V block of H floats each stay in L1/L2 across the tile.
 inline int64_t key_block(int64_t H) { return std::clamp<int64_t>(kBlockFloats / H, 8, 64); }
 
@@ -132,16 +134,21 @@ void run_tile(const Tile& t, const T* K, const T* Vr, int64_t jb, int64_t je, fl
         bm[v] = V::max(bm[v], x);
       }
     }
+    // exp below kExpFloorTile taken as 0: a subnormal result (the masked lanes' exp(-inf), a first
+    // block's rescale exp(-FLT_MAX - m)) costs an x86 microcode assist each, ~100x the vector op.
+    const R lowest = V::set1(kExpFloorTile), zero = V::zero();
     R alpha[NV], sum[NV];
     for (int v = 0; v < NV; ++v) {
       const R mn = V::max(m[v], bm[v]);
-      alpha[v] = V::exp(V::sub(m[v], mn));
+      const R x = V::sub(m[v], mn);
+      alpha[v] = V::lt_select(x, lowest, zero, V::exp(V::max(x, lowest)));
       m[v] = mn;
       sum[v] = V::zero();
     }
     for (j = 0; j < nb; ++j)
       for (int v = 0; v < NV; ++v) {
-        const R e = V::exp(V::sub(V::load(t.s + j * MP + v * L), m[v]));
+        const R x = V::sub(V::load(t.s + j * MP + v * L), m[v]);
+        const R e = V::lt_select(x, lowest, zero, V::exp(V::max(x, lowest)));
         V::store(t.s + j * MP + v * L, e);
         sum[v] = V::add(sum[v], e);
       }
