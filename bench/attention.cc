@@ -2,9 +2,10 @@
 // heads, head 64, fp32 cache), one thread: the per-position attend_group path ("group", what the op
 // ran before the tile kernel, and for one-position decode until the keys kernel) against the
 // flash-style tile kernel ("tile", kernels::attend_rows) and, for decode, the kernel with the keys
-// across the lanes ("keys", kernels::attend_decode), the way the op calls them. prefill/S: causal attention
-// of S new tokens (time per layer); decode/n: one token against n cached keys, the caches of 24 layers
-// rotated so K/V stream from memory.
+// across the lanes ("keys", kernels::attend_decode), the way the op calls them. prefill/S: causal
+// attention of S new tokens (time per layer); decode/n: one token against n cached keys, the caches
+// of 24 layers rotated so K/V stream from memory; decode_f16/n: the same over an fp16 cache;
+// decode_hot/n: one layer's cache, in L2 (the kernel's compute).
 //
 //   build-*/bench/bench_attention --benchmark_repetitions=5
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
@@ -18,6 +19,8 @@
 #include <new>
 #include <random>
 #include <vector>
+
+#include "base/fp16.h"
 
 namespace nbits::kernels {
 namespace {
@@ -144,6 +147,45 @@ void BM_decode(benchmark::State& st, Kernel kernel) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// decode/n with an fp16 cache (--kv-cache f16): attend_group over the F16C row helpers ("group")
+// against attend_decode widening a block at a time ("keys"); KV GB/s counts the fp16 bytes.
+struct Layer16 {
+  Floats q, out;
+  std::vector<uint16_t, Aligned64<uint16_t>> K, V;
+  Layer16(int64_t l, uint32_t seed)
+      : q(rand_vec(kNq * kH, seed)), out(kNq * kH), K(kNkv * l * kH), V(K.size()) {
+    const Floats k = rand_vec(K.size(), seed + 1), v = rand_vec(V.size(), seed + 2);
+    for (size_t i = 0; i < K.size(); ++i) {
+      K[i] = float_to_fp16(k[i]);
+      V[i] = float_to_fp16(v[i]);
+    }
+  }
+};
+
+void BM_decode_f16(benchmark::State& st, Kernel kernel) {
+  const int64_t n = st.range(0);
+  const AttentionParams p = params();
+  std::vector<Layer16> layers;
+  for (int i = 0; i < 24; ++i) layers.emplace_back(n, 10 + 3 * i);
+  std::vector<float> scratch(kG * n);
+  size_t i = 0;
+  for (auto _ : st) {
+    Layer16& x = layers[i++ % layers.size()];
+    for (int64_t kvh = 0; kvh < kNkv; ++kvh) {
+      const int64_t row = kvh * kG * kH;
+      const uint16_t* K = x.K.data() + kvh * n * kH;
+      const uint16_t* V = x.V.data() + kvh * n * kH;
+      if (kernel == Kernel::kKeys)
+        attend_decode(x.q.data() + row, kH, kG, K, V, n, p, x.out.data() + row, kH);
+      else
+        attend_group(x.q.data() + row, kH, kG, K, V, n, p, scratch.data(), x.out.data() + row, kH);
+    }
+    benchmark::DoNotOptimize(x.out.data());
+  }
+  st.counters["KV GB/s"] = benchmark::Counter(static_cast<double>(2 * kNkv * n * kH * sizeof(uint16_t)),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The same with one layer's cache, read again every iteration (in L2 up to ~1500 keys): the
 // kernel's compute, without the memory stream.
 void BM_decode_hot(benchmark::State& st, Kernel kernel) {
@@ -180,6 +222,8 @@ BENCHMARK_CAPTURE(BM_decode, keys, Kernel::kKeys)
     ->Arg(1024)
     ->Arg(4096)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_f16, group, Kernel::kGroup)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_f16, keys, Kernel::kKeys)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_hot, group, Kernel::kGroup)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_hot, tile, Kernel::kTile)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_hot, keys, Kernel::kKeys)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
