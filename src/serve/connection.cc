@@ -14,8 +14,9 @@ namespace {
 thread_local bool t_rejecting = false;
 }
 
-BoundedTaskQueue::BoundedTaskQueue(size_t threads, size_t waiting, size_t reject_threads)
-    : waiting_(waiting) {
+BoundedTaskQueue::BoundedTaskQueue(size_t threads, size_t waiting, size_t reject_threads,
+                                   std::chrono::milliseconds grace)
+    : waiting_(waiting), grace_(grace) {
   for (size_t i = 0; i < threads; ++i) main_.threads.emplace_back([this] { work(main_, false); });
   for (size_t i = 0; i < reject_threads; ++i) reject_.threads.emplace_back([this] { work(reject_, true); });
 }
@@ -26,10 +27,10 @@ bool BoundedTaskQueue::rejecting() { return t_rejecting; }
 
 void BoundedTaskQueue::enqueue(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     // Queued beyond the idle threads: at most `waiting_` may wait.
-    const size_t queued = main_.jobs.size() + 1;
-    if (queued <= main_.idle + waiting_)
+    const auto room = [&] { return stop_ || main_.jobs.size() + 1 <= main_.idle + waiting_; };
+    if (room_.wait_for(lock, grace_, room) && !stop_)
       main_.jobs.push_back(std::move(fn));
     else
       reject_.jobs.push_back(std::move(fn));
@@ -44,6 +45,7 @@ void BoundedTaskQueue::work(Lane& lane, bool reject) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       ++lane.idle;
+      if (!reject) room_.notify_one();
       cv_.wait(lock, [&] { return stop_ || !lane.jobs.empty(); });
       --lane.idle;
       if (lane.jobs.empty()) return;  // stop_, and nothing left
@@ -61,6 +63,7 @@ void BoundedTaskQueue::shutdown() {
     stop_ = true;
   }
   cv_.notify_all();
+  room_.notify_all();
   for (Lane* l : {&main_, &reject_}) {
     for (auto& t : l->threads) t.join();
     l->threads.clear();

@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -17,10 +18,15 @@ namespace nbits::serve {
 // bounded: `threads` connection threads, at most `waiting` connections queued for one; a
 // connection beyond that goes to a small reject lane whose threads answer its request with
 // 503 (rejecting() is true there: the server's pre-routing handler answers it) and close it.
+// A connection that finds the lane full waits up to `grace` for room first (enqueue runs on
+// the accept thread, so the connections behind it wait in the listen backlog meanwhile): a
+// burst of connects that close at once is drained by the threads in microseconds each, and
+// the request behind the burst is served instead of refused.
 // httplib 0.11's ThreadPool queues without a bound and its enqueue() cannot refuse.
 class BoundedTaskQueue : public httplib::TaskQueue {
  public:
-  BoundedTaskQueue(size_t threads, size_t waiting, size_t reject_threads = 2);
+  BoundedTaskQueue(size_t threads, size_t waiting, size_t reject_threads = 2,
+                   std::chrono::milliseconds grace = std::chrono::milliseconds(250));
   ~BoundedTaskQueue() override;
   void enqueue(std::function<void()> fn) override;
   void shutdown() override;
@@ -36,8 +42,10 @@ class BoundedTaskQueue : public httplib::TaskQueue {
   void work(Lane& lane, bool reject);
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable room_;  // a main-lane thread became idle
   Lane main_, reject_;
   size_t waiting_ = 0;
+  std::chrono::milliseconds grace_;
   bool stop_ = false;
 };
 
