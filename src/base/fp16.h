@@ -75,4 +75,11 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// Element i of a half-precision array that may be misaligned (a view of a file's bytes).
+inline uint16_t load_u16(const void* p, int64_t i) {
+  uint16_t h;
+  std::memcpy(&h, static_cast<const uint8_t*>(p) + i * 2, 2);
+  return h;
+}
+
 }  // namespace nbits

@@ -74,10 +74,14 @@ bool float_type(onnx::DataType t) {
 
 std::vector<float> widened(const onnx::Tensor& t) {
   std::vector<float> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v[i] = t.dtype == onnx::DataType::kFloat     ? t.data<float>()[i]
-           : t.dtype == onnx::DataType::kFloat16 ? fp16_to_float(t.data<uint16_t>()[i])
-                                                 : bf16_to_float(t.data<uint16_t>()[i]);
+  const uint8_t* p = t.bytes.data();  // may be misaligned (onnx/model.h): read by memcpy
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype == onnx::DataType::kFloat) {
+      std::memcpy(&v[i], p + i * 4, 4);
+      continue;
+    }
+    v[i] = t.dtype == onnx::DataType::kFloat16 ? fp16_to_float(load_u16(p, i)) : bf16_to_float(load_u16(p, i));
+  }
   return v;
 }
 

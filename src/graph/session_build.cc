@@ -35,23 +35,49 @@ int SessionImpl::add_constant(const onnx::Tensor& init) {
     const int64_t n = v.t.numel();
     auto& store = shared_->storage.emplace_back(static_cast<size_t>(n) * sizeof(float));
     auto* wide = reinterpret_cast<float*>(store.data());
-    const auto* half = reinterpret_cast<const uint16_t*>(init.bytes.data());
+    const uint8_t* half = init.bytes.data();  // may be misaligned (onnx/model.h)
     for (int64_t i = 0; i < n; ++i)
-      wide[i] = *dt == DType::kF16 ? fp16_to_float(half[i]) : bf16_to_float(half[i]);
+      wide[i] = *dt == DType::kF16 ? fp16_to_float(load_u16(half, i)) : bf16_to_float(load_u16(half, i));
     if (const MappedFile* f = mapping_of(init.bytes.data(), init.bytes.size())) {
       f->release(init.bytes.data(), init.bytes.size());
       released_bytes_ += init.bytes.size();
     }
     v.t.dtype = DType::kF32;
     p = store.data();
-  } else if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {  // unaligned raw_data: copy
-    auto& store = shared_->storage.emplace_back(init.bytes.begin(), init.bytes.end());
-    p = store.data();
+  } else if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {
+    // Misaligned raw_data: a small one is copied now, a large one when an op that reads it
+    // typed is built (align_constant); a Gather and a re-quantizing MatMul read it in place.
+    if (init.bytes.size() >= onnx::Tensor::kMisalignedViewBytes) {
+      v.misaligned = true;
+    } else {
+      auto& store = shared_->storage.emplace_back(init.bytes.begin(), init.bytes.end());
+      p = store.data();
+    }
   }
   v.t.data = const_cast<void*>(p);
   v.root = static_cast<int>(values_.size());
   values_.push_back(std::move(v));
   return ids_[init.name] = values_.back().root;
+}
+
+// Whether constant `t`, input `i` of `node`, may stay a misaligned view: the ops that read it
+// bytewise (a Gather copies rows; a MatMul re-quantizing a 2-D float B reads it by memcpy).
+bool reads_misaligned(const onnx::Node& node, size_t i, const Tensor& t, const SessionOptions& options) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
+  if (node.op_type == "Gather") return i == 0;
+  if (node.op_type == "MatMul")
+    return i == 1 && options.requantize_float != 0 && t.shape.rank == 2 &&
+           (t.dtype == DType::kF32 || t.dtype == DType::kF16 || t.dtype == DType::kBF16);
+  return false;
+}
+
+void SessionImpl::align_constant(int value) {
+  Value& v = values_[value];
+  if (!v.misaligned) return;
+  const auto* p = static_cast<const uint8_t*>(v.t.data);
+  auto& store = shared_->storage.emplace_back(p, p + v.t.bytes());
+  v.t.data = store.data();
+  v.misaligned = false;
 }
 
 void SessionImpl::build() {
@@ -116,6 +142,7 @@ void SessionImpl::build() {
         continue;
       }
       in[i] = value_id(node.inputs[i]);
+      if (!reads_misaligned(node, i, values_[in[i]].t, options)) align_constant(in[i]);
       const Value& v = values_[in[i]];
       b.in_types.emplace_back(v.t.dtype);
       b.constants.push_back(v.kind == Kind::kConstant ? &v.t : nullptr);

@@ -38,6 +38,7 @@ struct Value {
   Tensor binding;
   std::vector<int64_t> declared;  // graph inputs/outputs: declared dims (-1 = symbolic)
   bool has_declared = false;
+  bool misaligned = false;  // a constant viewing large misaligned raw_data (onnx/model.h)
 };
 
 struct PlanNode {
@@ -135,6 +136,7 @@ class SessionImpl final : public Session {
   void build();
   int value_id(const std::string& name);
   int add_constant(const onnx::Tensor& init);
+  void align_constant(int value);  // copies a misaligned constant's bytes (Value::misaligned)
   void fold(const onnx::Node& node, std::unique_ptr<Op> op, const std::vector<int>& in,
             const std::vector<int>& out);
   // session_pages.cc

@@ -98,6 +98,12 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+bool Tensor::aligned() const {
+  const int64_t bits = data_type_bits(dtype);
+  const auto align = bits >= 16 ? static_cast<uintptr_t>(bits / 8) : uintptr_t{1};
+  return reinterpret_cast<uintptr_t>(bytes.data()) % align == 0;
+}
+
 const Attribute* Node::attr(std::string_view attr_name) const {
   for (const auto& a : attributes)
     if (a.name == attr_name) return &a;

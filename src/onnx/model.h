@@ -47,16 +47,21 @@ struct Tensor {
   std::string name;
   DataType dtype = DataType::kUndefined;
   std::vector<int64_t> dims;
-  // Little-endian, row-major, exactly tensor_bytes(dtype, numel), aligned to the element size
-  // (so data<T>() is safe): raw bytes are viewed in place, except the rare misaligned
-  // inline raw_data of a 2/4/8-byte type, which is copied into Model::owned.
+  // Little-endian, row-major, exactly tensor_bytes(dtype, numel). Raw bytes are viewed in
+  // place. A misaligned inline raw_data of a 2/4/8-byte type (protobuf puts it anywhere) is
+  // copied into Model::owned when it is small (under kMisalignedViewBytes); a large one stays a
+  // view (an fp32 embedding: 545 MB that a copy would keep resident, while the file mapping
+  // holds only the rows a Gather reads): aligned() is false for it, data<T>() must not be used
+  // on it (the session copies it for the ops that read it typed: graph/session_build.cc).
   std::span<const uint8_t> bytes;
   bool external = false;  // bytes come from an external data file
   int64_t numel() const;
+  bool aligned() const;  // bytes.data() is aligned to the element size
   template <typename T>
   const T* data() const {
     return reinterpret_cast<const T*>(bytes.data());
   }
+  static constexpr size_t kMisalignedViewBytes = size_t{1} << 20;
 };
 
 enum class AttrType : int32_t {

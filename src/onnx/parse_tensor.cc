@@ -117,6 +117,7 @@ std::span<const uint8_t> Parser::aligned(DataType dt, std::span<const uint8_t> b
   const int64_t bits = data_type_bits(dt);
   const uintptr_t align = bits >= 16 ? static_cast<uintptr_t>(bits / 8) : 1;
   if (b.empty() || reinterpret_cast<uintptr_t>(b.data()) % align == 0) return b;
+  if (b.size() >= Tensor::kMisalignedViewBytes) return b;  // viewed in place (model.h)
   auto& v = m_.owned.emplace_back(b.begin(), b.end());
   return {v.data(), v.size()};
 }

@@ -49,7 +49,8 @@ class Parser {
 
   // parse_tensor.cc
   Tensor parse_tensor(std::span<const uint8_t> bytes, const std::string& context);
-  // Typed tensors are read through T* by the executor: copy (rarely) misaligned raw bytes.
+  // Typed tensors are read through T* by the executor: copy (rarely) misaligned raw bytes,
+  // unless they are large (Tensor::kMisalignedViewBytes: the session copies those on demand).
   std::span<const uint8_t> aligned(DataType dt, std::span<const uint8_t> b);
   std::span<const uint8_t> decode_typed(DataType dt, const std::vector<Field>& fields, int64_t numel,
                                         int64_t nbytes, const std::string& who, const std::string& desc);

@@ -48,10 +48,10 @@ class GatherOp final : public Op {
           std::memcpy(dst + (o * n + i) * row, from, row);
           continue;
         }
-        const auto* h = reinterpret_cast<const uint16_t*>(from);
         float* y = reinterpret_cast<float*>(dst) + (o * n + i) * row_elems;
-        for (int64_t e = 0; e < row_elems; ++e)
-          y[e] = data.dtype == DType::kBF16 ? bf16_to_float(h[e]) : fp16_to_float(h[e]);
+        for (int64_t e = 0; e < row_elems; ++e)  // the table may be misaligned (onnx/model.h)
+          y[e] = data.dtype == DType::kBF16 ? bf16_to_float(load_u16(from, e))
+                                            : fp16_to_float(load_u16(from, e));
       }
     }
   }

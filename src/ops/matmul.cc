@@ -3,6 +3,7 @@
 // graph/rewrites.h half_matmul_weights) is packed once at load into x16 panels
 // of its own precision (kernels/float_x16_matmul.h).
 #include <algorithm>
+#include <cstring>
 
 #include "base/fp16.h"
 #include "kernels/float_x16_matmul.h"
@@ -145,11 +146,14 @@ std::unique_ptr<Op> make_matmul(OpBuild& b) {
   // --requantize-float q8|q4: a constant float weight becomes a MatMulNBits-style packed matrix.
   if (b.options.requantize_float != 0 && B != nullptr && B->shape.rank == 2 && B->numel() > 0 &&
       (B->dtype == DType::kF32 || B->dtype == DType::kF16 || B->dtype == DType::kBF16)) {
-    float (*at)(const void*, int64_t) =
-        B->dtype == DType::kF32 ? [](const void* d, int64_t i) { return static_cast<const float*>(d)[i]; }
-        : B->dtype == DType::kF16
-            ? [](const void* d, int64_t i) { return fp16_to_float(static_cast<const uint16_t*>(d)[i]); }
-            : [](const void* d, int64_t i) { return bf16_to_float(static_cast<const uint16_t*>(d)[i]); };
+    // Read by memcpy: B may be a misaligned view of the file (onnx/model.h, a tied embedding).
+    float (*at)(const void*, int64_t) = B->dtype == DType::kF32 ? [](const void* d, int64_t i) {
+      float f;
+      std::memcpy(&f, static_cast<const uint8_t*>(d) + i * 4, 4);
+      return f;
+    }
+    : B->dtype == DType::kF16 ? [](const void* d, int64_t i) { return fp16_to_float(load_u16(d, i)); }
+                              : [](const void* d, int64_t i) { return bf16_to_float(load_u16(d, i)); };
     return make_requantized_matmul(b, K, N, at, B->data, b.options.requantize_float, b_nk);
   }
   if (b.type(1) == DType::kF16 || b.type(1) == DType::kBF16) {

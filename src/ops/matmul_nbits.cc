@@ -344,7 +344,21 @@ std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
   const int qmax = bits == 8 ? 127 : 7, offset = 1 << (bits - 1);  // codes q + offset, zero point implicit
   std::vector<uint8_t> codes(static_cast<size_t>(N * kb * blob), 0);
   std::vector<float> scales(static_cast<size_t>(N * kb));
+  // A B stored [N, K] (a tied embedding, which the Gather still reads at run) gives its file
+  // pages back as its rows are quantized: the Gather maps again only the rows it looks up, so
+  // the load's peak does not hold the whole fp32 table (545 MB for Qwen2.5's vocabulary).
+  const Tensor* source = b.constant_or_null(1);
+  const size_t row_bytes = b_nk && source != nullptr ? static_cast<size_t>(K) * dtype_size(source->dtype) : 0;
   auto quantize_columns = [&](int64_t n0, int64_t n1) {
+    struct ReleaseRows {
+      const OpBuild& b;
+      const uint8_t* p;
+      size_t n;
+      ~ReleaseRows() {
+        if (n > 0 && b.release_pages) b.release_pages(p, n);
+      }
+    } release{b, static_cast<const uint8_t*>(data) + static_cast<size_t>(n0) * row_bytes,
+              static_cast<size_t>(n1 - n0) * row_bytes};
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t blk = 0; blk < kb; ++blk) {
         const int64_t k0 = blk * 32, k1 = std::min<int64_t>(K, k0 + 32);
