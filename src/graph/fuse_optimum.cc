@@ -80,7 +80,8 @@ std::vector<float> widened(const onnx::Tensor& t) {
       std::memcpy(&v[i], p + i * 4, 4);
       continue;
     }
-    v[i] = t.dtype == onnx::DataType::kFloat16 ? fp16_to_float(load_u16(p, i)) : bf16_to_float(load_u16(p, i));
+    v[i] =
+        t.dtype == onnx::DataType::kFloat16 ? fp16_to_float(load_u16(p, i)) : bf16_to_float(load_u16(p, i));
   }
   return v;
 }
