@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(cmake ninja-build g++ clang clang-format libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev unicode-data libclang-rt-14-dev python3 python3-venv ccache
-      pkg-config libcpp-httplib-dev)
+      pkg-config libcpp-httplib-dev libboost-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # Node.js + npm (reference oracles): Debian's packages unless a node is already installed

@@ -1,4 +1,4 @@
-// `nbits serve`: an OpenAI-compatible HTTP server (src/serve), where the build has cpp-httplib.
+// `nbits serve`: an OpenAI-compatible HTTP server (src/serve), where the build has Boost.Beast.
 #include <string>
 #include <vector>
 
@@ -32,11 +32,8 @@ int serve_main(const std::vector<std::string>& args) {
   f.i64("--queue", "N", "requests that may wait for a free session", 16, 0, 100000);
   f.i64("--prefill-chunk", "N", "prompt tokens per prefill step (other sessions decode between steps)", 128,
         1, 1 << 20);
-  f.i64("--connections", "N", "connection threads, one per open connection (0 = parallel + queue + 4)", 0, 0,
-        100000);
-  f.i64("--connection-queue", "N",
-        "connections that may wait for a connection thread (default: --connections); more get 503",
-        std::nullopt, 0, 100000);
+  f.i64("--connections", "N", "open connections served at once, more get 503 (0 = parallel + queue + 4)", 0,
+        0, 100000);
   f.str("--cors", "ORIGIN",
         "allow browser pages from ORIGIN (e.g. http://localhost:3000, or *): CORS headers and OPTIONS "
         "preflight (default: off)");
@@ -69,7 +66,6 @@ int serve_main(const std::vector<std::string>& args) {
   o.variant = f.get_str("--variant");
   o.prefill_chunk = f.get_i64("--prefill-chunk");
   o.connections = static_cast<int>(f.get_i64("--connections"));
-  if (f.has("--connection-queue")) o.connection_queue = static_cast<int>(f.get_i64("--connection-queue"));
   if (f.has("--cors")) {
     o.cors = f.get_str("--cors");
     if (o.cors.empty() || o.cors.find_first_of("\r\n\t ,") != std::string::npos)
@@ -78,8 +74,7 @@ int serve_main(const std::vector<std::string>& args) {
   return serve::run_server(o);
 #else
   throw Error(
-      "this nbits was built without the HTTP server (cpp-httplib not found: apt-get install "
-      "libcpp-httplib-dev)");
+      "this nbits was built without the HTTP server (Boost.Beast not found: apt-get install libboost-dev)");
 #endif
 }
 

@@ -1,5 +1,6 @@
 // `nbits serve`: an OpenAI-compatible HTTP server over the public API (include/nbits).
-// Built only where cpp-httplib is found (NBITS_HAVE_SERVE); the core library never links it.
+// Built only where Boost's headers (Beast, Asio) are found (NBITS_HAVE_SERVE); the core library
+// never uses them.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,7 @@ struct ServeOptions {
   std::string variant;             // an Optimum folder's decoder (--variant)
   int64_t prefill_chunk = 128;     // prompt tokens per step; other sessions decode between chunks
   std::string cors;                // "" = no CORS headers; else Access-Control-Allow-Origin's value
-  int connections = 0;             // connection threads; 0 = parallel + queue + 4
-  int connection_queue = -1;       // connections that may wait for a thread; -1 = `connections`
+  int connections = 0;             // open connections served at once; 0 = parallel + queue + 4
 };
 
 // Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until

@@ -1,13 +1,12 @@
 // The HTTP front-end of `nbits serve`: routes, OpenAI response shapes, SSE, the per-request
 // generation loop on a slot (see slots.h), /metrics. Uses only the public API (include/nbits).
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -20,7 +19,8 @@
 #include <vector>
 
 #include "nbits/nbits.h"
-#include "serve/connection.h"
+#include "serve/http.h"
+#include "serve/http_server.h"
 #include "serve/request.h"
 #include "serve/serve.h"
 #include "serve/slots.h"
@@ -67,7 +67,6 @@ struct Job {
   int64_t max_tokens = 0;
   std::string id;
   int64_t created = 0;
-  int fd = -1;  // the connection's socket (find_socket), to notice a departed client without writing
   SlotPool* pool = nullptr;
   ~Job() {
     if (pool) pool->unadmit();
@@ -83,18 +82,21 @@ class Server {
   int run();
 
  private:
-  void routes();
-  bool authorized(const httplib::Request& req, httplib::Response& res);
-  bool ready(httplib::Response& res);
-  void handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
-  void run_job(Job& job, httplib::DataSink& sink);
+  void route(const HttpRequest& req, HttpResponse& res);
+  void refusal(Refusal why, const std::string& detail, HttpResponse& res);
+  bool authorized(const HttpRequest& req, HttpResponse& res);
+  bool ready(HttpResponse& res);
+  void handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint endpoint);
+  void tokenize(const HttpRequest& req, HttpResponse& res);
+  void detokenize(const HttpRequest& req, HttpResponse& res);
+  void run_job(Job& job, ResponseWriter& sink);
   json chunk(const Job& job, json choice) const;
   std::string new_id(const char* prefix);
-  void send_error(httplib::Response& res, const ApiError& e);
+  void send_error(HttpResponse& res, const ApiError& e);
   std::string metrics_text() const;
 
   ServeOptions opt_;
-  httplib::Server http_;
+  std::unique_ptr<HttpServer> http_;
   std::atomic<bool> ready_{false};
   std::shared_ptr<const Model> model_;
   std::unique_ptr<SlotPool> pool_;
@@ -106,9 +108,10 @@ class Server {
   Turns turns_;
   std::atomic<bool> stopping_{false};  // a signal came: no new work; prefills and waiters end
   std::atomic<bool> aborting_{false};  // a second signal: generations end at their next token
+  int connections_ = 0;                // open connections served (--connections)
 };
 
-void Server::send_error(httplib::Response& res, const ApiError& e) {
+void Server::send_error(HttpResponse& res, const ApiError& e) {
   ++m_.errors;
   res.status = e.status;
   res.set_content(dump(e.body()), "application/json");
@@ -122,10 +125,10 @@ std::string Server::new_id(const char* prefix) {
   return buf;
 }
 
-bool Server::authorized(const httplib::Request& req, httplib::Response& res) {
+bool Server::authorized(const HttpRequest& req, HttpResponse& res) {
   if (opt_.api_key.empty()) return true;
   const std::string want = "Bearer " + opt_.api_key;
-  const std::string got = req.get_header_value("Authorization");
+  const std::string got = req.header("Authorization");
   unsigned diff = got.size() == want.size() ? 0u : 1u;
   for (size_t i = 0; i < want.size(); ++i)
     diff |= static_cast<unsigned char>(i < got.size() ? got[i] : 0) ^ static_cast<unsigned char>(want[i]);
@@ -136,7 +139,7 @@ bool Server::authorized(const httplib::Request& req, httplib::Response& res) {
   return false;
 }
 
-bool Server::ready(httplib::Response& res) {
+bool Server::ready(HttpResponse& res) {
   if (ready_) return true;
   send_error(res, ApiError(503, "the model is loading", "", "model_loading", "server_error"));
   res.set_header("Retry-After", "1");
@@ -163,7 +166,7 @@ json usage_json(int64_t prompt, int64_t completion, int64_t cached) {
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-void Server::handle_generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint endpoint) {
   ++(endpoint == Endpoint::kChat ? m_.requests_chat : m_.requests_completions);
   if (!authorized(req, res) || !ready(res)) return;
   auto job = std::make_shared<Job>();
@@ -221,42 +224,36 @@ void Server::handle_generate(const httplib::Request& req, httplib::Response& res
     return;
   }
   job->pool = pool_.get();
-  job->fd = find_socket(req);
   job->id = new_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
   job->created = static_cast<int64_t>(std::time(nullptr));
-  // Non-stream responses are chunked too, so a client that has gone is noticed while it waits
-  // (a blank before the JSON value every 250 ms). "; charset=utf-8" keeps httplib from
-  // compressing them, which would hold those bytes back.
+  // Non-stream responses are chunked too: the JSON value is written when it is complete, with a
+  // blank before it every 250 ms while it is generated (for proxies that time out idle replies).
   const char* type = job->req.stream ? "text/event-stream" : "application/json; charset=utf-8";
   if (job->req.stream) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
   }
-  res.set_chunked_content_provider(type, [this, job](size_t, httplib::DataSink& sink) {
-    run_job(*job, sink);
-    sink.done();
-    return true;
-  });
+  res.set_stream(type, [this, job](ResponseWriter& sink) { run_job(*job, sink); });
 }
 
-void Server::run_job(Job& job, httplib::DataSink& sink) {
+void Server::run_job(Job& job, ResponseWriter& sink) {
   const GenRequest& r = job.req;
   const bool chat = r.endpoint == Endpoint::kChat;
   bool ok = true;
   auto last_write = Clock::now();
   auto write = [&](const std::string& s) {
-    if (ok && !sink.write(s.data(), s.size())) ok = false;
+    if (ok && !sink.write(s)) ok = false;
     last_write = Clock::now();
     return ok;
   };
-  // The client is still there: its socket shows no EOF (checked without writing, so between
-  // two prefill chunks too) and the last write succeeded.
+  // The client is still there: the read outstanding on its socket saw no EOF (so between two
+  // prefill chunks too) and the last write succeeded.
   auto alive = [&] {
-    if (ok && !peer_open(job.fd)) ok = false;
+    if (ok && sink.client_gone()) ok = false;
     return ok;
   };
-  // While nothing else is written: a blank (JSON) or an SSE comment, to notice a closed socket
-  // where the peer check cannot (no socket found).
+  // While nothing else is written: a blank (JSON) or an SSE comment (kept for proxies and
+  // clients that time out a silent reply).
   auto heartbeat = [&] {
     if (alive() && Clock::now() - last_write >= std::chrono::milliseconds(250))
       write(r.stream ? ": ping\n\n" : " ");
@@ -433,7 +430,7 @@ std::string Server::metrics_text() const {
   line("nbits_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a session's cache.",
        d(m_.cached_tokens));
   line("nbits_requests_rejected_connections_total", "counter",
-       "Connections answered 503 because every connection thread was taken.", d(m_.rejected_connections));
+       "Connections answered 503 because --connections were open.", d(m_.rejected_connections));
   line("nbits_prefill_tokens_total", "counter", "Prompt tokens run through the model.", d(m_.prefill_tokens));
   line("nbits_prefill_chunks_total", "counter", "Prefill steps (--prefill-chunk tokens at most).",
        d(m_.prefill_chunks));
@@ -446,140 +443,114 @@ std::string Server::metrics_text() const {
   return out;
 }
 
-void Server::routes() {
-  // Connections beyond the connection threads and their queue: 503 at once (see connection.h).
-  http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!BoundedTaskQueue::rejecting()) return httplib::Server::HandlerResponse::Unhandled;
-    ++m_.rejected_connections;
-    send_error(res, ApiError(503, "too many connections: every connection thread is taken, try again later",
-                             "", "too_many_connections", "server_error"));
-    res.set_header("Retry-After", "1");
-    // httplib closes the connection after a response when the request asked for it.
-    const_cast<httplib::Request&>(req).set_header("Connection", "close");
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  if (!opt_.cors.empty()) {
-    // CORS: every response names the allowed origin; a preflight (OPTIONS, sent without
-    // credentials) gets the methods and headers a browser client uses.
-    http_.set_default_headers({{"Access-Control-Allow-Origin", opt_.cors},
-                               {"Access-Control-Expose-Headers", "Retry-After"},
-                               {"Vary", "Origin"}});
-    http_.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& res) {
-      res.status = 204;
-      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-      res.set_header("Access-Control-Max-Age", "86400");
-    });
+void Server::tokenize(const HttpRequest& req, HttpResponse& res) {
+  const json b = parse_body(req.body);
+  auto c = b.find("content");
+  if (c == b.end() || !c->is_string())
+    throw ApiError(400, "'content' must be a string", "content", "invalid_value");
+  bool add_special = false;
+  if (auto a = b.find("add_special"); a != b.end() && !a->is_null()) {
+    if (!a->is_boolean())
+      throw ApiError(400, "'add_special' must be a boolean", "add_special", "invalid_value");
+    add_special = a->get<bool>();
   }
-  http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  res.set_content(dump({{"tokens", model_->encode(c->get<std::string>(), add_special)}}), "application/json");
+}
+
+void Server::detokenize(const HttpRequest& req, HttpResponse& res) {
+  const json b = parse_body(req.body);
+  auto t = b.find("tokens");
+  if (t == b.end() || !t->is_array())
+    throw ApiError(400, "'tokens' must be an array", "tokens", "invalid_value");
+  std::vector<int32_t> ids;
+  const int64_t vocab = model_->vocab_size();
+  for (const auto& x : *t) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
+      throw ApiError(400, "'tokens' must hold token ids in [0, " + std::to_string(vocab) + ")", "tokens",
+                     "invalid_value");
+    ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+  }
+  res.set_content(dump({{"content", model_->decode(ids)}}), "application/json");
+}
+
+// Every request, on a worker thread (serve/http_server.h).
+void Server::route(const HttpRequest& req, HttpResponse& res) {
+  const std::string& m = req.method;
+  const std::string& path = req.path;
+  if (m == "OPTIONS" && !opt_.cors.empty()) {
+    // A CORS preflight (sent without credentials): the methods and headers a browser client uses.
+    res.status = 204;
+    res.content_type.clear();
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.set_header("Access-Control-Max-Age", "86400");
+    return;
+  }
+  if (m == "GET" && path == "/health") {
     if (ready_) {
       res.set_content(R"({"status":"ok"})", "application/json");
     } else {
       res.status = 503;
       res.set_content(R"({"status":"loading"})", "application/json");
     }
-  });
-  http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(req, res, Endpoint::kChat);
-  });
-  http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(req, res, Endpoint::kCompletions);
-  });
-  auto model_json = [this] {
-    return json{{"id", model_id_},
-                {"object", "model"},
-                {"created", created_},
-                {"owned_by", "nbits"},
-                {"context_length", pool_->context()}};
-  };
-  http_.Get("/v1/models", [this, model_json](const httplib::Request& req, httplib::Response& res) {
-    ++m_.requests_other;
-    if (!authorized(req, res) || !ready(res)) return;
-    res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
-  });
-  http_.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
-    ++m_.requests_other;
-    if (!authorized(req, res) || !ready(res)) return;
-    if (req.matches[1] != model_id_)
-      return send_error(res, ApiError(404, "the model '" + std::string(req.matches[1]) + "' does not exist",
-                                      "model", "model_not_found"));
-    res.set_content(dump(model_json()), "application/json");
-  });
-  http_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    ++m_.requests_other;
-    if (!authorized(req, res) || !ready(res)) return;
-    try {
-      const json b = parse_body(req.body);
-      auto c = b.find("content");
-      if (c == b.end() || !c->is_string())
-        throw ApiError(400, "'content' must be a string", "content", "invalid_value");
-      bool add_special = false;
-      if (auto a = b.find("add_special"); a != b.end() && !a->is_null()) {
-        if (!a->is_boolean())
-          throw ApiError(400, "'add_special' must be a boolean", "add_special", "invalid_value");
-        add_special = a->get<bool>();
-      }
-      res.set_content(dump({{"tokens", model_->encode(c->get<std::string>(), add_special)}}),
-                      "application/json");
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    } catch (const Error& e) {
-      send_error(res, ApiError(400, e.what()));
-    }
-  });
-  http_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    ++m_.requests_other;
-    if (!authorized(req, res) || !ready(res)) return;
-    try {
-      const json b = parse_body(req.body);
-      auto t = b.find("tokens");
-      if (t == b.end() || !t->is_array())
-        throw ApiError(400, "'tokens' must be an array", "tokens", "invalid_value");
-      std::vector<int32_t> ids;
-      const int64_t vocab = model_->vocab_size();
-      for (const auto& x : *t) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
-          throw ApiError(400, "'tokens' must hold token ids in [0, " + std::to_string(vocab) + ")", "tokens",
-                         "invalid_value");
-        ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
-      }
-      res.set_content(dump({{"content", model_->decode(ids)}}), "application/json");
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    } catch (const Error& e) {
-      send_error(res, ApiError(400, e.what()));
-    }
-  });
-  http_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    return;
+  }
+  if (m == "POST" && path == "/v1/chat/completions") return handle_generate(req, res, Endpoint::kChat);
+  if (m == "POST" && path == "/v1/completions") return handle_generate(req, res, Endpoint::kCompletions);
+  if (m == "GET" && path == "/metrics") {
     if (!authorized(req, res)) return;
-    res.set_content(metrics_text(), "text/plain; version=0.0.4");
-  });
-  // Statuses httplib sets itself (no route, body too large, malformed request) get a JSON body too.
-  http_.set_error_handler(
-      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        std::string msg =
-            res.status == 404 ? "no route " + req.method + " " + req.path
-            : res.status == 413
-                ? "the request body is larger than " + std::to_string(opt_.max_body_bytes) + " bytes"
-                : std::string("bad request (HTTP ") + std::to_string(res.status) + ")";
-        const ApiError e(res.status, msg, "", res.status == 404 ? "not_found" : "");
-        ++m_.errors;
-        res.set_content(dump(e.body()), "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http_.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    ++m_.errors;
-    res.status = 500;
-    res.set_content(dump(ApiError(500, "internal error: " + what).body()), "application/json");
-  });
+    return res.set_content(metrics_text(), "text/plain; version=0.0.4");
+  }
+  const std::string model_prefix = "/v1/models/";
+  const bool models = m == "GET" && (path == "/v1/models" || path.rfind(model_prefix, 0) == 0);
+  const bool tok = m == "POST" && (path == "/tokenize" || path == "/detokenize");
+  if (!models && !tok) return send_error(res, ApiError(404, "no route " + m + " " + path, "", "not_found"));
+  ++m_.requests_other;
+  if (!authorized(req, res) || !ready(res)) return;
+  try {
+    if (path == "/tokenize") return tokenize(req, res);
+    if (path == "/detokenize") return detokenize(req, res);
+    const json model = {{"id", model_id_},
+                        {"object", "model"},
+                        {"created", created_},
+                        {"owned_by", "nbits"},
+                        {"context_length", pool_->context()}};
+    if (path == "/v1/models")
+      return res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+    const std::string id = path.substr(model_prefix.size());
+    if (id != model_id_)
+      throw ApiError(404, "the model '" + id + "' does not exist", "model", "model_not_found");
+    res.set_content(dump(model), "application/json");
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const Error& e) {
+    send_error(res, ApiError(400, e.what()));
+  }
+}
+
+// What the HTTP layer answers itself: malformed requests, bodies over --max-body, connections
+// beyond --connections, a route that threw.
+void Server::refusal(Refusal why, const std::string& detail, HttpResponse& res) {
+  switch (why) {
+    case Refusal::kBadRequest:
+      send_error(res, ApiError(400, "bad request (HTTP 400): " + detail));
+      break;
+    case Refusal::kBodyTooLarge:
+      send_error(res, ApiError(413, "the request body is larger than " + std::to_string(opt_.max_body_bytes) +
+                                        " bytes"));
+      break;
+    case Refusal::kTooManyConnections:
+      ++m_.rejected_connections;
+      send_error(res, ApiError(503,
+                               "too many connections: " + std::to_string(connections_) +
+                                   " are open, try again later",
+                               "", "too_many_connections", "server_error"));
+      res.set_header("Retry-After", "1");
+      break;
+    case Refusal::kInternal:
+      send_error(res, ApiError(500, "internal error: " + detail));
+      break;
+  }
 }
 
 int Server::run() {
@@ -600,32 +571,24 @@ int Server::run() {
                                          : p.filename().string();
   created_ = static_cast<int64_t>(std::time(nullptr));
 
-  const int http_threads = opt_.connections > 0 ? opt_.connections : opt_.parallel + opt_.queue + 4;
-  const int http_waiting = opt_.connection_queue >= 0 ? opt_.connection_queue : http_threads;
-  http_.new_task_queue = [http_threads, http_waiting] {
-    return new BoundedTaskQueue(static_cast<size_t>(http_threads), static_cast<size_t>(http_waiting));
-  };
-  http_.set_payload_max_length(opt_.max_body_bytes);
-  http_.set_read_timeout(30, 0);
-  http_.set_write_timeout(30, 0);
-  http_.set_keep_alive_timeout(5);
-  routes();
-  int port = opt_.port;
-  if (port == 0) {
-    port = http_.bind_to_any_port(opt_.host);
-    if (port <= 0) throw Error("cannot listen on " + opt_.host + " (any port)");
-  } else if (!http_.bind_to_port(opt_.host, port)) {
-    throw Error("cannot listen on " + opt_.host + ":" + std::to_string(port) +
-                " (in use, or not an address here)");
-  }
-  if (!widen_listen_backlog(port, SOMAXCONN))
-    std::fprintf(stderr, "nbits serve: warning: listen backlog stays 5 (a connect burst may wait 1 s)\n");
+  HttpServerOptions ho;
+  connections_ = opt_.connections > 0 ? opt_.connections : opt_.parallel + opt_.queue + 4;
+  ho.max_connections = connections_;
+  // Every admitted generation holds a worker (parallel + queue); a few more run the other routes.
+  ho.workers = opt_.parallel + opt_.queue + 4;
+  ho.max_body_bytes = opt_.max_body_bytes;
+  if (!opt_.cors.empty())
+    ho.default_headers = {{"Access-Control-Allow-Origin", opt_.cors},
+                          {"Access-Control-Expose-Headers", "Retry-After"},
+                          {"Vary", "Origin"}};
+  http_ = std::make_unique<HttpServer>(
+      ho, [this](const HttpRequest& req, HttpResponse& res) { route(req, res); },
+      [this](Refusal why, const std::string& detail, HttpResponse& res) { refusal(why, detail, res); });
+  const int port = http_->listen(opt_.host, opt_.port);
   const std::string url = "http://" + opt_.host + ":" + std::to_string(port);
   std::printf("nbits serve: listening on %s (loading the model)\n", url.c_str());
   std::fflush(stdout);
-  std::thread listener([this] { http_.listen_after_bind(); });
-  for (int i = 0; i < 500 && !http_.is_running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  http_->start();
   std::thread([this, sigs] {
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -634,7 +597,7 @@ int Server::run() {
                  "end (again: stop every reply)\n",
                  sig);
     stopping_ = true;
-    http_.stop();
+    http_->stop();
     sigwait(&sigs, &sig);
     std::fprintf(stderr, "nbits serve: signal %d: stopping every reply (again: exit now)\n", sig);
     aborting_ = true;
@@ -657,8 +620,8 @@ int Server::run() {
     model_ = model;
     pool_ = std::make_unique<SlotPool>(model_, opt_.parallel, opt_.ctx, opt_.queue);
   } catch (...) {
-    http_.stop();
-    listener.join();
+    http_->stop();
+    http_->wait();
     throw;
   }
   ready_ = true;  // before the "ready" line: whoever reads it may call at once
@@ -672,14 +635,12 @@ int Server::run() {
       pool_->size(), pool_->size() == 1 ? "" : "s", static_cast<long long>(pool_->context()),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes()), pool_->size(),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes() + kv));
-  std::printf(
-      "nbits serve: queue %d, prefill chunk %lld, %d connection threads (+%d waiting), %s%s%s; ready: "
-      "%s/v1\n",
-      opt_.queue, static_cast<long long>(opt_.prefill_chunk), http_threads, http_waiting,
-      opt_.api_key.empty() ? "no API key" : "API key required", opt_.cors.empty() ? "" : ", CORS ",
-      opt_.cors.c_str(), url.c_str());
+  std::printf("nbits serve: queue %d, prefill chunk %lld, %d connections, %s%s%s; ready: %s/v1\n", opt_.queue,
+              static_cast<long long>(opt_.prefill_chunk), connections_,
+              opt_.api_key.empty() ? "no API key" : "API key required", opt_.cors.empty() ? "" : ", CORS ",
+              opt_.cors.c_str(), url.c_str());
   std::fflush(stdout);
-  listener.join();
+  http_->wait();
   return 0;
 }
 
