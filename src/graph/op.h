@@ -98,6 +98,8 @@ class Op {
   // needs at load (MatMulNBits packs B, scales, zero points, bias): the session
   // then lets the file pages behind that initializer go.
   virtual bool reads_constant_at_run(size_t /*input*/) const { return true; }
+  // True when run() honours Tensor::rows on input (or output) i.
+  virtual bool takes_row_pointers(bool /*output*/, size_t /*i*/) const { return false; }
 };
 
 using OpFactory = std::unique_ptr<Op> (*)(OpBuild& b);

@@ -73,8 +73,31 @@ std::string SessionImpl::output_producer(std::string_view name) const {
   return v.producer >= 0 ? plan_[v.producer].op_type : "";
 }
 
+bool SessionImpl::takes_row_pointers(std::string_view name) const {
+  int id = -1;
+  for (int i : inputs_)
+    if (values_[i].name == name) id = i;
+  for (int i : outputs_)
+    if (values_[i].name == name) id = i;
+  if (id < 0) return false;
+  const Value& v = values_[id];
+  if (v.kind == Kind::kConstant) return false;
+  if (v.kind == Kind::kRuntime) {
+    if (v.producer < 0) return false;
+    const PlanNode& p = plan_[v.producer];
+    for (size_t o = 0; o < p.out.size(); ++o)
+      if (p.out[o] == id && !p.op->takes_row_pointers(true, o)) return false;
+  }
+  for (const PlanNode& p : plan_)
+    for (size_t i = 0; i < p.in.size(); ++i)
+      if (p.in[i] == id && !p.op->takes_row_pointers(false, i)) return false;
+  return true;
+}
+
 void SessionImpl::bind_input(std::string_view name, const Tensor& t) {
   Value& v = values_[find(inputs_, name, "graph input")];
+  NBITS_CHECK(t.rows == nullptr || (t.data == t.rows[0] && takes_row_pointers(name)), "bind_input '", v.name,
+              "': rows apart (Tensor::rows) where a reader cannot take them");
   NBITS_CHECK(t.dtype == v.t.dtype, "bind_input '", v.name, "': dtype ", dtype_name(t.dtype),
               " but the graph declares ", dtype_name(v.t.dtype));
   check_declared(v, t.shape, "bind_input");
@@ -89,6 +112,8 @@ void SessionImpl::bind_output(std::string_view name, const Tensor& t) {
   NBITS_CHECK(t.dtype == v.t.dtype, "bind_output '", v.name, "': dtype ", dtype_name(t.dtype),
               " but the graph produces ", dtype_name(v.t.dtype));
   NBITS_CHECK(v.kind == Kind::kRuntime, "bind_output '", v.name, "': output is not computed by a node");
+  NBITS_CHECK(t.rows == nullptr || (t.data == t.rows[0] && takes_row_pointers(name)), "bind_output '", v.name,
+              "': rows apart (Tensor::rows) where its producer or a reader cannot take them");
   v.bound = true;
   v.binding = t;
 }

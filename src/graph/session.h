@@ -93,6 +93,10 @@ class Session {
   // (e.g. present KV == past KV, one shared buffer). Shape must be what the
   // graph produces for the bound inputs, else run() throws.
   virtual void bind_output(std::string_view name, const Tensor& t) = 0;
+  // True when every node reading graph input `name` (or producing graph output `name`, and
+  // every node reading it) takes a tensor whose batch rows lie apart (Tensor::rows): such a
+  // tensor may then be bound there. False for unknown names.
+  virtual bool takes_row_pointers(std::string_view /*name*/) const { return false; }
   // Runs every node once. Throws nbits::Error on shape mismatch.
   virtual void run() = 0;
   // An output of the last run (bound or arena memory, valid until the next run).

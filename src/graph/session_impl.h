@@ -107,6 +107,7 @@ class SessionImpl final : public Session {
 
   void bind_input(std::string_view name, const Tensor& t) override;
   void bind_output(std::string_view name, const Tensor& t) override;
+  bool takes_row_pointers(std::string_view name) const override;
   void run() override;
   const Tensor& output(std::string_view name) const override {
     return values_[find(outputs_, name, "graph output")].t;

@@ -27,6 +27,7 @@ void SessionImpl::run() {
         NBITS_CHECK(v.binding.shape == v.t.shape, "run: output '", v.name, "' has shape ", v.t.shape.str(),
                     " but the bound buffer has shape ", v.binding.shape.str());
         v.t.data = v.binding.data;
+        v.t.rows = v.binding.rows;
         copy_alias = copy_alias || (alias >= 0 && i == 0);
       } else if (alias >= 0 && i == 0 && p.in[alias] >= 0) {
         v.t.data = p.in_ptrs[alias]->data;

@@ -58,6 +58,10 @@ struct Tensor {
   DType dtype = DType::kF32;
   Shape shape;
   void* data = nullptr;
+  // Batch rows apart (null: dense): row b of dimension 0 is the contiguous block at rows[b]
+  // (data == rows[0]). Only ops whose Op::takes_row_pointers says so see such a tensor (the
+  // batched decode step's per-session KV caches); Session::bind_input/bind_output check.
+  void* const* rows = nullptr;
 
   int64_t numel() const { return shape.numel(); }
   size_t bytes() const { return dtype_bytes(dtype, numel()); }

@@ -94,9 +94,15 @@ class GroupQueryAttentionOp final : public Op {
     if (at_.rotary) check_rotary(a, g);
 
     if (kv_f16_)
-      attend(a, g, ctx, a.out[1]->as<uint16_t>(), a.out[2]->as<uint16_t>());
+      attend(a, g, ctx, kv_rows<uint16_t>(a, g));
     else
-      attend(a, g, ctx, a.out[1]->as<float>(), a.out[2]->as<float>());
+      attend(a, g, ctx, kv_rows<float>(a, g));
+  }
+
+  // The present K/V rows are dense [B, Nkv, L, H], or each batch row its own [Nkv, L, H] block
+  // (Tensor::rows: the batched decode step over sessions' own caches, past == present).
+  bool takes_row_pointers(bool output, size_t i) const override {
+    return output ? i == 1 || i == 2 : i == 3 || i == 4;
   }
 
  private:
@@ -142,11 +148,38 @@ class GroupQueryAttentionOp final : public Op {
     return g;
   }
 
+  template <typename T>
+  struct KvRows {  // where each batch row's [Nkv, L, H] K and V blocks start
+    T* k[kMaxBatch];
+    T* v[kMaxBatch];
+  };
+  template <typename T>
+  KvRows<T> kv_rows(const OpArgs& a, const Geometry& g) const {
+    KvRows<T> kv;
+    const Tensor* io[4] = {a.out[1], a.out[2], a.input(3), a.input(4)};
+    const bool apart = io[0]->rows || io[1]->rows || (io[2] && io[2]->rows) || (io[3] && io[3]->rows);
+    const int64_t block = at_.kv_heads * g.present_len * g.H;
+    for (int64_t b = 0; b < g.B; ++b) {
+      if (apart) {
+        for (int i = 0; i < 4; ++i)
+          NBITS_CHECK(io[i] && io[i]->rows && io[i]->rows[b] == io[i & 1]->rows[b] &&
+                          io[2]->shape[2] == g.present_len,
+                      where_, ": batch rows apart need past and present to be one buffer per row");
+        kv.k[b] = static_cast<T*>(io[0]->rows[b]);
+        kv.v[b] = static_cast<T*>(io[1]->rows[b]);
+      } else {
+        kv.k[b] = io[0]->as<T>() + b * block;
+        kv.v[b] = io[1]->as<T>() + b * block;
+      }
+    }
+    return kv;
+  }
+
   // The cache update and attention over K/V rows of type T (float, or IEEE fp16 bits).
   template <typename T>
-  void attend(const OpArgs& a, const Geometry& g, RunContext& ctx, T* pk, T* pv) const {
+  void attend(const OpArgs& a, const Geometry& g, RunContext& ctx, const KvRows<T>& kv) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
-    update_cache(a, g, pk, pv);
+    update_cache(a, g, kv);
 
     // Rotated queries, [B, S, Nq, H].
     Scratch& sc = scratch();
@@ -181,8 +214,8 @@ class GroupQueryAttentionOp final : public Op {
     ap.smooth = at_.smooth;
     float* out = a.out[0]->as<float>();
     if (H > kernels::kAttentionMaxHead || attention_path() == AttentionPath::kGroup)
-      return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
-    if (S == 1) return attend_decode(g, ctx, pk, pv, threads, longest, ap, out);
+      return attend_long_heads(g, ctx, kv, threads, ap, out);
+    if (S == 1) return attend_decode(g, ctx, kv, threads, longest, ap, out);
 
     // One task = the query rows of a tile: hc query heads of one kv head at sq consecutive
     // positions (hc * sq <= the kernel's tile rows), so each K/V block is read once for all of them.
@@ -223,8 +256,8 @@ class GroupQueryAttentionOp final : public Op {
       tr.rows.lo = tr.lo;
       tr.rows.hi = tr.hi;
       tr.rows.n = n;
-      tr.K = pk + (b * Nkv + kvh) * L * H;
-      tr.V = pv + (b * Nkv + kvh) * L * H;
+      tr.K = kv.k[b] + kvh * L * H;
+      tr.V = kv.v[b] + kvh * L * H;
     };
     if (parts == 1) {
       const int64_t workers = std::min<int64_t>(tasks, threads);
@@ -268,7 +301,7 @@ class GroupQueryAttentionOp final : public Op {
   // >= 512 keys, each task's keys are split into parts (every thread streams its share of K/V)
   // and the partial softmaxes merged.
   template <typename T>
-  void attend_decode(const Geometry& g, RunContext& ctx, const T* pk, const T* pv, int64_t threads,
+  void attend_decode(const Geometry& g, RunContext& ctx, const KvRows<T>& kv, int64_t threads,
                      int64_t longest, const kernels::AttentionParams& ap, float* out) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, L = g.present_len, G = Nq / Nkv;
     const bool keys = attention_path() == AttentionPath::kKeys;
@@ -280,7 +313,7 @@ class GroupQueryAttentionOp final : public Op {
       *start = at_.window > 0 && *end > at_.window ? *end - at_.window : 0;
     };
     if (parts == 1) {
-      if (!keys) return attend_long_heads(g, ctx, pk, pv, threads, ap, out);
+      if (!keys) return attend_long_heads(g, ctx, kv, threads, ap, out);
       // Chunks of a kv head's query heads only to give every thread work (each chunk reads K/V).
       const int64_t chunks = std::min<int64_t>(G, (threads + tasks - 1) / tasks);
       const int64_t items = tasks * chunks, workers = std::min(items, threads);
@@ -291,8 +324,8 @@ class GroupQueryAttentionOp final : public Op {
           const int64_t h0 = G * c / chunks, h1 = G * (c + 1) / chunks;
           int64_t start, end;
           range(b, &start, &end);
-          const T* K = pk + ((b * Nkv + kvh) * L + start) * H;
-          const T* V = pv + ((b * Nkv + kvh) * L + start) * H;
+          const T* K = kv.k[b] + (kvh * L + start) * H;
+          const T* V = kv.v[b] + (kvh * L + start) * H;
           const int64_t row = (b * Nq + kvh * G + h0) * H;
           kernels::attend_decode(qbuf + row, H, h1 - h0, K, V, end - start, ap, out + row, H);
         }
@@ -319,8 +352,8 @@ class GroupQueryAttentionOp final : public Op {
           std::fill(part + G * (H + 1), part + G * (H + 2), 0.0f);
           continue;
         }
-        const T* K = pk + ((b * Nkv + kvh) * L + b0) * H;
-        const T* V = pv + ((b * Nkv + kvh) * L + b0) * H;
+        const T* K = kv.k[b] + (kvh * L + b0) * H;
+        const T* V = kv.v[b] + (kvh * L + b0) * H;
         const float* q = sc.q.data() + (b * Nq + kvh * G) * H;
         if (keys)
           kernels::attend_decode_partial(q, H, G, K, V, b1 - b0, ap, part);
@@ -356,7 +389,7 @@ class GroupQueryAttentionOp final : public Op {
   // Heads above the tile kernel's buffers: attend_group per (batch, kv head, position) and chunk of
   // that kv head's query heads (full scores in scratch).
   template <typename T>
-  void attend_long_heads(const Geometry& g, RunContext& ctx, const T* pk, const T* pv, int64_t threads,
+  void attend_long_heads(const Geometry& g, RunContext& ctx, const KvRows<T>& kv, int64_t threads,
                          const kernels::AttentionParams& ap, float* out) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
     Scratch& sc = scratch();
@@ -374,8 +407,8 @@ class GroupQueryAttentionOp final : public Op {
         const int64_t s = t % S, c = (t / S) % chunks, kvh = (t / (S * chunks)) % Nkv,
                       b = t / (S * chunks * Nkv);
         const int64_t h0 = kvh * G + c * per_chunk, nh = std::min(per_chunk, G - c * per_chunk);
-        const T* K = pk + (b * Nkv + kvh) * L * H;
-        const T* V = pv + (b * Nkv + kvh) * L * H;
+        const T* K = kv.k[b] + kvh * L * H;
+        const T* V = kv.v[b] + kvh * L * H;
         const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
         kernels::attend_group(sc.q.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
@@ -406,17 +439,16 @@ class GroupQueryAttentionOp final : public Op {
   // Copies past rows when present is a separate buffer, then writes the new
   // (rotated) K and V rows at [past, past + S), rounded to fp16 for an fp16 cache.
   template <typename T>
-  void update_cache(const OpArgs& a, const Geometry& g, T* pk, T* pv) const {
+  void update_cache(const OpArgs& a, const Geometry& g, const KvRows<T>& kv) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
     const Tensor* past_k = a.input(3);
     const Tensor* past_v = a.input(4);
     for (int which = 0; which < 2; ++which) {
-      T* present = which == 0 ? pk : pv;
       const Tensor* past = which == 0 ? past_k : past_v;
-      if (past && past->data == present) continue;  // shared buffer: rows already in place
+      if (past && past->data == (which == 0 ? kv.k[0] : kv.v[0])) continue;  // shared buffer: rows in place
       for (int64_t b = 0; b < g.B; ++b)
         for (int64_t h = 0; h < Nkv; ++h) {
-          T* dst = present + (b * Nkv + h) * L * H;
+          T* dst = (which == 0 ? kv.k[b] : kv.v[b]) + h * L * H;
           int64_t keep = 0;
           if (past) {
             keep = std::min(g.past[b], g.past_len);
@@ -441,7 +473,9 @@ class GroupQueryAttentionOp final : public Op {
             k = a.in[1]->as<const float>() + (b * S + s) * Nkv * H + h * H;
             v = a.in[2]->as<const float>() + (b * S + s) * Nkv * H + h * H;
           }
-          const int64_t row = (b * Nkv + h) * L + g.past[b] + s;
+          const int64_t row = h * L + g.past[b] + s;
+          T* pk = kv.k[b];
+          T* pv = kv.v[b];
           if constexpr (std::is_same_v<T, float>) {
             if (at_.rotary) {
               rotate(k, cos_row(a, g, g.past[b] + s), sin_row(a, g, g.past[b] + s), g.half, at_.interleaved,

@@ -104,6 +104,11 @@ class PackedWeightMatMulOp final : public Op {
     const int64_t rows = last ? 1 : M;
     const float* A = a.in[0]->as<const float>();
     float* Y = a.out[0]->as<float>();
+    if (M == 1) {  // one position per sequence (a batched decode step): the rows in one pass
+      ctx.pool.parallel_range(w_.panels, 1,
+                              [&](int64_t p0, int64_t p1) { kernel_.gemm(w_, p0, p1, batch, A, K, Y, N); });
+      return;
+    }
     for (int64_t bi = 0; bi < batch; ++bi) {
       const float* Ab = A + bi * M * K + (last ? (M - 1) * K : 0);
       float* Yb = Y + bi * rows * N;

@@ -48,7 +48,8 @@ class MatMulNBitsOp final : public Op {
     const float* bias = bias_.empty() ? nullptr : bias_.data();
     const int64_t rows = a.in[0]->numel() / info_.K;
     if (!perm_.empty()) A = permuted(A, rows);
-    if (a.last_position && s.rank >= 2) {
+    // One position per sequence (a batched decode step): every row is a last row, one pass.
+    if (a.last_position && s.rank >= 2 && s[s.rank - 2] != 1) {
       const int64_t S = s[s.rank - 2], batch = S ? rows / S : 0;
       for (int64_t b = 0; b < batch; ++b) {
         const float* row = A + ((b + 1) * S - 1) * info_.K;
