@@ -87,6 +87,7 @@ struct GenerationResult {
 
 class Generator;
 class TokenStream;
+void generate_next_tokens(std::span<Generator* const> generators);
 
 class Model {
  public:
@@ -181,8 +182,21 @@ class Generator {
   const Model& model() const;
 
  private:
+  friend void generate_next_tokens(std::span<Generator* const> generators);
   struct State;
   std::unique_ptr<State> s_;
 };
+
+// generate_next_token() for each of `generators` (of one Model, none of them used by another
+// thread meanwhile) as ONE batched step: the tokens they sampled last run together in one pass
+// of the model with batch generators.size(), each row on its own KV cache and position (a decode
+// step reads every weight once; B sessions stepping together cost little more than one), then
+// each samples its next token with its own options and seed. Every Generator ends as after its
+// own generate_next_token(): the same next_token(), sequence() and logits() (a row's logits do
+// not depend on the other rows: within float rounding of the batch-1 step, see docs/design.md).
+// Models whose graph cannot take a batch (docs/design.md, serve) and Generators of another
+// context length than the first step one by one. Throws, before anything runs, when one is
+// null, listed twice, of another Model, done, or has nothing to generate from.
+void generate_next_tokens(std::span<Generator* const> generators);
 
 }  // namespace nbits

@@ -208,6 +208,31 @@ void Generator::generate_next_token() {
   s_->eos = s_->m().config.is_eos(s_->next);
 }
 
+void generate_next_tokens(std::span<Generator* const> generators) {
+  std::vector<llm::Generator*> run;
+  run.reserve(generators.size());
+  for (size_t i = 0; i < generators.size(); ++i) {
+    const Generator* g = generators[i];
+    NBITS_CHECK(g != nullptr, "generate_next_tokens: generator ", i, " is null");
+    for (size_t j = 0; j < i; ++j)
+      NBITS_CHECK(generators[j] != g, "generate_next_tokens: generator ", i, " is also generator ", j);
+    NBITS_CHECK(g->s_->model == generators[0]->s_->model, "generate_next_tokens: generator ", i,
+                " is on another Model than generator 0");
+    NBITS_CHECK(!g->is_done(), "generate_next_tokens: generator ", i, " is done (",
+                g->s_->eos ? "an eos token was sampled" : "the sequence reached max_length", ")");
+    const llm::Generator& lg = *g->s_->gen;
+    NBITS_CHECK(lg.pending() >= 0 || lg.has_logits(), "generate_next_tokens: generator ", i,
+                " has nothing to generate from (call append_tokens first)");
+    if (lg.pending() >= 0) run.push_back(g->s_->gen.get());
+  }
+  llm::Generator::append_pending(run);
+  for (Generator* g : generators) {
+    Generator::State& st = *g->s_;
+    st.next = st.gen->sample_next(st.sampler);
+    st.eos = st.m().config.is_eos(st.next);
+  }
+}
+
 bool Generator::is_done() const { return s_->eos || s_->length() >= s_->max_length; }
 int32_t Generator::next_token() const { return s_->next; }
 std::span<const float> Generator::logits() const { return s_->gen->last_logits(); }

@@ -101,14 +101,14 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
         kv_cache_bytes_ += bytes;
         slot.buf[i] = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) / 64 * 64);
       }
-      if (share_) {
-        const Tensor t{dt, Shape{1, Nkv, capacity_, H}, slot.buf[0]};
-        session_->bind_input(slot.past, t);
-        session_->bind_output(slot.present, t);
-      }
       kv_.push_back(std::move(slot));
     }
   }
+  bind_own_cache();
+  batchable_ = share_ && !config_.from_hf_config;
+  for (const KvSlot& slot : kv_)
+    batchable_ =
+        batchable_ && session_->takes_row_pointers(slot.past) && session_->takes_row_pointers(slot.present);
   logits_dtype_ = session_->output_dtype(config_.logits_name);
   NBITS_CHECK(logits_dtype_ == DType::kF32 || logits_dtype_ == DType::kF16 || logits_dtype_ == DType::kBF16,
               config_.model_path(), ": output '", config_.logits_name,
@@ -136,6 +136,16 @@ std::unique_ptr<Generator> Generator::load(const std::string& dir, const graph::
   if (o.max_positions == 0) o.max_positions = config.context_length;  // the fused rotary tables
   auto session = graph::Session::load(config.model_path(), o);
   return std::make_unique<Generator>(config, std::move(session), max_length);
+}
+
+void Generator::bind_own_cache() {
+  if (!share_) return;
+  for (const KvSlot& slot : kv_) {
+    const Tensor t{kv_dtype_, Shape{1, config_.num_key_value_heads, capacity_, config_.head_size},
+                   slot.buf[0]};
+    session_->bind_input(slot.past, t);
+    session_->bind_output(slot.present, t);
+  }
 }
 
 void Generator::run_step(int64_t S, bool all_rows) {
@@ -258,10 +268,8 @@ GenerateResult Generator::generate(std::span<const int32_t> new_ids, int64_t max
   if (max_new_tokens <= 0) return result;
   Stopwatch sw;
   for (int64_t i = 0;; ++i) {
-    const int32_t tok = sampler.sample(last_logits_, tokens_);
+    const int32_t tok = sample_next(sampler);
     result.ids.push_back(tok);
-    pending_ = tok;
-    has_logits_ = false;
     const bool go_on = !on_token || on_token(tok);
     if (config_.is_eos(tok)) {
       result.stop = StopReason::kEos;
@@ -286,6 +294,127 @@ GenerateResult Generator::generate(std::span<const int32_t> new_ids, int64_t max
     stats_.decode_ms += sw.elapsed_ms();
   }
   return result;
+}
+
+int32_t Generator::sample_next(Sampler& sampler) {
+  NBITS_CHECK(has_logits_, "nothing to sample from: no step left logits");
+  const int32_t tok = sampler.sample(last_logits_, tokens_);
+  pending_ = tok;
+  has_logits_ = false;
+  return tok;
+}
+
+void Generator::append_pending(std::span<Generator* const> gens) {
+  for (size_t i = 0; i < gens.size(); ++i) {
+    NBITS_CHECK(gens[i] != nullptr && gens[i]->pending_ >= 0, "append_pending: generator ", i,
+                " has no pending token");
+    NBITS_CHECK(gens[i]->length() + 1 <= gens[i]->capacity_, "append_pending: generator ", i,
+                ": 1 new token does not fit the context of ", gens[i]->capacity_);
+    for (size_t j = 0; j < i; ++j)
+      NBITS_CHECK(gens[j] != gens[i], "append_pending: generator ", i, " is also generator ", j);
+  }
+  // Rows that can share a run: batchable, the first one's capacity and vocabulary.
+  std::vector<Generator*> batch, alone;
+  for (Generator* g : gens) {
+    const Generator* first = batch.empty() ? g : batch[0];
+    if (g->batchable_ && g->capacity_ == first->capacity_ && g->vocab_ == first->vocab_ &&
+        g->config_.model_path() == first->config_.model_path() && batch.size() < kMaxBatch)
+      batch.push_back(g);
+    else
+      alone.push_back(g);
+  }
+  if (batch.size() == 1) {
+    alone.insert(alone.begin(), batch[0]);
+    batch.clear();
+  }
+  if (!batch.empty()) run_batch(batch);
+  for (Generator* g : alone) {
+    g->one_.assign(1, g->pending_);
+    g->append(g->one_);
+  }
+}
+
+void Generator::run_batch(std::span<Generator* const> gens) {
+  Stopwatch sw;
+  Generator& lead = *gens[0];
+  graph::Session& s = *lead.session_;
+  const auto B = static_cast<int64_t>(gens.size());
+  int64_t T = 0;
+  for (const Generator* g : gens) T = std::max(T, g->length() + 1);
+  lead.batch_ids_.resize(static_cast<size_t>(B));
+  lead.batch_pos_.resize(static_cast<size_t>(B));
+  lead.batch_mask_.assign(static_cast<size_t>(B * T), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const Generator& g = *gens[static_cast<size_t>(b)];
+    NBITS_CHECK(g.vocab_ <= 0 || g.pending_ < g.vocab_, "token id ", g.pending_,
+                " is out of range for the vocabulary of ", g.vocab_);
+    lead.batch_ids_[static_cast<size_t>(b)] = g.pending_;
+    lead.batch_pos_[static_cast<size_t>(b)] = g.length();
+    std::fill_n(lead.batch_mask_.begin() + b * T, g.length() + 1, int64_t{1});
+  }
+  const GenaiConfig& c = lead.config_;
+  s.bind_input(c.input_ids_name, Tensor{DType::kI64, Shape{B, 1}, lead.batch_ids_.data()});
+  s.bind_input(c.attention_mask_name, Tensor{DType::kI64, Shape{B, T}, lead.batch_mask_.data()});
+  if (!c.position_ids_name.empty())
+    s.bind_input(c.position_ids_name, Tensor{DType::kI64, Shape{B, 1}, lead.batch_pos_.data()});
+  if (!lead.keep_name_.empty()) {
+    lead.keep_ = 1;
+    s.bind_input(lead.keep_name_, Tensor{DType::kI64, Shape{}, &lead.keep_});
+  }
+  if (!lead.branch_name_.empty()) {
+    lead.use_cache_ = true;
+    s.bind_input(lead.branch_name_, Tensor{DType::kBool, Shape{1}, &lead.use_cache_});
+  }
+  const size_t slots = lead.kv_.size();
+  lead.batch_rows_.resize(slots * static_cast<size_t>(B));
+  try {
+    for (size_t j = 0; j < slots; ++j) {
+      void** rows = lead.batch_rows_.data() + j * static_cast<size_t>(B);
+      for (int64_t b = 0; b < B; ++b) rows[b] = gens[static_cast<size_t>(b)]->kv_[j].buf[0];
+      Tensor t{lead.kv_dtype_, Shape{B, c.num_key_value_heads, lead.capacity_, c.head_size}, rows[0]};
+      t.rows = rows;
+      s.bind_input(lead.kv_[j].past, t);
+      s.bind_output(lead.kv_[j].present, t);
+    }
+    s.run();
+  } catch (...) {
+    lead.bind_own_cache();
+    throw;
+  }
+  lead.bind_own_cache();
+  const Tensor& logits = s.output(c.logits_name);
+  const int64_t V = logits.shape.rank >= 2 ? logits.shape[logits.shape.rank - 1] : 0;
+  NBITS_CHECK(V > 0 && logits.numel() == B * V, c.model_path(), ": logits ", logits.shape.str(),
+              " do not hold one row per sequence of a batch of ", B);
+  const double ms = sw.elapsed_ms();
+  for (int64_t b = 0; b < B; ++b) {
+    Generator& g = *gens[static_cast<size_t>(b)];
+    g.take_logits_row(logits, b);
+    g.tokens_.push_back(g.pending_);
+    g.pending_ = -1;
+    g.stats_.prefill_tokens += 1;  // as generate() counts a pending token it runs
+    g.stats_.prefill_ms += ms;
+    g.stats_.batch_rows += 1;
+  }
+}
+
+// Row `row` of a [B, 1, V] logits output becomes this generator's own last logits.
+void Generator::take_logits_row(const graph::Tensor& logits, int64_t row) {
+  const int64_t V = logits.shape[logits.shape.rank - 1];
+  vocab_ = V;
+  logits_f32_.resize(static_cast<size_t>(V));
+  if (logits_dtype_ == DType::kF32) {
+    std::memcpy(logits_f32_.data(), logits.as<const float>() + row * V,
+                static_cast<size_t>(V) * sizeof(float));
+  } else {
+    const auto* h = logits.as<const uint16_t>() + row * V;
+    for (int64_t i = 0; i < V; ++i)
+      logits_f32_[static_cast<size_t>(i)] =
+          logits_dtype_ == DType::kF16 ? fp16_to_float(h[i]) : bf16_to_float(h[i]);
+  }
+  all_logits_ = logits_f32_;
+  last_logits_ = all_logits_;
+  has_logits_ = true;
 }
 
 void Generator::reset() {

@@ -28,6 +28,7 @@ struct GenerationStats {
   double prefill_ms = 0;
   int64_t decode_tokens = 0;  // single-token steps
   double decode_ms = 0;       // includes sampling
+  int64_t batch_rows = 0;     // tokens run as a row of a batched step (append_pending)
   double prefill_tok_s() const { return prefill_ms > 0 ? prefill_tokens * 1e3 / prefill_ms : 0; }
   double decode_ms_per_token() const { return decode_tokens > 0 ? decode_ms / decode_tokens : 0; }
 };
@@ -69,6 +70,26 @@ class Generator {
   GenerateResult generate(std::span<const int32_t> new_ids, int64_t max_new_tokens, Sampler& sampler,
                           const std::function<bool(int32_t)>& on_token = {});
 
+  // Samples the next token from the last step's logits (what generate() does after each
+  // step); it becomes pending(). Throws when no step left logits to sample from.
+  int32_t sample_next(Sampler& sampler);
+
+  // Runs the pending token of every generator in `gens` (of one load and capacity, each with a
+  // pending token, no two alike) as ONE session run with batch gens.size(): input_ids [B, 1],
+  // each row's own position and past length (attention_mask row b: length(b) + 1 ones), and
+  // each row's own KV cache bound as a row of past/present (graph::Tensor::rows, read and
+  // written in place by GroupQueryAttention). The run takes place on gens[0]'s session (its own
+  // bindings are restored after). Each generator ends as after append({pending()}): its token
+  // cached, its own copy of its logits row. Generators that cannot take part (!batchable(), a
+  // different capacity) and a batch of one step alone, one by one. Throws before any state
+  // changes when a token does not fit.
+  static void append_pending(std::span<Generator* const> gens);
+  // The graph can run in a batched step: the KV cache is updated in place by GroupQueryAttention
+  // nodes that take per-row cache pointers, and the graph comes from a genai config (graphs
+  // rewritten from Optimum's plain ops assume batch 1).
+  bool batchable() const { return batchable_; }
+  static constexpr size_t kMaxBatch = 64;  // GroupQueryAttention's largest batch
+
   // Forgets everything (cache, pending token, stats).
   void reset();
   // Keeps only the first n cached tokens (drops the pending token).
@@ -79,6 +100,8 @@ class Generator {
   std::span<const int32_t> tokens() const { return tokens_; }
   // Sampled but not yet run (-1 if none).
   int32_t pending() const { return pending_; }
+  // The last step left logits not yet sampled from (sample_next() can draw).
+  bool has_logits() const { return has_logits_; }
   int64_t vocab_size() const { return vocab_; }
   // Bytes of the K and V cache allocated for capacity() positions (pages are
   // touched, and become resident, only as the cache fills).
@@ -98,6 +121,9 @@ class Generator {
     void* buf[2] = {nullptr, nullptr};  // buf[1]: the other half of a ping-pong pair
   };
   void run_step(int64_t S, bool all_rows);
+  void bind_own_cache();
+  static void run_batch(std::span<Generator* const> gens);
+  void take_logits_row(const graph::Tensor& logits, int64_t row);
   void check_and_stage(std::span<const int32_t> ids);
   void compact_cache(int64_t from_len, int64_t to_len);
 
@@ -110,7 +136,8 @@ class Generator {
   std::vector<KvSlot> kv_;  // K0, V0, K1, V1, ...
   graph::DType kv_dtype_ = graph::DType::kF32;
   bool share_ = true;  // past and present are one buffer
-  int cur_ = 0;        // ping-pong: which buffer holds the cache
+  bool batchable_ = false;
+  int cur_ = 0;  // ping-pong: which buffer holds the cache
   graph::DType logits_dtype_ = graph::DType::kF32;
   std::vector<float> logits_f32_;  // fp16 logits widened
   bool last_only_ = false;         // the session computes the last row's logits only
@@ -122,8 +149,10 @@ class Generator {
   bool use_cache_ = false;
   std::span<const float> all_logits_;
   std::vector<int64_t> ids_buf_, mask_buf_, pos_buf_;
-  std::vector<int32_t> tokens_;  // what the cache holds
-  std::vector<int32_t> one_;     // scratch for a single token
+  std::vector<int64_t> batch_ids_, batch_mask_, batch_pos_;  // a batched step run on this session
+  std::vector<void*> batch_rows_;                            // per KV slot, the rows' buffers
+  std::vector<int32_t> tokens_;                              // what the cache holds
+  std::vector<int32_t> one_;                                 // scratch for a single token
   int32_t pending_ = -1;
   bool has_logits_ = false;
   std::span<const float> last_logits_;

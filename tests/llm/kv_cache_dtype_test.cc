@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "llm/generator.h"
+#include "support/logit_diff.h"
 #include "support/shared_data.h"
 
 namespace nbits::llm {
@@ -18,14 +19,7 @@ namespace {
 
 std::string stories(const std::string& rel) { return testing::shared_path("models/stories260K/" + rel); }
 
-double rel_diff(std::span<const float> a, std::span<const float> ref) {
-  double d = 0, mx = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    d = std::max(d, std::fabs(static_cast<double>(a[i]) - ref[i]));
-    mx = std::max(mx, std::fabs(static_cast<double>(ref[i])));
-  }
-  return d / mx;
-}
+using testing::rel_diff;
 
 // fp32 export: the fp16 cache alone (K/V rounded to 2^-11 relative through 5 layers) stays under
 // 1e-2 of max|logit|. int4 export (int8 activations): a small change can flip an activation's
