@@ -37,6 +37,8 @@ int serve_main(const std::vector<std::string>& args) {
   f.str("--cors", "ORIGIN",
         "allow browser pages from ORIGIN (e.g. http://localhost:3000, or *): CORS headers and OPTIONS "
         "preflight (default: off)");
+  f.choice("--decode-batch", {"on", "off"},
+           "run concurrent sessions' decode steps as one batched step (one pass over the weights)", "on");
   f.str("--api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health");
   f.str("--model-id", "NAME", "the model name /v1/models reports (default: the folder's name)");
   f.i64("--max-body", "BYTES", "largest request body accepted (larger: 413)", 8 << 20, 1024);
@@ -65,6 +67,7 @@ int serve_main(const std::vector<std::string>& args) {
                                                                  : 0;
   o.variant = f.get_str("--variant");
   o.prefill_chunk = f.get_i64("--prefill-chunk");
+  o.decode_batch = f.get_str("--decode-batch") == "on";
   o.connections = static_cast<int>(f.get_i64("--connections"));
   if (f.has("--cors")) {
     o.cors = f.get_str("--cors");

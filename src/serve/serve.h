@@ -26,6 +26,7 @@ struct ServeOptions {
   int64_t prefill_chunk = 128;     // prompt tokens per step; other sessions decode between chunks
   std::string cors;                // "" = no CORS headers; else Access-Control-Allow-Origin's value
   int connections = 0;             // open connections served at once; 0 = parallel + queue + 4
+  bool decode_batch = true;        // concurrent sessions' decode steps as one batched step
 };
 
 // Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until

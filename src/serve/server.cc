@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "nbits/nbits.h"
+#include "serve/batcher.h"
 #include "serve/http.h"
 #include "serve/http_server.h"
 #include "serve/request.h"
@@ -78,7 +79,13 @@ class Server {
   explicit Server(const ServeOptions& o)
       : opt_(o),
         id_rng_(std::random_device{}()),
-        turns_(o.threads != 1 && (o.threads > 1 || std::thread::hardware_concurrency() > 1)) {}
+        turns_(o.threads != 1 && (o.threads > 1 || std::thread::hardware_concurrency() > 1)),
+        batcher_(
+            [this](std::span<Generator* const> gens) {
+              const Turns::Turn turn = turns_.decode();
+              generate_next_tokens(gens);  // runs each one's token drawn last, then draws the next
+            },
+            o.decode_batch) {}
   int run();
 
  private:
@@ -106,6 +113,7 @@ class Server {
   std::mutex id_mu_;
   std::mt19937_64 id_rng_;
   Turns turns_;
+  DecodeBatcher batcher_;              // decode steps of concurrent sessions as one batched step
   std::atomic<bool> stopping_{false};  // a signal came: no new work; prefills and waiters end
   std::atomic<bool> aborting_{false};  // a second signal: generations end at their next token
   int connections_ = 0;                // open connections served (--connections)
@@ -327,15 +335,13 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
                : json{{"index", 0}, {"text", piece}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
       write(sse(chunk(job, std::move(choice))));
     };
+    DecodeBatcher::Member decoding(batcher_);
     while (!shut && alive() && static_cast<int64_t>(generated.size()) < job.max_tokens && !g.is_done()) {
       if (aborting_) {
         shut = true;
         break;
       }
-      {
-        const Turns::Turn turn = turns_.decode();
-        g.generate_next_token();  // runs the token drawn last, then draws the next
-      }
+      decoding.step(g);  // g.generate_next_token(), batched with the other sessions' steps
       const int32_t tok = g.next_token();
       if (model_->is_eos(tok)) {
         finish = "stop";
@@ -437,6 +443,10 @@ std::string Server::metrics_text() const {
   line("nbits_completion_tokens_total", "counter", "Generated tokens.", d(m_.completion_tokens));
   line("nbits_prefill_seconds_total", "counter", "Time spent in prefill.", d(m_.prefill_us) * 1e-6);
   line("nbits_decode_seconds_total", "counter", "Time spent generating.", d(m_.decode_us) * 1e-6);
+  line("nbits_decode_batch_steps_total", "counter", "Batched decode steps (one model pass each).",
+       static_cast<double>(batcher_.steps()));
+  line("nbits_decode_batch_rows_total", "counter",
+       "Session decode steps run in them (rows / steps: batch size).", static_cast<double>(batcher_.rows()));
   line("nbits_slots", "gauge", "Session slots.", pool_ ? pool_->size() : 0);
   line("nbits_slots_busy", "gauge", "Session slots generating now.", pool_ ? pool_->active() : 0);
   line("nbits_requests_waiting", "gauge", "Requests waiting for a slot.", pool_ ? pool_->waiting() : 0);

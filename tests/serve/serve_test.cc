@@ -618,6 +618,12 @@ using Clock = std::chrono::steady_clock;
 
 // Streams a completion, recording when each content token arrived; stop_after_bytes > 0 closes
 // the connection once that many bytes came. Returns the raw body.
+// The value of an unlabelled metric in /metrics text (-1 when absent).
+double metric(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+}
+
 std::string timed_stream(int port, const json& body, std::vector<Clock::time_point>* token_times,
                          size_t stop_after_bytes = 0) {
   httplib::Client c("127.0.0.1", port);
@@ -906,6 +912,61 @@ TEST(ServeLoad, EightClientsTwentyRequestsEachEqualTheirSoloOutput) {
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("nbits_request_errors_total 0\n"), std::string::npos) << m->body;
   EXPECT_NE(m->body.find("nbits_requests_rejected_total 0\n"), std::string::npos) << m->body;
+  // The 4 sessions' decode steps ran batched (serve/batcher.h): more rows than runs.
+  EXPECT_GT(metric(m->body, "nbits_decode_batch_rows_total"),
+            1.5 * metric(m->body, "nbits_decode_batch_steps_total"))
+      << m->body;
+}
+
+// Concurrent streams' decode steps run as batched steps (rows / steps well above 1) and give what
+// each gives alone; --decode-batch off steps each alone (rows == steps), with the same output.
+TEST(ServeBatch, ConcurrentDecodeStepsRunBatched) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  const std::vector<std::string> prompts = {"Once", "The little dog was",
+                                            "Lily and Ben went to the park. They", "One day"};
+  auto body = [&](size_t i) {
+    return json{{"prompt", prompts[i]}, {"max_tokens", 60}, {"temperature", 0}, {"stream", true}};
+  };
+  std::vector<std::string> first;
+  for (const char* mode : {"on", "off"}) {
+    SCOPED_TRACE(mode);
+    OwnServer s(model_dir(), {"-t", "2", "--parallel", "4", "--ctx", "256", "--decode-batch", mode});
+    ASSERT_GT(s.p.port, 0) << s.p.log;
+    std::vector<std::string> got(prompts.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      threads.emplace_back([&, i] { got[i] = timed_stream(s.p.port, body(i), nullptr); });
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_NE(got[i].find("data: [DONE]"), std::string::npos) << got[i];
+      // Each reply's content, not the ids or timestamps of its chunks.
+      std::string text;
+      size_t pos = 0;
+      for (size_t end; (end = got[i].find("\n\n", pos)) != std::string::npos; pos = end + 2) {
+        const std::string ev = got[i].substr(pos, end - pos);
+        if (ev.rfind("data: {", 0) == 0)
+          text += json::parse(ev.substr(6))["choices"][0]["text"].get<std::string>();
+      }
+      got[i] = text;
+    }
+    if (first.empty()) {
+      first = got;
+    } else {
+      EXPECT_EQ(got, first) << "batched and one-by-one decode differ";
+    }
+    auto m = httplib::Client("127.0.0.1", s.p.port).Get("/metrics");
+    ASSERT_TRUE(m);
+    const double rows = metric(m->body, "nbits_decode_batch_rows_total"),
+                 steps = metric(m->body, "nbits_decode_batch_steps_total");
+    EXPECT_GT(rows, 0) << m->body;
+    if (std::string(mode) == "on") {
+      EXPECT_GT(rows, 2.0 * steps) << m->body;
+    } else {
+      EXPECT_EQ(rows, steps) << m->body;
+    }
+    std::printf("[serve batch] --decode-batch %s: %.0f decode steps in %.0f runs\n", mode, rows, steps);
+  }
 }
 
 // Hostile and sloppy clients: unknown fields (accepted, as OpenAI's API does), a request whose
