@@ -539,16 +539,18 @@ std::optional<Rope> trace_rope(const Matcher& m, const std::string& cos4, const 
 }
 
 std::optional<std::string> trace_rotary(const Matcher& m, const std::string& y, const std::string& cos4,
-                                        const std::string& sin4, std::vector<size_t>& chain, bool* partial);
+                                        const std::string& sin4, int64_t width, std::vector<size_t>& chain,
+                                        bool* partial);
 
 // Partial rotary (Phi-3's, also with partial_rotary_factor 1): Y = Concat(rotary(Slice(X, 0, r)),
-// Slice(X, r, end), -1) on the last axis, r the rotary tables' width: returns X.
+// Slice(X, r, end), -1) on the last axis, r the rotary tables' width (`width`: Gather(Shape(cos4),
+// 3), or that width as a constant where onnxslim folded it): returns X.
 std::optional<std::string> trace_partial_rotary(const Matcher& m, const std::string& y,
                                                 const std::string& cos4, const std::string& sin4,
-                                                std::vector<size_t>& chain) {
+                                                int64_t width, std::vector<size_t>& chain) {
   const onnx::Node* cat = m.prod(y, "Concat");
   if (cat == nullptr || cat->inputs.size() != 2 || cat->attr_int("axis", 0) != -1) return std::nullopt;
-  const auto rot = trace_rotary(m, cat->inputs[0], cos4, sin4, chain, nullptr);
+  const auto rot = trace_rotary(m, cat->inputs[0], cos4, sin4, width, chain, nullptr);
   const onnx::Node* s_rot = rot ? m.prod(*rot, "Slice") : nullptr;
   const onnx::Node* s_pass = m.prod(cat->inputs[1], "Slice");
   if (s_rot == nullptr || s_pass == nullptr || s_rot->inputs[0] != s_pass->inputs[0] ||
@@ -570,7 +572,8 @@ std::optional<std::string> trace_partial_rotary(const Matcher& m, const std::str
   if (start != std::vector<int64_t>{0} || !end || end->size() != 1 || (*end)[0] < 4096 ||
       through_unsqueeze(s_rot->inputs[2]) != through_unsqueeze(s_pass->inputs[1]))
     return std::nullopt;
-  // r = the last dimension of the cos/sin tables: Gather(Shape(cos4), 3).
+  // r = the last dimension of the cos/sin tables: Gather(Shape(cos4), 3), or its value.
+  if (m.ints(s_rot->inputs[2]) == std::vector<int64_t>{width}) return s_rot->inputs[0];
   const onnx::Node* ga = m.prod(through_unsqueeze(s_rot->inputs[2]), "Gather");
   const onnx::Node* sh = ga != nullptr && ga->has_input(1) ? m.prod(ga->inputs[0], "Shape") : nullptr;
   const auto idx = sh != nullptr ? m.ints(ga->inputs[1]) : std::nullopt;
@@ -581,15 +584,28 @@ std::optional<std::string> trace_partial_rotary(const Matcher& m, const std::str
 }
 
 // Y = Add(Mul(X, cos4), Mul(Concat(Neg(Slice(X)), Slice(X), -1), sin4)) (operands in either order):
-// returns X. With `partial`, also the partial form above (*partial says which).
+// returns X. With `partial`, also the partial form above (*partial says which), and its form
+// with the empty pass-through part removed (onnxslim on a file whose head size it knows equals
+// the tables' width: X = Slice(X', 0, width) is then X' itself, as the caller's check that the
+// head size is the width confirms).
 std::optional<std::string> trace_rotary(const Matcher& m, const std::string& y, const std::string& cos4,
-                                        const std::string& sin4, std::vector<size_t>& chain, bool* partial) {
+                                        const std::string& sin4, int64_t width, std::vector<size_t>& chain,
+                                        bool* partial) {
   if (partial != nullptr) {
     *partial = false;
-    if (auto x = trace_partial_rotary(m, y, cos4, sin4, chain)) {
+    if (auto x = trace_partial_rotary(m, y, cos4, sin4, width, chain)) {
       *partial = true;
       return x;
     }
+    auto x = trace_rotary(m, y, cos4, sin4, width, chain, nullptr);
+    const onnx::Node* s = x ? m.prod(*x, "Slice") : nullptr;
+    if (s != nullptr && s->has_input(3) && m.ints(s->inputs[1]) == std::vector<int64_t>{0} &&
+        m.ints(s->inputs[2]) == std::vector<int64_t>{width} &&
+        (m.ints(s->inputs[3]) == std::vector<int64_t>{-1} ||
+         m.ints(s->inputs[3]) == std::vector<int64_t>{3}) &&
+        (!s->has_input(4) || m.ints(s->inputs[4]) == std::vector<int64_t>{1}))
+      return s->inputs[0];
+    return x;
   }
   const onnx::Node* add = m.prod(y, "Add");
   if (add == nullptr || add->inputs.size() != 2) return std::nullopt;
@@ -617,6 +633,34 @@ std::optional<std::string> trace_rotary(const Matcher& m, const std::string& y, 
     return x;
   }
   return std::nullopt;
+}
+
+// Attention logit softcapping (Gemma-2, eager attention): *v = Mul(Tanh(Div(x, c)), c) (or
+// Mul(x, 1/c) inside, operands of the outer Mul in either order), c > 0 the same scalar: *v
+// becomes x and c is returned (GroupQueryAttention's softcap: c tanh(x / c) after the scale);
+// 0 and *v unchanged otherwise.
+float trace_softcap(const Matcher& m, std::string* v) {
+  const onnx::Node* mu = m.prod(*v, "Mul");
+  if (mu == nullptr || mu->inputs.size() != 2) return 0.0f;
+  for (int i = 0; i < 2; ++i) {
+    const auto c = m.scalar(mu->inputs[1 - i]);
+    const onnx::Node* th = m.prod(mu->inputs[i], "Tanh");
+    if (!c || *c <= 0 || th == nullptr || !only_use(m, mu->inputs[i])) continue;
+    const onnx::Node* d = m.prod(th->inputs[0], "Div");
+    if (d != nullptr && d->inputs.size() == 2 && m.scalar(d->inputs[1]) == *c) {
+      *v = d->inputs[0];
+      return *c;
+    }
+    const onnx::Node* r = m.prod(th->inputs[0], "Mul");
+    for (int j = 0; r != nullptr && r->inputs.size() == 2 && j < 2; ++j) {
+      const auto inv = m.scalar(r->inputs[1 - j]);
+      if (inv && std::fabs(*inv * *c - 1.0f) < 1e-6f) {
+        *v = r->inputs[j];
+        return *c;
+      }
+    }
+  }
+  return 0.0f;
 }
 
 // repeat_kv: Reshape(Expand(Unsqueeze(v, 2), .), .) -> v; anything else -> itself.
@@ -897,6 +941,7 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
   std::vector<Layer> layers;
   std::string mask_input;
   std::vector<Rope> ropes;
+  auto width = [](const Rope& r) { return static_cast<int64_t>(2 * r.inv_freq.size()); };  // the tables'
   for (size_t si = 0; si < nodes.size(); ++si) {
     const onnx::Node& sm = nodes[si];
     if (!is_onnx_op(sm, "Softmax") || sm.outputs.size() != 1) continue;
@@ -907,10 +952,12 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
     if (add == nullptr || add->inputs.size() != 2) continue;
     const onnx::Node* qk = nullptr;
     std::string mask;
-    float scale = 1.0f;
+    float scale = 1.0f, softcap = 0.0f;
     for (int i = 0; i < 2 && qk == nullptr; ++i) {
       std::string v = add->inputs[i];
       float s = 1.0f;
+      // Gemma-2's attention logit softcapping before the mask: Mul(Tanh(Div(x, c)), c) -> x.
+      const float cap = trace_softcap(m, &v);
       if (const onnx::Node* d = m.prod(v, "Div"); d != nullptr && m.scalar(d->inputs[1])) {
         s = 1.0f / *m.scalar(d->inputs[1]);
         v = d->inputs[0];
@@ -924,6 +971,7 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
       if (const onnx::Node* mm = m.prod(v, "MatMul")) {
         qk = mm;
         scale = s;
+        softcap = cap;
         mask = add->inputs[1 - i];
       }
     }
@@ -943,14 +991,16 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
     if (!has_perm(kt, {0, 1, 3, 2})) continue;
     const auto ks = trace_present(m, skip_repeat_kv(m, kt->inputs[0]));
     if (!ks) continue;
-    // Probabilities [-> Where(IsNaN(p), 0, p)] @ V -> Transpose(0213) -> Reshape.
+    // Probabilities [-> Where(IsNaN(p), 0, p)] [-> Cast(float): eager attention's
+    // softmax(dtype=float32).to(dtype)] @ V -> Transpose(0213) -> Reshape.
     std::string p = sm.outputs[0];
     const onnx::Node* pv = nullptr;
     for (size_t j = 0; j < nodes.size() && pv == nullptr; ++j) {
       const onnx::Node& n = nodes[j];
       if (is_onnx_op(n, "MatMul") && n.inputs.size() == 2 && n.inputs[0] == p) pv = &n;
-      if (is_onnx_op(n, "Where") && n.inputs.size() == 3 && n.inputs[2] == p &&
-          m.prod(n.inputs[0], "IsNaN")) {
+      if ((is_onnx_op(n, "Where") && n.inputs.size() == 3 && n.inputs[2] == p &&
+           m.prod(n.inputs[0], "IsNaN")) ||
+          (is_onnx_op(n, "Cast") && float_cast(n) && n.inputs[0] == p && only_use(m, p))) {
         p = n.outputs[0];
         j = 0;
       }
@@ -983,12 +1033,12 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
         for (int i = 0; i < 2 && !r; ++i)
           for (int j = 0; j < 2 && !r; ++j) {
             r = trace_rope(m, mc->inputs[i], ms->inputs[j]);
-            if (r) q_x = trace_rotary(m, q_rot, r->cos4, r->sin4, chain, &q_partial);
+            if (r) q_x = trace_rotary(m, q_rot, r->cos4, r->sin4, width(*r), chain, &q_partial);
             if (!q_x) r.reset();
           }
       }
     if (!r || !q_x) continue;
-    k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, chain, &k_partial);
+    k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, width(*r), chain, &k_partial);
     if (!k_x || k_partial != q_partial) continue;
     // Each distinct rotary (Gemma-3: rope_local_base_freq on sliding layers, rope_theta on the
     // others) gets its own cos/sin tables.
@@ -1048,6 +1098,7 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
                         float_attribute("scale", scale), int_attribute("do_rotary", 1),
                         int_attribute("rotary_interleaved", 0)};
     if (window > 0) l.gqa.attributes.push_back(int_attribute("local_window_size", window));
+    if (softcap > 0) l.gqa.attributes.push_back(float_attribute("softcap", softcap));
     layers.push_back(std::move(l));
   }
   if (layers.empty()) return 0;
@@ -1195,6 +1246,23 @@ std::vector<uint8_t> bytes_of(std::span<const uint8_t> all, size_t at, size_t n)
                               all.begin() + static_cast<std::ptrdiff_t>(at + n));
 }
 
+// Columns [begin, begin + cols) of a 2-D [R, N] tensor of whole-byte elements, as bytes.
+std::vector<uint8_t> columns_of(const onnx::Tensor& t, int64_t begin, int64_t cols) {
+  const int64_t R = t.dims[0], N = t.dims[1];
+  const size_t esz = t.bytes.size() / static_cast<size_t>(t.numel());
+  std::vector<uint8_t> out(static_cast<size_t>(R * cols) * esz);
+  for (int64_t r = 0; r < R; ++r)
+    std::memcpy(out.data() + static_cast<size_t>(r * cols) * esz,
+                t.bytes.data() + static_cast<size_t>(r * N + begin) * esz, static_cast<size_t>(cols) * esz);
+  return out;
+}
+
+// A 2-D tensor of whole-byte elements with N columns.
+bool columns_split(const onnx::Tensor* t, int64_t n) {
+  return t != nullptr && t->dims.size() == 2 && t->dims[1] == n && t->numel() > 0 &&
+         t->bytes.size() % static_cast<size_t>(t->numel()) == 0;
+}
+
 }  // namespace
 
 int split_sliced_projections(std::vector<onnx::Node>& nodes, onnx::Model& model) {
@@ -1230,6 +1298,15 @@ int split_sliced_projections(std::vector<onnx::Node>& nodes, onnx::Model& model)
           continue;
       } else if (is_onnx_op(p, "MatMul") && p.inputs.size() == 2 && b->dims.size() == 2) {
         n = b->dims[1];
+      } else if (p.op_type == kMatMulDequantizedOp && p.domain == kInternalDomain && b->dims.size() == 2 &&
+                 (b->dtype == onnx::DataType::kInt8 || b->dtype == onnx::DataType::kUint8) &&
+                 (p.inputs.size() == 3 || p.inputs.size() == 4)) {
+        // The int8 rewrites' (fuse_dynamic_quantize_matmul, fuse_dequantize_matmul) W [K, N],
+        // scale and zero point [K / block, N]: all split by columns.
+        n = b->dims[1];
+        bool ok = true;
+        for (size_t i = 2; i < p.inputs.size(); ++i) ok = ok && columns_split(g.initializer(p.inputs[i]), n);
+        if (!ok) continue;
       } else {
         continue;
       }
@@ -1307,17 +1384,16 @@ int split_sliced_projections(std::vector<onnx::Node>& nodes, onnx::Model& model)
         }
         for (onnx::Attribute& a : q.attributes)
           if (a.name == "N") a.i = cols;
-      } else {  // MatMul B [K, N]: columns [begin, end)
-        const int64_t K = b.dims[0], N = b.dims[1];
-        const size_t esz = b.bytes.size() / static_cast<size_t>(b.numel());
-        std::vector<uint8_t> cb(static_cast<size_t>(K * cols) * esz);
-        for (int64_t k = 0; k < K; ++k)
-          std::memcpy(cb.data() + static_cast<size_t>(k * cols) * esz,
-                      b.bytes.data() + static_cast<size_t>(k * N + pt.begin) * esz,
-                      static_cast<size_t>(cols) * esz);
-        const onnx::DataType bt = b.dtype;
-        add_initializer(model, base + "/B", bt, {K, cols}, cb.data(), cb.size());
-        q.inputs[1] = base + "/B";
+      } else {  // MatMul B [K, N] (MatMulDequantized: and its scale, zero point): columns [begin, end)
+        static constexpr const char* kSuffix[] = {"", "/B", "/scale", "/zero_point"};
+        for (size_t in = 1; in < p.inputs.size(); ++in) {
+          const onnx::Tensor& t = *g.initializer(p.inputs[in]);
+          const auto cb = columns_of(t, pt.begin, cols);
+          const onnx::DataType dt = t.dtype;
+          const int64_t rows = t.dims[0];
+          q.inputs[in] = base + kSuffix[in];
+          add_initializer(model, q.inputs[in], dt, {rows, cols}, cb.data(), cb.size());
+        }
       }
       parts_at[sp.proj].push_back(std::move(q));
     }

@@ -2,6 +2,9 @@
 // built, initializers turned into constant values (half floats widened, unaligned data
 // copied), all-constant nodes folded at load, graph inputs/outputs declared; then the
 // weight pages let go (session_pages.cc) and the buffers planned (session_memory.cc).
+#include <cstdlib>
+#include <string_view>
+
 #include "base/fp16.h"
 #include "graph/fuse_dynamic_quantize.h"
 #include "graph/rewrites.h"
@@ -92,7 +95,10 @@ void SessionImpl::build() {
   fuse_gelu_tanh(nodes, g);
   fuse_mha_into_gqa(nodes, shared_->model.graph);
   fuse_rms_norm(nodes, g);
-  fuse_optimum_attention(nodes, shared_->model, options.max_positions > 0 ? options.max_positions : 32768);
+  // NBITS_FUSE_ATTENTION=0 leaves plain-op attention on the general path, as a file no pattern
+  // matches runs (tests of that path on real exports; comparisons).
+  if (const char* e = std::getenv("NBITS_FUSE_ATTENTION"); e == nullptr || std::string_view(e) != "0")
+    fuse_optimum_attention(nodes, shared_->model, options.max_positions > 0 ? options.max_positions : 32768);
   if (options.kv_cache != SessionOptions::KvCache::kModel)
     set_kv_cache_dtype(nodes, shared_->model.graph,
                        options.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16

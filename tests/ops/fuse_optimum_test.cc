@@ -173,8 +173,13 @@ void nbits_projection(onnx::ModelWriter& w, const std::string& name, const std::
 // Other exporters' forms of the same layer: Phi-3's packed q/k/v (one projection, three Slices)
 // and partial rotary (Concat(rotary(Slice(x, 0, r)), Slice(x, r, end)), r the tables' width: 2 of
 // D = 4 here), Gemma-3's per-head norm after the transpose.
+// onnxslim's folds of the partial form (the fp16 / q4f16 files): `folded_width` gives r as the
+// constant it is (no Gather(Shape(cos4), 3)); `no_pass` is the form whose r is the head size, the
+// empty pass-through Slice and its Concat removed (rotary(Slice(x, 0, D)) alone).
 struct Layout {
   bool packed_qkv = false, partial_rotary = false, norm_after_transpose = false;
+  bool folded_width = false, no_pass = false;
+  float softcap = 0;  // Gemma-2 eager: Mul(Tanh(Div(scores, c)), c) before the mask
 };
 
 std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, bool qk_norm = false,
@@ -246,10 +251,9 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
       w.add_node("Transpose", "", s + "_t", {t_in}, {s + "t"}, {ints_attr("perm", {0, 2, 1, 3})});
   }
   // Rotary tables from position_ids.
-  const int64_t rot = lay.partial_rotary ? 2 : kD;  // rotary width
-  w.add_initializer(
-      "inv_freq", DataType::kFloat, {1, rot / 2, 1},
-      bytes_of(lay.partial_rotary ? std::vector<float>{0.5f} : std::vector<float>{1.0f, 0.01f}));
+  const int64_t rot = lay.partial_rotary && !lay.no_pass ? 2 : kD;  // rotary width
+  w.add_initializer("inv_freq", DataType::kFloat, {1, rot / 2, 1},
+                    bytes_of(rot == 2 ? std::vector<float>{0.5f} : std::vector<float>{1.0f, 0.01f}));
   ints(w, "ax1", {1});
   ints(w, "ax2", {2});
   w.add_node("Unsqueeze", "", "pos_u", {"position_ids", "ax1"}, {"pos_u"});
@@ -268,7 +272,9 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   ints(w, "half", {rot / 2});
   ints(w, "big", {1 << 30});
   ints(w, "last", {-1});
-  if (lay.partial_rotary) {  // r = Gather(Shape(cos4), 3)
+  if (lay.partial_rotary && (lay.folded_width || lay.no_pass)) {  // r folded to its value
+    ints(w, "rot_w", {rot});
+  } else if (lay.partial_rotary) {  // r = Gather(Shape(cos4), 3)
     ints(w, "three", {3});
     w.add_node("Shape", "", "cos_shape", {"cos4"}, {"cos_shape"});
     w.add_node("Gather", "", "rot_w", {"cos_shape", "three"}, {"rot_w"}, {int_attr("axis", 0)});
@@ -276,11 +282,12 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   for (const char* p : {"q", "k"}) {
     const std::string s(p);
     std::string in = s + "t", out = s + "rot";
+    const bool pass = lay.partial_rotary && !lay.no_pass;
     if (lay.partial_rotary) {
       w.add_node("Slice", "", s + "_prot", {s + "t", "zero", "rot_w", "last"}, {s + "pr"});
-      w.add_node("Slice", "", s + "_ppass", {s + "t", "rot_w", "big", "last"}, {s + "pp"});
+      if (pass) w.add_node("Slice", "", s + "_ppass", {s + "t", "rot_w", "big", "last"}, {s + "pp"});
       in = s + "pr";
-      out = s + "prot";
+      if (pass) out = s + "prot";
     }
     w.add_node("Slice", "", s + "_s1", {in, "zero", "half", "last"}, {s + "x1"});
     w.add_node("Slice", "", s + "_s2", {in, "half", "big", "last"}, {s + "x2"});
@@ -289,8 +296,7 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
     w.add_node("Mul", "", s + "_mc", {in, "cos4"}, {s + "mc"});
     w.add_node("Mul", "", s + "_ms", {s + "rh", "sin4"}, {s + "ms"});
     w.add_node("Add", "", s + "_rot", {s + "mc", s + "ms"}, {out});
-    if (lay.partial_rotary)
-      w.add_node("Concat", "", s + "_pcat", {out, s + "pp"}, {s + "rot"}, {int_attr("axis", -1)});
+    if (pass) w.add_node("Concat", "", s + "_pcat", {out, s + "pp"}, {s + "rot"}, {int_attr("axis", -1)});
   }
   w.add_node("Concat", "", "cat_k", {"past_k", "krot"}, {"present_k"}, {int_attr("axis", -2)});
   w.add_node("Concat", "", "cat_v", {"past_v", "vt"}, {"present_v"}, {int_attr("axis", -2)});
@@ -336,7 +342,13 @@ std::unique_ptr<graph::Session> attention_model(bool block, int64_t window = 0, 
   w.add_node("Transpose", "", "kT", {"krep"}, {"kT"}, {ints_attr("perm", {0, 1, 3, 2})});
   w.add_node("Mul", "", "q_scaled", {"qrot", "sq"}, {"qs"});
   w.add_node("Mul", "", "k_scaled", {"kT", "sq"}, {"ks"});
-  w.add_node("MatMul", "", "qk", {"qs", "ks"}, {"qk"});
+  w.add_node("MatMul", "", "qk", {"qs", "ks"}, {lay.softcap > 0 ? "qk0" : "qk"});
+  if (lay.softcap > 0) {
+    scalar_f(w, "cap", lay.softcap);
+    w.add_node("Div", "", "cap_div", {"qk0", "cap"}, {"qk1"});
+    w.add_node("Tanh", "", "cap_tanh", {"qk1"}, {"qk2"});
+    w.add_node("Mul", "", "cap_mul", {"qk2", "cap"}, {"qk"});
+  }
   w.add_node("Add", "", "masked", {"qk", "bias"}, {"scores"});
   w.add_node("Softmax", "", "softmax", {"scores"}, {"probs"}, {int_attr("axis", -1)});
   w.add_node("IsNaN", "", "isnan", {"probs"}, {"nan"});
@@ -416,15 +428,20 @@ TEST_P(OptimumAttentionFusion, GroupQueryAttentionMatchesThePlainOps) {
   expect_fused_matches_plain(0, qk_norm, quantized);
 }
 
-// Phi-3's layer: packed q/k/v split by Slices (fp32 MatMul and MatMulNBits), partial rotary, and
-// its sliding window (local_window_size); Gemma-3's q/k norms after the transpose.
+// Phi-3's layer: packed q/k/v split by Slices (fp32 MatMul and MatMulNBits), partial rotary (also
+// as onnxslim folds it in the fp16 / q4f16 files), and its sliding window (local_window_size);
+// Gemma-3's q/k norms after the transpose; Gemma-2's attention logit softcapping (a cap of 0.5
+// bends these scores: GroupQueryAttention's softcap).
 TEST_P(OptimumAttentionFusion, Phi3AndGemma3FormsMatchThePlainOps) {
   const auto [qk_norm, quantized] = GetParam();
-  for (const auto& [name, lay] :
-       std::vector<std::pair<std::string, Layout>>{{"packed qkv", {true, false, false}},
-                                                   {"partial rotary", {false, true, false}},
-                                                   {"packed qkv + partial rotary", {true, true, false}},
-                                                   {"norm after transpose", {false, false, true}}}) {
+  for (const auto& [name, lay] : std::vector<std::pair<std::string, Layout>>{
+           {"packed qkv", {true, false, false}},
+           {"partial rotary", {false, true, false}},
+           {"packed qkv + partial rotary", {true, true, false}},
+           {"norm after transpose", {false, false, true}},
+           {"partial rotary, width folded", {false, true, false, true}},
+           {"full-width rotary Slice, no pass-through", {true, true, false, false, true}},
+           {"softcap", {false, false, false, false, false, 0.5f}}}) {
     for (int64_t window : {0, 3}) {
       SCOPED_TRACE(name + ", window " + std::to_string(window));
       expect_fused_matches_plain(window, qk_norm, quantized, lay);
@@ -456,14 +473,34 @@ TEST(OptimumAttentionRefused, SlicesThatDoNotTileTheProjectionKeepThePlainOps) {
 }
 
 // Phi-3's gate_up_proj: chunk(2) by Slices whose bounds are shape arithmetic on N ((N + 1) / 2),
-// then SiLU gating: split into two projections and fused into SiluMul; fp32 MatMul and MatMulNBits.
-// `block` exports the projection, which must keep the plain ops.
-std::unique_ptr<graph::Session> gate_up_model(bool quantized, bool block) {
+// then SiLU gating: split into two projections and fused into SiluMul; fp32 MatMul, MatMulNBits and
+// the int8 files' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(scales) (MatMulDequantized
+// once rewritten: W, scale and zero point split by columns). `block` exports the projection, which
+// must keep the plain ops.
+enum class Proj { kMatMul, kNBits, kInt8 };
+
+std::unique_ptr<graph::Session> gate_up_model(Proj proj, bool block) {
   const int64_t F = 8;
   auto w = writer();
   w.add_input("x", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kHid)});
-  if (quantized) {
+  if (proj == Proj::kNBits) {
     nbits_projection(w, "gate_up", "x", "gu", 2 * F, 9);
+  } else if (proj == Proj::kInt8) {  // quantize_dynamic's chain, per-column scales and zero points
+    std::vector<uint8_t> W(kHid * 2 * F), zp(2 * F);
+    std::vector<float> scale(2 * F);
+    for (size_t i = 0; i < W.size(); ++i) W[i] = static_cast<uint8_t>(i * 37 + 11);  // any int8 byte
+    for (int64_t n = 0; n < 2 * F; ++n) {
+      zp[n] = static_cast<uint8_t>(n * 29);
+      scale[n] = 0.003f * static_cast<float>(n + 1);
+    }
+    w.add_initializer("W8", DataType::kInt8, {kHid, 2 * F}, W);
+    w.add_initializer("W8_zp", DataType::kInt8, {2 * F}, zp);
+    w.add_initializer("W8_scale", DataType::kFloat, {2 * F}, bytes_of(scale));
+    w.add_node("DynamicQuantizeLinear", "", "dql", {"x"}, {"xq", "xs", "xz"});
+    w.add_node("MatMulInteger", "", "mmi", {"xq", "W8", "xz", "W8_zp"}, {"acc"});
+    w.add_node("Cast", "", "acc_f", {"acc"}, {"accf"}, {int_attr("to", 1)});
+    w.add_node("Mul", "", "scales", {"xs", "W8_scale"}, {"sc"});
+    w.add_node("Mul", "", "deq", {"accf", "sc"}, {"gu"});
   } else {
     w.add_initializer("W", DataType::kFloat, {kHid, 2 * F}, bytes_of(random_floats(kHid * 2 * F, 9)));
     w.add_node("MatMul", "", "mm", {"x", "W"}, {"gu"});
@@ -490,10 +527,12 @@ std::unique_ptr<graph::Session> gate_up_model(bool quantized, bool block) {
 
 TEST(SplitSlicedProjections, PackedGateUpBecomesSiluMul) {
   const auto x = random_floats(3 * kHid, 31);
-  for (bool quantized : {false, true}) {
-    SCOPED_TRACE(quantized ? "MatMulNBits" : "MatMul");
-    auto fused = gate_up_model(quantized, false), plain = gate_up_model(quantized, true);
-    const std::string mm = quantized ? "MatMulNBits" : "MatMul";
+  for (Proj proj : {Proj::kMatMul, Proj::kNBits, Proj::kInt8}) {
+    const std::string mm = proj == Proj::kNBits  ? "MatMulNBits"
+                           : proj == Proj::kInt8 ? "MatMulDequantized"
+                                                 : "MatMul";
+    SCOPED_TRACE(mm);
+    auto fused = gate_up_model(proj, false), plain = gate_up_model(proj, true);
     EXPECT_EQ(op_types(*fused), (std::vector<std::string>{mm, mm, "SiluMul"}));
     const std::vector<std::string> plain_types = op_types(*plain);
     EXPECT_EQ(std::count(plain_types.begin(), plain_types.end(), "Slice"), 2);
