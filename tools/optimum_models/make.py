@@ -73,7 +73,12 @@ def hf_config_for_457(src, dst):
             c["rope_theta"] = rp["rope_theta"]
             if "partial_rotary_factor" in rp:
                 c["partial_rotary_factor"] = rp["partial_rotary_factor"]
-            if rp.get("rope_type", "default") != "default":
+            if rp.get("rope_type", "default") == "longrope":
+                # 4.57's Phi3Config takes exactly these three fields (the original context is
+                # original_max_position_embeddings at the top level, as 5.24 also writes it).
+                c["rope_scaling"] = {"type": "longrope", "short_factor": rp["short_factor"],
+                                     "long_factor": rp["long_factor"]}
+            elif rp.get("rope_type", "default") != "default":
                 c["rope_scaling"] = rp
     with open(os.path.join(dst, "config.json"), "w") as f:
         json.dump(c, f, indent=2)
@@ -85,7 +90,11 @@ def hf_config_for_457(src, dst):
 
 # Families tools/builder_models/make.py has no builder case for (builder 0.18 fails on them), made here
 # the same way (its COMMON sizes, seed and N(0, 0.25) weights) into OUT_DIR/hf.
-EXTRA_FAMILIES = {"gemma3": ("Gemma3TextConfig", dict(head_dim=16))}
+# gemma2cap: Gemma-2's attention and final logit softcapping with caps small enough that tanh
+# bends these random weights' scores and logits (Gemma-2's own 50 / 30 would leave them linear).
+EXTRA_FAMILIES = {"gemma3": ("Gemma3TextConfig", dict(head_dim=16)),
+                  "gemma2cap": ("Gemma2Config", dict(head_dim=16, sliding_window=16, query_pre_attn_scalar=16,
+                                                     attn_logit_softcapping=2.0, final_logit_softcapping=5.0))}
 
 
 # Families converted from a llama2.c checkpoint of ../shared by llama2c_to_hf.py (real trained
@@ -118,16 +127,32 @@ def hf_folder(family, hf_root, out_dir):
     return hf
 
 
-def export(hf, folder, work):
+# Cases exported with transformers' eager attention (config.json attn_implementation): optimum-onnx
+# loads with SDPA, whose attention ignores Gemma-2's attn_logit_softcapping (no Tanh on the scores
+# in the file); eager writes it out as Div / Tanh / Mul before the mask.
+EAGER_CASES = {"gemma2cap_eager"}
+
+
+def export(hf, folder, work, eager=False):
     """optimum-onnx's exporter: folder/onnx/model.onnx, config.json, generation_config.json, tokenizer."""
     from optimum.exporters.onnx import main_export
     fixed = os.path.join(work, "hf457")
     shutil.rmtree(fixed, ignore_errors=True)
     hf_config_for_457(hf, fixed)
+
     out = os.path.join(work, "export")
     shutil.rmtree(out, ignore_errors=True)
     t = time.time()
-    main_export(fixed, out, task="text-generation-with-past", device="cpu", do_validation=False)
+    if eager:  # the same exporter on the model loaded with eager attention (main_export loads SDPA)
+        from optimum.exporters.onnx import onnx_export_from_model
+        from transformers import AutoModelForCausalLM, GenerationConfig
+        model = AutoModelForCausalLM.from_pretrained(fixed, attn_implementation="eager")
+        onnx_export_from_model(model, out, task="text-generation-with-past", device="cpu", do_validation=False)
+        model.config.save_pretrained(out)
+        if not os.path.exists(os.path.join(out, "generation_config.json")):
+            GenerationConfig.from_model_config(model.config).save_pretrained(out)
+    else:
+        main_export(fixed, out, task="text-generation-with-past", device="cpu", do_validation=False)
     seconds = time.time() - t
     os.makedirs(os.path.join(folder, "onnx"), exist_ok=True)
     # The onnx-community layout: the exporter's config.json (4.57's serialisation of the fixed one),
@@ -365,7 +390,7 @@ def run_case(name, hf_root, out_dir):
     if not os.path.exists(fp32):
         work = os.path.join(out_dir, ".work", name)
         os.makedirs(work, exist_ok=True)
-        export_seconds = export(hf, folder, work)
+        export_seconds = export(hf, folder, work, eager=name in EAGER_CASES)
         shutil.rmtree(work, ignore_errors=True)
         with open(os.path.join(folder, "export.json"), "w") as f:
             json.dump({"family": family, "export_seconds": round(export_seconds, 2), **versions()}, f, indent=1)
