@@ -5,14 +5,16 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${NBITS_JOBS:-$(nproc)}
 LAUNCHER=""
-if command -v ccache >/dev/null 2>&1; then LAUNCHER="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"; fi
+if command -v ccache >/dev/null 2>&1; then
+  LAUNCHER="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+fi
 case "$flavour" in
   release) cmake -S . -B build -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON >/dev/null
            cmake --build build -j "$jobs" ;;
   asan)    cmake -S . -B build-asan -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNBITS_SANITIZE=ON \
              -DNBITS_BUILD_BENCH=OFF -DNBITS_WERROR=ON >/dev/null
            cmake --build build-asan -j "$jobs" ;;
-  fuzz)    CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  fuzz)    CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=RelWithDebInfo \
              -DNBITS_BUILD_FUZZ=ON -DNBITS_BUILD_TESTS=OFF -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=OFF >/dev/null
            targets=$(for f in fuzz/*.cc; do n=$(basename "$f" .cc); printf 'fuzz_%s ' "$n"; done)
            cmake --build build-fuzz -j "$jobs" --target $targets ;;

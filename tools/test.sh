@@ -16,6 +16,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 shared=${NBITS_SHARED:-$root/../shared}
 t0=$(date +%s)
+# ccache keys on paths relative to the folder that holds this checkout and ../shared, so a fresh
+# clone anywhere (CI's, or a local clean-clone run) reuses the objects another clone compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$root")}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 
 bash tools/setup.sh
