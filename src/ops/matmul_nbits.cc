@@ -350,16 +350,15 @@ std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
   // the load's peak does not hold the whole fp32 table (545 MB for Qwen2.5's vocabulary).
   const Tensor* source = b.constant_or_null(1);
   const size_t row_bytes = b_nk && source != nullptr ? static_cast<size_t>(K) * dtype_size(source->dtype) : 0;
-  auto quantize_columns = [&](int64_t n0, int64_t n1) {
-    struct ReleaseRows {
-      const OpBuild& b;
-      const uint8_t* p;
-      size_t n;
-      ~ReleaseRows() {
-        if (n > 0 && b.release_pages) b.release_pages(p, n);
-      }
-    } release{b, static_cast<const uint8_t*>(data) + static_cast<size_t>(n0) * row_bytes,
-              static_cast<size_t>(n1 - n0) * row_bytes};
+  // Rows are released 256 at a time, so the pages a thread has touched and not yet given back
+  // stay a few hundred KiB whatever its share of the N rows (each release starts at the chunk
+  // before, so the page two chunks share goes too).
+  auto release_rows = [&](int64_t n0, int64_t n1) {
+    if (row_bytes > 0 && b.release_pages)
+      b.release_pages(static_cast<const uint8_t*>(data) + static_cast<size_t>(n0) * row_bytes,
+                      static_cast<size_t>(n1 - n0) * row_bytes);
+  };
+  auto quantize_rows = [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t blk = 0; blk < kb; ++blk) {
         const int64_t k0 = blk * 32, k1 = std::min<int64_t>(K, k0 + 32);
@@ -384,6 +383,13 @@ std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
             dst[j / 2] |= static_cast<uint8_t>(c << (4 * (j % 2)));
         }
       }
+  };
+  auto quantize_columns = [&](int64_t n0, int64_t n1) {
+    for (int64_t s = n0; s < n1; s += 256) {
+      const int64_t e = std::min<int64_t>(n1, s + 256);
+      quantize_rows(s, e);
+      release_rows(std::max(n0, s - 256), e);
+    }
   };
   if (b.pool != nullptr)
     b.pool->parallel_range(N, 16, quantize_columns);
