@@ -128,6 +128,7 @@ done
 ref=$quality/smollm2_q4_1.llama_cpp_ppl.json
 if [ ! -f "$ref" ]; then
   echo "-- llama.cpp perplexity of the SmolLM2 Q4_1 GGUF"
+  bash bench/peers/install.sh >/dev/null  # a clone whose cache has the other llama.cpp references
   node tools/quality/llamacpp_perplexity.mjs "$smol" "$text" "$ref.tmp" 512 4
   mv "$ref.tmp" "$ref"
 fi
