@@ -130,8 +130,16 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
   // nbits is at least as close as ORT to the exact dequantized product (nbits at
   // accuracy_level 0, which equals ORT's accuracy_level 0 to ~1e-6), and greedy may part from
   // ORT only where ORT's margin is within that measured rounding noise.
-  const bool compint8_real =
-      real_weights(c) && (c.precision == "int4" || c.precision == "int8") && c.accuracy_level == 4;
+  // The same claim where ORT's own CompInt8 kernel is not the arithmetic nbits mirrors: MLAS
+  // picks its int8 kernel by CPU, and on an AVX2-only Zen3 its block-128 path lands 2.1e-2 of
+  // max|logit| from the exact product on random weights (llama_int4_b128; ORT at accuracy_level
+  // 0 agrees with nbits' exact path), while on AVX-512 VNNI machines it agrees with nbits to ~1e-7.
+  const bool compint8 = (c.precision == "int4" || c.precision == "int8") && c.accuracy_level == 4;
+  const bool compint8_real = compint8 && (real_weights(c) || rel > tolerance(c.precision));
+  if (compint8_real && !real_weights(c))
+    std::printf(
+        "[builder] %-20s ORT's CompInt8 is %.2e of max|logit| from nbits' here: checking accuracy instead\n",
+        c.name.c_str(), rel);
   double tie = 1e-3;  // near-tie threshold, relative to max|logit|
   if (compint8_real) {
     graph::SessionOptions exact_opt;
