@@ -51,8 +51,12 @@ suite() {  # label, cpu, expected level, gtest filter, env...
 }
 # -cpu max runs every set (i8mm, dotprod, neon: each is supported there); cortex-a76 checks that
 # HWCAP without i8mm picks dotprod; NBITS_ISA=neon only needs dispatch and the vector helpers again.
-suite "dotprod + i8mm + sve" max i8mm "*" NBITS_EXPECT_SVE=1 NBITS_ISA=
-suite "dotprod only" cortex-a76 dotprod "*" NBITS_EXPECT_SVE=0 NBITS_ISA=
+# The two full suites side by side (each QEMU process keeps one host core busy).
+# shellcheck source=tools/qemu_jobs.sh
+source tools/qemu_jobs.sh
+job_start suite "dotprod + i8mm + sve" max i8mm "*" NBITS_EXPECT_SVE=1 NBITS_ISA=
+job_start suite "dotprod only" cortex-a76 dotprod "*" NBITS_EXPECT_SVE=0 NBITS_ISA=
+job_wait
 suite "ARMv8.0 NEON (NBITS_ISA=neon)" max neon "Arm64Dispatch.*:VectorOps*" NBITS_ISA=neon
 
 if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then

@@ -57,10 +57,15 @@ run_suite() {  # label, cpu, env...
     env "$@" qemu-riscv64 -L "$SYSROOT" -cpu "$cpu" "build-rv/tests/$t" --gtest_brief=1
   done
 }
-run_suite "IME emulated" "$CPU" NBITS_ISA=
-run_suite "RVV only" "$CPU" NBITS_ISA=rvv
-run_suite "IME emulated, tail/mask all-1s" "$CPU_ONES" NBITS_ISA=
-run_suite "RVV only, tail/mask all-1s" "$CPU_ONES" NBITS_ISA=rvv
+# Two suites at a time: each QEMU process keeps one host core busy.
+# shellcheck source=tools/qemu_jobs.sh
+source tools/qemu_jobs.sh
+job_start run_suite "IME emulated" "$CPU" NBITS_ISA=
+job_start run_suite "RVV only" "$CPU" NBITS_ISA=rvv
+job_wait
+job_start run_suite "IME emulated, tail/mask all-1s" "$CPU_ONES" NBITS_ISA=
+job_start run_suite "RVV only, tail/mask all-1s" "$CPU_ONES" NBITS_ISA=rvv
+job_wait
 
 echo "== riscv64: real-vmadot build (probe must find no IME under QEMU)"
 configure build-rv-hw OFF -DNBITS_BUILD_CLI=OFF
