@@ -66,6 +66,12 @@ void MappedFile::release(const void* p, size_t n) const {
   ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
+void release_anonymous_pages(const void* p, size_t n) {
+  uintptr_t lo = 0, hi = 0;
+  if (p == nullptr || !page_range(p, n, true, lo, hi)) return;
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 void MappedFile::random_access(const void* p, size_t n) const {
   uintptr_t lo = 0, hi = 0;
   if (!contains(p, n) || !page_range(p, n, false, lo, hi)) return;

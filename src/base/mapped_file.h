@@ -43,6 +43,11 @@ class MappedFile {
   std::string path_;
 };
 
+// Drops the whole pages inside [p, p + n) of this process's own private memory (a heap
+// buffer): they read as zeros afterwards, so only for bytes never read again (a temporary
+// already consumed). Peak-memory hint at load; never for a file mapping's pages (see release).
+void release_anonymous_pages(const void* p, size_t n);
+
 // Reads a whole (small) file into a string; throws nbits::Error on failure.
 std::string read_text_file(const std::string& path);
 bool file_exists(const std::string& path);

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
+#include "base/mapped_file.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -99,10 +101,14 @@ class MatMulNBitsOp final : public Op {
 
 namespace {
 
-// Packs w (+ bias) for the kernels and builds the op. release_rows: w's rows view
-// the mapped file, so their pages may go as they are packed.
+// How the pages of w's rows may go once they are packed.
+using ReleasePages = std::function<void(const void* p, size_t n)>;
+
+// Packs w (+ bias) for the kernels and builds the op. release (when set) is called on the
+// codes, scales and zero points of the rows packed so far: b.release_pages where they view the
+// mapped file, release_anonymous_pages where they are this load's own buffers.
 std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, std::vector<float> bias,
-                                int default_level, bool release_rows, std::vector<float> mins = {},
+                                int default_level, const ReleasePages& release, std::vector<float> mins = {},
                                 std::vector<int32_t> perm = {}) {
   const onnx::Node& n = b.node;
   const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
@@ -115,11 +121,10 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
   pack_options.pool = b.pool;
   // Let the source rows' file pages go as they are packed (B, fp32 scales, zero points).
   pack_options.rows_consumed = [&](int64_t rows) {
-    if (!release_rows) return;
-    b.release_pages(w.codes, static_cast<size_t>(rows * kb * blob));
-    b.release_pages(w.scales, static_cast<size_t>(rows * kb) * sizeof(float));
-    if (w.zero_points != nullptr)
-      b.release_pages(w.zero_points, static_cast<size_t>(rows * w.zp_row_bytes()));
+    if (!release) return;
+    release(w.codes, static_cast<size_t>(rows * kb * blob));
+    release(w.scales, static_cast<size_t>(rows * kb) * sizeof(float));
+    if (w.zero_points != nullptr) release(w.zero_points, static_cast<size_t>(rows * w.zp_row_bytes()));
   };
   kernels::QuantizedMatrix wm = w;
   wm.mins = mins.empty() ? nullptr : mins.data();  // read while packing only
@@ -257,8 +262,9 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
     mins = to_float_vector(M);
   }
   // fp32 scales and the codes view the file: their pages can go as rows are packed.
+  const bool views_file = S.dtype == DType::kF32 && perm.empty();
   return pack_matmul(b, w, std::move(bias), static_cast<int>(n.attr_int("accuracy_level", 0)),
-                     S.dtype == DType::kF32 && perm.empty(), std::move(mins), std::move(perm));
+                     views_file ? b.release_pages : ReleasePages{}, std::move(mins), std::move(perm));
 }
 
 // MatMul(A, DequantizeLinear(W, scale, zero_point)) with a constant block-wise
@@ -327,8 +333,9 @@ std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b) {
   w.scales = scales.data();
   w.zero_points = explicit_zp ? zps.data() : nullptr;
   // ORT fuses DequantizeLinear + MatMul into MatMulNBits at accuracy level 4 by default
-  // (session option session.qdq_matmulnbits_accuracy_level).
-  return pack_matmul(b, w, {}, 4, false);
+  // (session option session.qdq_matmulnbits_accuracy_level). The codes and scales made here go
+  // as they are packed.
+  return pack_matmul(b, w, {}, 4, release_anonymous_pages);
 }
 
 std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
@@ -398,7 +405,9 @@ std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,
   w.codes = codes.data();
   w.scales = scales.data();
   // int8 activations unless --accuracy-level says otherwise (the weights are already rounded).
-  return pack_matmul(b, w, {}, 4, false);
+  // The codes and scales made here go as they are packed (the load's peak holds the packed
+  // copy and a slice of them, not both whole: 85 MB for Qwen2.5's tied lm_head).
+  return pack_matmul(b, w, {}, 4, release_anonymous_pages);
 }
 
 }  // namespace nbits::ops

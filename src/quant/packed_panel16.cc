@@ -24,10 +24,13 @@ PackedPanel16 pack_panel16(const kernels::QuantizedMatrix& w, Panel16Layout layo
   p.scales_fp16 = options.fp16_scales && scales_fit_fp16(w);
   p.zp_offset = p.scales_fp16 ? 32 : 64;
   p.codes_offset = p.zp_offset + (p.has_zp ? 16 : 0);
-  p.block_stride = p.codes_offset + static_cast<size_t>(p.block) * w.bits * 2;         // 16 columns
-  p.data = AlignedBytes(static_cast<size_t>(p.panels * p.k_blocks) * p.block_stride);  // zeroed
+  p.block_stride = p.codes_offset + static_cast<size_t>(p.block) * w.bits * 2;  // 16 columns
+  // Zeroed one panel at a time as the loop reaches it (see AlignedBytes::uninitialized).
+  p.data = AlignedBytes::uninitialized(static_cast<size_t>(p.panels * p.k_blocks) * p.block_stride);
   const bool t16 = layout == Panel16Layout::kT16;
   for (int64_t panel = 0; panel < p.panels; ++panel) {
+    std::memset(p.data.data() + static_cast<size_t>(panel * p.k_blocks) * p.block_stride, 0,
+                static_cast<size_t>(p.k_blocks) * p.block_stride);
     for (int64_t b = 0; b < p.k_blocks; ++b) {
       uint8_t* rec = p.data.data() + static_cast<size_t>(panel * p.k_blocks + b) * p.block_stride;
       uint8_t* codes = rec + p.codes_offset;

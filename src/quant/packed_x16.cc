@@ -10,12 +10,17 @@
 
 namespace nbits::quant {
 
-AlignedBytes::AlignedBytes(size_t n) : n_(n) {
+AlignedBytes AlignedBytes::uninitialized(size_t n) {
+  AlignedBytes a;
+  a.n_ = n;
   const size_t rounded = (n + 63) / 64 * 64;
-  p_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded)));
-  if (!p_) throw std::bad_alloc();
-  std::memset(p_.get(), 0, rounded == 0 ? 64 : rounded);
+  a.p_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded)));
+  if (!a.p_) throw std::bad_alloc();
+  std::memset(a.p_.get() + n, 0, (rounded == 0 ? 64 : rounded) - n);  // the padding past n
+  return a;
 }
+
+AlignedBytes::AlignedBytes(size_t n) : AlignedBytes(uninitialized(n)) { std::memset(p_.get(), 0, n); }
 
 bool x16_packable(const kernels::QuantizedMatrix& w) {
   return (w.bits == 4 || w.bits == 8) && w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0 &&
@@ -106,7 +111,8 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
   p.block_stride = p.header_bytes + code_bytes;
   p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
-  p.data = AlignedBytes(p.panel_stride * static_cast<size_t>(p.panels));
+  // Zeroed panel by panel as the chunks reach them (pack_rows writes only non-zero bytes).
+  p.data = AlignedBytes::uninitialized(p.panel_stride * static_cast<size_t>(p.panels));
 
   // Waves of one 256-row chunk (16 whole panels) per thread; after each wave the
   // rows before it are done for good.
@@ -116,8 +122,11 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   for (int64_t c0 = 0; c0 < chunks; c0 += threads) {
     const int64_t c1 = std::min(chunks, c0 + threads);
     auto task = [&](int64_t i) {
-      const int64_t n0 = (c0 + i) * kRows;
-      pack_rows(w, p, n0, std::min(w.N, n0 + kRows));
+      const int64_t n0 = (c0 + i) * kRows, n1 = std::min(w.N, n0 + kRows);
+      const int64_t first = n0 / 16, last = (n1 + 15) / 16;  // the chunk's panels
+      std::memset(p.data.data() + static_cast<size_t>(first) * p.panel_stride, 0,
+                  static_cast<size_t>(last - first) * p.panel_stride);
+      pack_rows(w, p, n0, n1);
     };
     if (pool != nullptr) {
       pool->parallel_for(c1 - c0, task);

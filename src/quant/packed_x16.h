@@ -31,11 +31,15 @@
 
 namespace nbits::quant {
 
-// 64-byte aligned owned bytes.
+// 64-byte aligned owned bytes, zeroed.
 class AlignedBytes {
  public:
   AlignedBytes() = default;
   explicit AlignedBytes(size_t n);
+  // Not zeroed: the caller writes (or zeroes) every byte it reads. A packer that fills the
+  // panels as it goes then makes each page resident only when it reaches it, so a weight's
+  // packed copy grows while its source pages are given back (load peak = packed + a slice).
+  static AlignedBytes uninitialized(size_t n);
   uint8_t* data() { return p_.get(); }
   const uint8_t* data() const { return p_.get(); }
   size_t size() const { return n_; }
