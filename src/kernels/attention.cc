@@ -35,6 +35,20 @@ inline void dot_rows(const float* x, int64_t nx, int64_t xs, const uint16_t* M, 
                      float alpha, float* y, int64_t ys) {
   vec_dot_rows_f16(x, nx, xs, M, rows, n, alpha, y, ys);
 }
+// int8 rows (kv_q8_row_bytes(n) apart): dequantized into a per-thread block first (attend's blocks
+// hold at most 4096 values at head <= 512), then the fp32 helpers.
+constexpr int64_t kQ8BlockFloats = 4096;
+inline const float* dequantize_rows(const int8_t* M, int64_t rows, int64_t n) {
+  thread_local float buf[kQ8BlockFloats];
+  NBITS_CHECK(rows * n <= kQ8BlockFloats, "attention: int8 cache block of ", rows, " rows of ", n, " above ",
+              kQ8BlockFloats, " values");
+  for (int64_t r = 0; r < rows; ++r) dequantize_kv_q8_row(M + r * kv_q8_row_bytes(n), n, buf + r * n);
+  return buf;
+}
+inline void dot_rows(const float* x, int64_t nx, int64_t xs, const int8_t* M, int64_t rows, int64_t n,
+                     float alpha, float* y, int64_t ys) {
+  vec_dot_rows(x, nx, xs, dequantize_rows(M, rows, n), rows, n, alpha, y, ys);
+}
 inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const float* M, int64_t rows, int64_t n,
                             float* y, int64_t ys) {
   vec_accumulate_rows(p, np, ps, M, rows, n, y, ys);
@@ -42,6 +56,10 @@ inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const float*
 inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const uint16_t* M, int64_t rows,
                             int64_t n, float* y, int64_t ys) {
   vec_accumulate_rows_f16(p, np, ps, M, rows, n, y, ys);
+}
+inline void accumulate_rows(const float* p, int64_t np, int64_t ps, const int8_t* M, int64_t rows, int64_t n,
+                            float* y, int64_t ys) {
+  vec_accumulate_rows(p, np, ps, dequantize_rows(M, rows, n), rows, n, y, ys);
 }
 
 // part == nullptr: normalised rows into out. Otherwise the partial layout of attend_rows_partial
@@ -54,16 +72,17 @@ void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
   const int64_t block = std::max<int64_t>(8, 4096 / std::max<int64_t>(H, 1));
   // Decode reads K/V from memory: while the group works on a K block (in L1 after the first
   // head), fetch the next K block and this V block, a slice per head, so memory overlaps compute.
+  const int64_t RH = attn::row_elems<T>(H);  // elements of T per cache row
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
     const int64_t next = std::min(block, std::max<int64_t>(0, n - j0 - block));
     for (int64_t g = 0; g < nq; g += 2) {
       const int64_t pair = std::min<int64_t>(2, nq - g);
-      dot_rows(q + g * q_stride, pair, q_stride, K + j0 * H, rows, H, p.scale, scratch + g * n + j0, n);
-      const int64_t k0 = next * H * g / nq, k1 = next * H * (g + pair) / nq;
-      const int64_t v0 = rows * H * g / nq, v1 = rows * H * (g + pair) / nq;
-      prefetch(K + (j0 + block) * H + k0, k1 - k0);
-      prefetch(V + j0 * H + v0, v1 - v0);
+      dot_rows(q + g * q_stride, pair, q_stride, K + j0 * RH, rows, H, p.scale, scratch + g * n + j0, n);
+      const int64_t k0 = next * RH * g / nq, k1 = next * RH * (g + pair) / nq;
+      const int64_t v0 = rows * RH * g / nq, v1 = rows * RH * (g + pair) / nq;
+      prefetch(K + (j0 + block) * RH + k0, k1 - k0);
+      prefetch(V + j0 * RH + v0, v1 - v0);
     }
   }
   for (int64_t g = 0; g < nq; ++g) {
@@ -89,7 +108,7 @@ void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
   }
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t rows = std::min(block, n - j0);
-    accumulate_rows(scratch + j0, nq, n, V + j0 * H, rows, H, out, out_stride);
+    accumulate_rows(scratch + j0, nq, n, V + j0 * RH, rows, H, out, out_stride);
   }
 }
 
@@ -137,6 +156,9 @@ struct Portable {
   }
   static void widen(const uint16_t* h, float* f, int64_t n) {
     for (int64_t i = 0; i < n; ++i) f[i] = fp16_to_float(h[i]);
+  }
+  static void widen_q8(const int8_t* rows, float* f, int64_t nrows, int64_t H) {
+    for (int64_t r = 0; r < nrows; ++r) dequantize_kv_q8_row(rows + r * kv_q8_row_bytes(H), H, f + r * H);
   }
   // The decode kernel's (kernels/attention_decode_inl.h).
   static constexpr int kDecodeHeads = 4, kDecodeQRegs = 0;
@@ -276,8 +298,10 @@ int64_t run_tile(const AttentionRows& rows, int64_t r0, int64_t nr, const T* K, 
   t.vb = w.vb;
   if constexpr (std::is_same_v<T, float>)
     k.f32[nv - 1](t, K, V, jb, je, p.softcap);
-  else
+  else if constexpr (std::is_same_v<T, uint16_t>)
     k.f16[nv - 1](t, K, V, jb, je, p.softcap);
+  else
+    k.q8[nv - 1](t, K, V, jb, je, p.softcap);
   return MP;
 }
 
@@ -376,8 +400,10 @@ void decode(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
     d.softcap = p.softcap;
     if constexpr (std::is_same_v<T, float>)
       k.f32(d, K, V, n);
-    else
+    else if constexpr (std::is_same_v<T, uint16_t>)
       k.f16(d, K, V, n);
+    else
+      k.q8(d, K, V, n);
     for (int g = 0; g < nc; ++g) {
       if (part) {
         part[nq * H + g0 + g] = w.m[g];
@@ -394,6 +420,23 @@ void decode(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
 }
 
 }  // namespace
+
+void quantize_kv_q8_row(const float* x, int64_t head_size, int8_t* row) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < head_size; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax / 127.0f;
+  for (int64_t i = 0; i < head_size; ++i) {
+    const float c = scale > 0.0f ? std::round(x[i] / scale) : 0.0f;
+    row[i] = static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f));
+  }
+  std::memcpy(row + head_size, &scale, sizeof scale);
+}
+
+void dequantize_kv_q8_row(const int8_t* row, int64_t head_size, float* x) {
+  float scale;
+  std::memcpy(&scale, row + head_size, sizeof scale);
+  for (int64_t i = 0; i < head_size; ++i) x[i] = static_cast<float>(row[i]) * scale;
+}
 
 int64_t attention_tile_rows() { return 2 * tile_kernels().lanes; }
 
@@ -430,6 +473,14 @@ void attend_rows_partial(const AttentionRows& rows, const uint16_t* K, const uin
   attend_part(rows, K, V, jb, je, p, part);
 }
 
+void attend_rows(const AttentionRows& rows, const int8_t* K, const int8_t* V, const AttentionParams& p) {
+  attend_all(rows, K, V, p);
+}
+void attend_rows_partial(const AttentionRows& rows, const int8_t* K, const int8_t* V, int64_t jb, int64_t je,
+                         const AttentionParams& p, float* part) {
+  attend_part(rows, K, V, jb, je, p, part);
+}
+
 void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, int64_t n,
                      const AttentionParams& p, float* const* out) {
   const int64_t H = p.head_size;
@@ -461,6 +512,16 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const uint16_t* 
   attend(q, q_stride, nq, K, V, n, p, scratch, out, out_stride);
 }
 
+void attend_group(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V, int64_t n,
+                  const AttentionParams& p, float* scratch, float* out, int64_t out_stride) {
+  attend(q, q_stride, nq, K, V, n, p, scratch, out, out_stride);
+}
+
+void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V,
+                          int64_t n, const AttentionParams& p, float* scratch, float* part) {
+  attend(q, q_stride, nq, K, V, n, p, scratch, nullptr, 0, part);
+}
+
 void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
                           int64_t n, const AttentionParams& p, float* scratch, float* part) {
   attend(q, q_stride, nq, K, V, n, p, scratch, nullptr, 0, part);
@@ -488,6 +549,15 @@ void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const f
   decode(q, q_stride, nq, K, V, n, p, nullptr, 0, part);
 }
 void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                           int64_t n, const AttentionParams& p, float* part) {
+  decode(q, q_stride, nq, K, V, n, p, nullptr, 0, part);
+}
+
+void attend_decode(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V, int64_t n,
+                   const AttentionParams& p, float* out, int64_t out_stride) {
+  decode(q, q_stride, nq, K, V, n, p, out, out_stride, nullptr);
+}
+void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V,
                            int64_t n, const AttentionParams& p, float* part) {
   decode(q, q_stride, nq, K, V, n, p, nullptr, 0, part);
 }

@@ -14,6 +14,14 @@
 
 namespace nbits::kernels {
 
+// int8 KV cache rows (--kv-cache q8): each row of head_size values is head_size int8 codes, then its
+// fp32 scale in the next 4 bytes (memcpy; unaligned). Symmetric: scale = max|x| / 127, code =
+// round(x / scale) (halves away from zero), value = code * scale; an all-zero row has scale 0.
+// The int8_t overloads below take K/V as such rows (kv_q8_row_bytes(head_size) apart).
+constexpr int64_t kv_q8_row_bytes(int64_t head_size) { return head_size + 4; }
+void quantize_kv_q8_row(const float* x, int64_t head_size, int8_t* row);
+void dequantize_kv_q8_row(const int8_t* row, int64_t head_size, float* x);
+
 struct AttentionParams {
   int64_t head_size = 0;  // H: length of q, K and V rows
   float scale = 1.0f;     // scores = scale * q.k
@@ -28,6 +36,9 @@ void attend_group(const float* q, int64_t q_stride, int64_t nq, const float* K, 
 // The same over an IEEE fp16 cache (K, V: n rows of H halves), widened as read.
 void attend_group(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
                   int64_t n, const AttentionParams& p, float* scratch, float* out, int64_t out_stride);
+// The same over an int8 cache (K, V: n rows of kv_q8_row_bytes(H)), dequantized as read.
+void attend_group(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V, int64_t n,
+                  const AttentionParams& p, float* scratch, float* out, int64_t out_stride);
 
 // Query rows of one kv head: row r < n has its query at q[r] (head_size floats), sees the keys
 // [lo[r], hi[r]) of K/V (0 <= lo < hi; rows of head_size values) and gets its output at out[r].
@@ -49,6 +60,7 @@ constexpr int64_t kAttentionMaxTileRows = 32;
 // smooth softmax as in AttentionParams. head_size <= kAttentionMaxHead. Any number of rows.
 void attend_rows(const AttentionRows& rows, const float* K, const float* V, const AttentionParams& p);
 void attend_rows(const AttentionRows& rows, const uint16_t* K, const uint16_t* V, const AttentionParams& p);
+void attend_rows(const AttentionRows& rows, const int8_t* K, const int8_t* V, const AttentionParams& p);
 
 // Floats one partial of n rows takes.
 inline int64_t attention_part_floats(int64_t n, int64_t head_size) { return n * (head_size + 2); }
@@ -59,6 +71,8 @@ void attend_rows_partial(const AttentionRows& rows, const float* K, const float*
                          const AttentionParams& p, float* part);
 void attend_rows_partial(const AttentionRows& rows, const uint16_t* K, const uint16_t* V, int64_t jb,
                          int64_t je, const AttentionParams& p, float* part);
+void attend_rows_partial(const AttentionRows& rows, const int8_t* K, const int8_t* V, int64_t jb, int64_t je,
+                         const AttentionParams& p, float* part);
 // out[r] from nparts partials of the same n rows at parts + k * part_stride (every row saw a key in
 // at least one part).
 void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, int64_t n,
@@ -69,6 +83,8 @@ void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, in
 void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
                           int64_t n, const AttentionParams& p, float* scratch, float* part);
 void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                          int64_t n, const AttentionParams& p, float* scratch, float* part);
+void attend_group_partial(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V,
                           int64_t n, const AttentionParams& p, float* scratch, float* part);
 
 // One position (decode) with the keys across the vector lanes (kernels/attention_decode_inl.h): the
@@ -81,11 +97,15 @@ void attend_decode(const float* q, int64_t q_stride, int64_t nq, const float* K,
                    const AttentionParams& p, float* out, int64_t out_stride);
 void attend_decode(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
                    int64_t n, const AttentionParams& p, float* out, int64_t out_stride);
+void attend_decode(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V, int64_t n,
+                   const AttentionParams& p, float* out, int64_t out_stride);
 // attend_decode over keys [0, n) of K/V as one partial of nq rows (attend_rows_partial's layout, no
 // smooth term): decode at long context, the keys split across threads.
 void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const float* K, const float* V,
                            int64_t n, const AttentionParams& p, float* part);
 void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const uint16_t* K, const uint16_t* V,
+                           int64_t n, const AttentionParams& p, float* part);
+void attend_decode_partial(const float* q, int64_t q_stride, int64_t nq, const int8_t* K, const int8_t* V,
                            int64_t n, const AttentionParams& p, float* part);
 
 // The ISA the tile and decode kernels dispatched to ("avx512", "avx2" or "scalar").

@@ -10,8 +10,8 @@
 // online softmax per head runs over blocks of keys (the block max and sum elementwise over the
 // score vectors, one horizontal max and sum per head and block), and the output accumulates
 // o_g += p_g[j] V_j with the probabilities broadcast, heads in register blocks sharing each V load.
-// K and V are read once per block (fp16 widened into L1 scratch first); the block of one kv head's
-// K then V stays in L1 while every query head of the group uses it.
+// K and V are read once per block (fp16 widened, int8 dequantized into L1 scratch first); the block of one kv
+// head's K then V stays in L1 while every query head of the group uses it.
 //
 // V provides, beyond attention_tile_inl.h's list: load_partial(p, n) (lanes >= n zero, nothing read
 // there), store_partial(p, x, n) (lanes < n only), fold4(R a[4]) and fold_groups(R z[kLanes / 4])
@@ -55,8 +55,8 @@ struct Decode {
   float* l = nullptr;      // [nq] out: the sum of exp(score - m)
   float* alpha = nullptr;  // [nq] scratch: the rescale of a block
   float* s = nullptr;      // [nq][decode_block(H)] scratch: scores, then probabilities
-  float* kb = nullptr;     // [kBlockFloats] scratch: a widened fp16 K block
-  float* vb = nullptr;     // [kBlockFloats] scratch: a widened fp16 V block
+  float* kb = nullptr;     // [kBlockFloats] scratch: a widened fp16 / int8 K block
+  float* vb = nullptr;     // [kBlockFloats] scratch: a widened fp16 / int8 V block
   float softcap = 0.0f;
 };
 
@@ -244,16 +244,8 @@ void run_decode(const Decode& d, const T* K, const T* Vr, int64_t n) {
   const int hblocks = (nq + V::kDecodeHeads - 1) / V::kDecodeHeads;
   for (int64_t j0 = 0; j0 < n; j0 += Bc) {
     const int64_t nb = std::min(Bc, n - j0);
-    const float *kp, *vp;
-    if constexpr (std::is_same_v<T, float>) {
-      kp = K + j0 * H;
-      vp = Vr + j0 * H;
-    } else {
-      V::widen(K + j0 * H, d.kb, nb * H);
-      V::widen(Vr + j0 * H, d.vb, nb * H);
-      kp = d.kb;
-      vp = d.vb;
-    }
+    const float* kp = block_rows<V>(K, j0, nb, H, d.kb);
+    const float* vp = block_rows<V>(Vr, j0, nb, H, d.vb);
     score_dispatch<V>(d, kp, nb, Bc);
     for (int b = 0, g0 = 0; b < hblocks; ++b) {
       const int gc = (nq - g0) / (hblocks - b);
@@ -266,11 +258,12 @@ void run_decode(const Decode& d, const T* K, const T* Vr, int64_t n) {
 struct DecodeKernels {
   void (*f32)(const Decode&, const float*, const float*, int64_t);
   void (*f16)(const Decode&, const uint16_t*, const uint16_t*, int64_t);
+  void (*q8)(const Decode&, const int8_t*, const int8_t*, int64_t);
 };
 
 template <class V>
 DecodeKernels decode_kernels() {
-  return {run_decode<V, float>, run_decode<V, uint16_t>};
+  return {run_decode<V, float>, run_decode<V, uint16_t>, run_decode<V, int8_t>};
 }
 
 }  // namespace nbits::kernels::attn

@@ -8,13 +8,15 @@
 //
 // V provides: R (the register type), kLanes, kAcc (accumulators a register block may use), zero(),
 // set1(float), load(const float*), store(float*, R), fmadd(a, b, c) = a * b + c, add, sub, mul, max,
-// exp (exp(-inf) = 0), lt_select(a, b, x, y) = a < b ? x : y, widen(const uint16_t*, float*, n).
+// exp (exp(-inf) = 0), lt_select(a, b, x, y) = a < b ? x : y, widen(const uint16_t*, float*, n) and
+// widen_q8(const int8_t* rows, float*, nrows, H) (int8 cache rows of kernels/attention.h, dequantized).
 #pragma once
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace nbits::kernels::attn {
@@ -28,6 +30,41 @@ constexpr float kExpFloorTile = -80.0f;  // exp(-80) = 1.8e-35: far below a sum 
 // Keys per block: a K block and a V block of H floats each stay in L1/L2 across the tile.
 inline int64_t key_block(int64_t H) { return std::clamp<int64_t>(kBlockFloats / H, 8, 64); }
 
+// Elements of T one cache row of head H takes: H (fp32, fp16), H codes + the 4-byte scale (int8).
+template <typename T>
+constexpr int64_t row_elems(int64_t H) {
+  return std::is_same_v<T, int8_t> ? H + 4 : H;
+}
+
+// The ISAs' V::widen_q8: per int8 row (H codes, then the scale), cvt(codes, scale, out) converts L
+// codes at a time to code * scale, the tail one by one (the same product).
+template <int L, typename Cvt>
+inline void widen_q8_rows(const int8_t* rows, float* f, int64_t nrows, int64_t H, Cvt cvt) {
+  for (int64_t r = 0; r < nrows; ++r, f += H) {
+    const int8_t* c = rows + r * (H + 4);
+    float scale;
+    std::memcpy(&scale, c + H, sizeof scale);
+    int64_t i = 0;
+    for (; i + L <= H; i += L) cvt(c + i, scale, f + i);
+    for (; i < H; ++i) f[i] = static_cast<float>(c[i]) * scale;
+  }
+}
+
+// The nb rows from row j0 of X as floats: X itself (fp32), or widened / dequantized into buf.
+template <class V, typename T>
+inline const float* block_rows(const T* X, int64_t j0, int64_t nb, int64_t H, float* buf) {
+  if constexpr (std::is_same_v<T, float>) {
+    return X + j0 * H;
+  } else if constexpr (std::is_same_v<T, uint16_t>) {
+    V::widen(X + j0 * H, buf, nb * H);
+    return buf;
+  } else {
+    static_assert(std::is_same_v<T, int8_t>);
+    V::widen_q8(X + j0 * (H + 4), buf, nb, H);
+    return buf;
+  }
+}
+
 // One tile's buffers. Rows r >= the real rows are padding (lo = hi = 0: they see no key).
 struct Tile {
   int64_t H = 0;
@@ -39,8 +76,8 @@ struct Tile {
   float* m = nullptr;              // [rows_pad]: running max of the scores (-FLT_MAX: none yet)
   float* l = nullptr;              // [rows_pad]: sum of exp(score - m)
   float* s = nullptr;              // [key_block(H)][rows_pad] scratch: scores, then probabilities
-  float* kb = nullptr;             // [kBlockFloats] scratch: a widened fp16 K block
-  float* vb = nullptr;             // [kBlockFloats] scratch: a widened fp16 V block
+  float* kb = nullptr;             // [kBlockFloats] scratch: a widened fp16 / int8 K block
+  float* vb = nullptr;             // [kBlockFloats] scratch: a widened fp16 / int8 V block
 };
 
 // St[r][.] for JR keys k + r * H: JR x NV accumulators, one query column load per h shared by them.
@@ -102,16 +139,8 @@ void run_tile(const Tile& t, const T* K, const T* Vr, int64_t jb, int64_t je, fl
   for (int64_t i = 0; i < H * MP; i += L) V::store(t.ot + i, V::zero());
   for (int64_t j0 = jb; j0 < je; j0 += Bc) {
     const int64_t nb = std::min(Bc, je - j0);
-    const float *kp, *vp;
-    if constexpr (std::is_same_v<T, float>) {
-      kp = K + j0 * H;
-      vp = Vr + j0 * H;
-    } else {
-      V::widen(K + j0 * H, t.kb, nb * H);
-      V::widen(Vr + j0 * H, t.vb, nb * H);
-      kp = t.kb;
-      vp = t.vb;
-    }
+    const float* kp = block_rows<V>(K, j0, nb, H, t.kb);
+    const float* vp = block_rows<V>(Vr, j0, nb, H, t.vb);
     int64_t j = 0;
     for (; j + JR <= nb; j += JR) score_keys<V, NV, JR>(t.qt, kp + j * H, H, t.s + j * MP);
     for (; j + 4 <= nb; j += 4) score_keys<V, NV, 4>(t.qt, kp + j * H, H, t.s + j * MP);
@@ -170,6 +199,7 @@ struct TileKernels {
   int lanes;
   void (*f32[2])(const Tile&, const float*, const float*, int64_t, int64_t, float);
   void (*f16[2])(const Tile&, const uint16_t*, const uint16_t*, int64_t, int64_t, float);
+  void (*q8[2])(const Tile&, const int8_t*, const int8_t*, int64_t, int64_t, float);
 };
 
 template <class V>
@@ -177,7 +207,8 @@ TileKernels tile_kernels(const char* isa) {
   return {isa,
           V::kLanes,
           {run_tile<V, 1, float>, run_tile<V, 2, float>},
-          {run_tile<V, 1, uint16_t>, run_tile<V, 2, uint16_t>}};
+          {run_tile<V, 1, uint16_t>, run_tile<V, 2, uint16_t>},
+          {run_tile<V, 1, int8_t>, run_tile<V, 2, int8_t>}};
 }
 
 }  // namespace nbits::kernels::attn

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_reference.h"
 #include "base/fp16.h"
 #include "kernels/attention.h"
 
@@ -41,34 +42,6 @@ std::string name(const Case& c) {
          " H=" + std::to_string(c.H) + " W=" + std::to_string(c.window) +
          " cap=" + std::to_string(c.softcap) + " smooth=" + std::to_string(c.smooth) +
          " f16=" + std::to_string(c.f16) + " parts=" + std::to_string(c.parts);
-}
-
-std::vector<float> rand_vec(int64_t n, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-std::vector<double> reference(const float* q, const float* K, const float* V, int64_t lo, int64_t hi,
-                              const AttentionParams& p) {
-  const int64_t H = p.head_size;
-  std::vector<double> s(static_cast<size_t>(hi - lo)), out(static_cast<size_t>(H), 0.0);
-  double mx = -INFINITY;
-  for (int64_t j = lo; j < hi; ++j) {
-    double d = 0;
-    for (int64_t i = 0; i < H; ++i) d += double(q[i]) * K[j * H + i];
-    d *= p.scale;
-    if (p.softcap > 0) d = p.softcap * std::tanh(d / p.softcap);
-    s[j - lo] = d;
-    mx = std::max(mx, d);
-  }
-  if (p.smooth) mx = std::max(mx, 0.0);
-  double z = p.smooth ? std::exp(-mx) : 0.0;
-  for (double& v : s) z += (v = std::exp(v - mx));
-  for (int64_t j = lo; j < hi; ++j)
-    for (int64_t i = 0; i < H; ++i) out[i] += s[j - lo] / z * V[j * H + i];
-  return out;
 }
 
 // Runs one case on the selected ISA; returns the worst error relative to max |ref|.

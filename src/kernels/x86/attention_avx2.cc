@@ -1,5 +1,5 @@
-// The flash-attention tile on AVX2+FMA (F16C widens an fp16 cache): 8 query rows per vector; and
-// the decode kernel, 8 keys per vector.
+// The flash-attention tile on AVX2+FMA (F16C widens an fp16 cache, AVX2 an int8 one): 8 query rows per
+// vector; and the decode kernel, 8 keys per vector.
 #include <immintrin.h>
 
 #include "base/fp16.h"
@@ -28,6 +28,13 @@ struct Avx2 {
     for (; i + 8 <= n; i += 8)
       _mm256_storeu_ps(f + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
     for (; i < n; ++i) f[i] = fp16_to_float(h[i]);
+  }
+  // int8 cache rows (kernels/attention.h): code * scale, 8 codes sign-extended per step.
+  static void widen_q8(const int8_t* rows, float* f, int64_t nrows, int64_t H) {
+    attn::widen_q8_rows<8>(rows, f, nrows, H, [](const int8_t* c, float scale, float* out) {
+      const __m256i w = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
+      _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(w), _mm256_set1_ps(scale)));
+    });
   }
   // The decode kernel's: 6 heads x 2 column vectors of accumulators (of the 16 registers).
   static constexpr int kDecodeHeads = 6, kDecodeQRegs = 4;

@@ -50,6 +50,14 @@ struct Avx512 {
           f + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
     for (; i < n; ++i) f[i] = fp16_to_float(h[i]);
   }
+  // int8 cache rows (kernels/attention.h): code * scale, 16 codes sign-extended per step.
+  static void widen_q8(const int8_t* rows, float* f, int64_t nrows, int64_t H) {
+    attn::widen_q8_rows<16>(rows, f, nrows, H, [](const int8_t* c, float scale, float* out) {
+      const __m512i w =
+          _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+      _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, w), _mm512_set1_ps(scale)));
+    });
+  }
   // The decode kernel's: 8 heads x 2 column vectors of accumulators.
   static constexpr int kDecodeHeads = 8, kDecodeQRegs = 8;
   static R load_partial(const float* p, int n) {
