@@ -361,6 +361,7 @@ int set_kv_cache_dtype(const std::vector<onnx::Node>& nodes, onnx::Graph& g, onn
           (v.elem_type == onnx::DataType::kFloat || v.elem_type == onnx::DataType::kFloat16 ||
            v.elem_type == onnx::DataType::kBfloat16)) {
         v.elem_type = dtype;
+        if (dtype == onnx::DataType::kInt8 && v.dims.size() == 4 && v.dims[3].value > 0) v.dims[3].value += 4;
         ++changed;
       }
   return changed;

@@ -168,7 +168,8 @@ SessionOptions::KvCache parse_kv_cache(const std::string& s) {
   if (s == "model") return SessionOptions::KvCache::kModel;
   if (s == "f32") return SessionOptions::KvCache::kF32;
   if (s == "f16") return SessionOptions::KvCache::kF16;
-  fail("--kv-cache must be model, f32 or f16 (got '", s, "')");
+  if (s == "q8") return SessionOptions::KvCache::kQ8;
+  fail("--kv-cache must be model, f32, f16 or q8 (got '", s, "')");
 }
 
 }  // namespace nbits::graph

@@ -34,8 +34,11 @@ struct SessionOptions {
   int requantize_float = 0;
   // KV cache dtype where GroupQueryAttention reads and writes it in place: as the
   // model declares, or fp32 / fp16 whatever it declares (the graph's past/present
-  // inputs and outputs then report that dtype).
-  enum class KvCache { kModel, kF32, kF16 };
+  // inputs and outputs then report that dtype). kQ8: int8 rows, per (batch, kv head, position)
+  // head_size codes and an fp32 scale (symmetric, max|x| / 127; kernels/attention.h), quantized
+  // once as written: the inputs and outputs report int8 [B, Nkv, L, head_size + 4]. Only where
+  // GroupQueryAttention owns the cache; the session refuses q8 for any other model.
+  enum class KvCache { kModel, kF32, kF16, kQ8 };
   KvCache kv_cache = KvCache::kModel;
   // Rows of the rotary tables the plain-op attention fusion computes at load (graph/rewrites.h
   // fuse_optimum_attention): the model's context (config.json max_position_embeddings, set by
@@ -43,7 +46,7 @@ struct SessionOptions {
   int64_t max_positions = 0;
 };
 
-// "model" | "f32" | "f16" (the --kv-cache flag); throws nbits::Error naming the value otherwise.
+// "model" | "f32" | "f16" | "q8" (the --kv-cache flag); throws nbits::Error naming the value otherwise.
 SessionOptions::KvCache parse_kv_cache(const std::string& s);
 
 // One line of the profile: per node (or per op type when aggregated).

@@ -99,10 +99,17 @@ void SessionImpl::build() {
   // matches runs (tests of that path on real exports; comparisons).
   if (const char* e = std::getenv("NBITS_FUSE_ATTENTION"); e == nullptr || std::string_view(e) != "0")
     fuse_optimum_attention(nodes, shared_->model, options.max_positions > 0 ? options.max_positions : 32768);
-  if (options.kv_cache != SessionOptions::KvCache::kModel)
+  if (options.kv_cache == SessionOptions::KvCache::kQ8) {
+    // Only GroupQueryAttention reads int8 rows: a cache any other op reads or writes (MultiHeadAttention,
+    // the plain-op general path's Concat) cannot be int8, so no q8 at all rather than part of it.
+    NBITS_CHECK(set_kv_cache_dtype(nodes, shared_->model.graph, onnx::DataType::kInt8) > 0,
+                "--kv-cache q8 needs a KV cache that GroupQueryAttention owns (past/present graph inputs and "
+                "outputs of GroupQueryAttention nodes); this model has none (use f16 or f32)");
+  } else if (options.kv_cache != SessionOptions::KvCache::kModel) {
     set_kv_cache_dtype(nodes, shared_->model.graph,
                        options.kv_cache == SessionOptions::KvCache::kF16 ? onnx::DataType::kFloat16
                                                                          : onnx::DataType::kFloat);
+  }
   lower_float_boundaries(nodes, g);
   read_transposed_weights(nodes, g, options);
   keep_half_ = half_matmul_weights(nodes, g);

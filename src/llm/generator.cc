@@ -63,8 +63,7 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
                 dtype_name(session_->input_dtype(branch_name_)), ")");
   }
 
-  const int64_t L = config_.num_hidden_layers, Nkv = config_.num_key_value_heads, H = config_.head_size;
-  const size_t kv_elems = static_cast<size_t>(Nkv * capacity_ * H);
+  const int64_t L = config_.num_hidden_layers, Nkv = config_.num_key_value_heads;
   for (int64_t l = 0; l < L; ++l) {
     const std::string past_k = format_layer_name(config_.past_key_pattern, l);
     const std::string past_v = format_layer_name(config_.past_value_pattern, l);
@@ -83,9 +82,11 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
       slot.past = which == 0 ? past_k : past_v;
       slot.present = which == 0 ? pres_k : pres_v;
       const DType dt = session_->input_dtype(slot.past);
-      NBITS_CHECK(dt == DType::kF32 || dt == DType::kF16 || dt == DType::kBF16, config_.model_path(), ": '",
-                  slot.past, "' has dtype ", dtype_name(dt),
-                  "; the KV cache must be float, float16 or bfloat16");
+      NBITS_CHECK(
+          dt == DType::kF32 || dt == DType::kF16 || dt == DType::kBF16 || (dt == DType::kI8 && share_),
+          config_.model_path(), ": '", slot.past, "' has dtype ", dtype_name(dt),
+          "; the KV cache must be float, float16 or bfloat16 (int8: --kv-cache q8, GroupQueryAttention "
+          "only)");
       NBITS_CHECK(session_->output_dtype(slot.present) == dt, config_.model_path(), ": '", slot.present,
                   "' and '", slot.past, "' have different dtypes");
       kv_dtype_ = dt;
@@ -94,7 +95,7 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
         // more, and the cache starts at the next 64-byte boundary: glibc's large callocs are 16 bytes
         // past a page, and the attention kernels' 64-byte row loads would each straddle two cache
         // lines (the decode kernel ran 1.5x slower on such rows).
-        const size_t bytes = kv_elems * graph::dtype_size(dt);
+        const size_t bytes = static_cast<size_t>(Nkv * capacity_ * kv_row()) * graph::dtype_size(dt);
         void* p = std::calloc(bytes + 64, 1);
         if (p == nullptr) throw std::bad_alloc();
         kv_mem_.emplace_back(p);
@@ -141,8 +142,7 @@ std::unique_ptr<Generator> Generator::load(const std::string& dir, const graph::
 void Generator::bind_own_cache() {
   if (!share_) return;
   for (const KvSlot& slot : kv_) {
-    const Tensor t{kv_dtype_, Shape{1, config_.num_key_value_heads, capacity_, config_.head_size},
-                   slot.buf[0]};
+    const Tensor t{kv_dtype_, Shape{1, config_.num_key_value_heads, capacity_, kv_row()}, slot.buf[0]};
     session_->bind_input(slot.past, t);
     session_->bind_output(slot.present, t);
   }
@@ -164,7 +164,7 @@ void Generator::run_step(int64_t S, bool all_rows) {
     session_->bind_input(branch_name_, Tensor{DType::kBool, Shape{1}, &use_cache_});
   }
   if (!share_) {
-    const int64_t Nkv = config_.num_key_value_heads, H = config_.head_size;
+    const int64_t Nkv = config_.num_key_value_heads, H = kv_row();
     for (const KvSlot& slot : kv_) {
       session_->bind_input(slot.past, Tensor{kv_dtype_, Shape{1, Nkv, past, H}, slot.buf[cur_]});
       session_->bind_output(slot.present, Tensor{kv_dtype_, Shape{1, Nkv, T, H}, slot.buf[1 - cur_]});
@@ -210,7 +210,7 @@ void Generator::run_step(int64_t S, bool all_rows) {
 void Generator::compact_cache(int64_t from_len, int64_t to_len) {
   if (share_ || from_len == to_len) return;
   const int64_t Nkv = config_.num_key_value_heads;
-  const size_t row = static_cast<size_t>(config_.head_size) * graph::dtype_size(kv_dtype_);
+  const size_t row = static_cast<size_t>(kv_row()) * graph::dtype_size(kv_dtype_);
   for (const KvSlot& slot : kv_) {
     auto* base = static_cast<uint8_t*>(slot.buf[cur_]);
     for (int64_t h = 1; h < Nkv; ++h)
@@ -371,7 +371,7 @@ void Generator::run_batch(std::span<Generator* const> gens) {
     for (size_t j = 0; j < slots; ++j) {
       void** rows = lead.batch_rows_.data() + j * static_cast<size_t>(B);
       for (int64_t b = 0; b < B; ++b) rows[b] = gens[static_cast<size_t>(b)]->kv_[j].buf[0];
-      Tensor t{lead.kv_dtype_, Shape{B, c.num_key_value_heads, lead.capacity_, c.head_size}, rows[0]};
+      Tensor t{lead.kv_dtype_, Shape{B, c.num_key_value_heads, lead.capacity_, lead.kv_row()}, rows[0]};
       t.rows = rows;
       s.bind_input(lead.kv_[j].past, t);
       s.bind_output(lead.kv_[j].present, t);

@@ -126,6 +126,10 @@ class Generator {
   void take_logits_row(const graph::Tensor& logits, int64_t row);
   void check_and_stage(std::span<const int32_t> ids);
   void compact_cache(int64_t from_len, int64_t to_len);
+  // Elements of one cache row: head_size, or head_size int8 codes + the 4-byte scale (--kv-cache q8).
+  int64_t kv_row() const {
+    return kv_dtype_ == graph::DType::kI8 ? config_.head_size + 4 : config_.head_size;
+  }
 
   GenaiConfig config_;
   std::unique_ptr<graph::Session> session_;

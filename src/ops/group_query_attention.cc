@@ -65,14 +65,14 @@ AttentionPath attention_path() {
 
 class GroupQueryAttentionOp final : public Op {
  public:
-  GroupQueryAttentionOp(std::string where, GqaAttrs at, bool kv_f16)
-      : where_(std::move(where)), at_(at), kv_f16_(kv_f16) {}
+  GroupQueryAttentionOp(std::string where, GqaAttrs at, DType kv)
+      : where_(std::move(where)), at_(at), kv_(kv) {}
 
   void infer(const OpArgs& a) const override {
     const Geometry g = geometry(a);
     a.out[0]->shape = Shape{g.B, g.S, at_.num_heads * g.H};
     for (size_t i = 1; i <= 2; ++i)
-      if (Tensor* t = a.output(i)) t->shape = Shape{g.B, at_.kv_heads, g.present_len, g.H};
+      if (Tensor* t = a.output(i)) t->shape = Shape{g.B, at_.kv_heads, g.present_len, row_elems(g.H)};
   }
 
   void run(const OpArgs& a, RunContext& ctx) const override {
@@ -93,8 +93,10 @@ class GroupQueryAttentionOp final : public Op {
     }
     if (at_.rotary) check_rotary(a, g);
 
-    if (kv_f16_)
+    if (kv_ == DType::kF16)
       attend(a, g, ctx, kv_rows<uint16_t>(a, g));
+    else if (kv_ == DType::kI8)
+      attend(a, g, ctx, kv_rows<int8_t>(a, g));
     else
       attend(a, g, ctx, kv_rows<float>(a, g));
   }
@@ -134,9 +136,10 @@ class GroupQueryAttentionOp final : public Op {
     const Tensor* past = a.input(3);
     if (past) {
       const Shape& p = past->shape;
-      NBITS_CHECK(p.rank == 4 && p[0] == g.B && p[1] == at_.kv_heads && p[3] == g.H && a.in[4]->shape == p,
-                  where_, ": past key/value must be [", g.B, ",", at_.kv_heads, ",L,", g.H, "], got ",
-                  p.str(), " and ", a.in[4]->shape.str());
+      NBITS_CHECK(
+          p.rank == 4 && p[0] == g.B && p[1] == at_.kv_heads && p[3] == row_elems(g.H) && a.in[4]->shape == p,
+          where_, ": past key/value must be [", g.B, ",", at_.kv_heads, ",L,", row_elems(g.H), "], got ",
+          p.str(), " and ", a.in[4]->shape.str());
       g.past_len = p[2];
     }
     const Tensor& total = *a.in[6];
@@ -158,7 +161,7 @@ class GroupQueryAttentionOp final : public Op {
     KvRows<T> kv;
     const Tensor* io[4] = {a.out[1], a.out[2], a.input(3), a.input(4)};
     const bool apart = io[0]->rows || io[1]->rows || (io[2] && io[2]->rows) || (io[3] && io[3]->rows);
-    const int64_t block = at_.kv_heads * g.present_len * g.H;
+    const int64_t block = at_.kv_heads * g.present_len * row_elems(g.H);
     for (int64_t b = 0; b < g.B; ++b) {
       if (apart) {
         for (int i = 0; i < 4; ++i)
@@ -175,10 +178,15 @@ class GroupQueryAttentionOp final : public Op {
     return kv;
   }
 
-  // The cache update and attention over K/V rows of type T (float, or IEEE fp16 bits).
+  // Elements of one cache row: H (fp32, fp16), or H int8 codes and the 4-byte scale
+  // (kernels::kv_q8_row_bytes).
+  int64_t row_elems(int64_t H) const { return kv_ == DType::kI8 ? kernels::kv_q8_row_bytes(H) : H; }
+
+  // The cache update and attention over K/V rows of type T (float, IEEE fp16 bits, or int8 rows).
   template <typename T>
   void attend(const OpArgs& a, const Geometry& g, RunContext& ctx, const KvRows<T>& kv) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
+    const int64_t RH = row_elems(H);
     update_cache(a, g, kv);
 
     // Rotated queries, [B, S, Nq, H].
@@ -256,8 +264,8 @@ class GroupQueryAttentionOp final : public Op {
       tr.rows.lo = tr.lo;
       tr.rows.hi = tr.hi;
       tr.rows.n = n;
-      tr.K = kv.k[b] + kvh * L * H;
-      tr.V = kv.v[b] + kvh * L * H;
+      tr.K = kv.k[b] + kvh * L * RH;
+      tr.V = kv.v[b] + kvh * L * RH;
     };
     if (parts == 1) {
       const int64_t workers = std::min<int64_t>(tasks, threads);
@@ -304,6 +312,7 @@ class GroupQueryAttentionOp final : public Op {
   void attend_decode(const Geometry& g, RunContext& ctx, const KvRows<T>& kv, int64_t threads,
                      int64_t longest, const kernels::AttentionParams& ap, float* out) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, L = g.present_len, G = Nq / Nkv;
+    const int64_t RH = row_elems(H);
     const bool keys = attention_path() == AttentionPath::kKeys;
     const int64_t tasks = g.B * Nkv;
     int64_t parts = 1;
@@ -324,8 +333,8 @@ class GroupQueryAttentionOp final : public Op {
           const int64_t h0 = G * c / chunks, h1 = G * (c + 1) / chunks;
           int64_t start, end;
           range(b, &start, &end);
-          const T* K = kv.k[b] + (kvh * L + start) * H;
-          const T* V = kv.v[b] + (kvh * L + start) * H;
+          const T* K = kv.k[b] + (kvh * L + start) * RH;
+          const T* V = kv.v[b] + (kvh * L + start) * RH;
           const int64_t row = (b * Nq + kvh * G + h0) * H;
           kernels::attend_decode(qbuf + row, H, h1 - h0, K, V, end - start, ap, out + row, H);
         }
@@ -352,8 +361,8 @@ class GroupQueryAttentionOp final : public Op {
           std::fill(part + G * (H + 1), part + G * (H + 2), 0.0f);
           continue;
         }
-        const T* K = kv.k[b] + (kvh * L + b0) * H;
-        const T* V = kv.v[b] + (kvh * L + b0) * H;
+        const T* K = kv.k[b] + (kvh * L + b0) * RH;
+        const T* V = kv.v[b] + (kvh * L + b0) * RH;
         const float* q = sc.q.data() + (b * Nq + kvh * G) * H;
         if (keys)
           kernels::attend_decode_partial(q, H, G, K, V, b1 - b0, ap, part);
@@ -392,6 +401,7 @@ class GroupQueryAttentionOp final : public Op {
   void attend_long_heads(const Geometry& g, RunContext& ctx, const KvRows<T>& kv, int64_t threads,
                          const kernels::AttentionParams& ap, float* out) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
+    const int64_t RH = row_elems(H);
     Scratch& sc = scratch();
     const int64_t G = Nq / Nkv, groups = g.B * Nkv * S;
     const int64_t want_chunks = std::min<int64_t>(G, (threads + groups - 1) / groups);
@@ -407,12 +417,13 @@ class GroupQueryAttentionOp final : public Op {
         const int64_t s = t % S, c = (t / S) % chunks, kvh = (t / (S * chunks)) % Nkv,
                       b = t / (S * chunks * Nkv);
         const int64_t h0 = kvh * G + c * per_chunk, nh = std::min(per_chunk, G - c * per_chunk);
-        const T* K = kv.k[b] + kvh * L * H;
-        const T* V = kv.v[b] + kvh * L * H;
+        const T* K = kv.k[b] + kvh * L * RH;
+        const T* V = kv.v[b] + kvh * L * RH;
         const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
-        kernels::attend_group(sc.q.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * H, V + start * H,
-                              end - start, ap, scores, out + (b * S + s) * Nq * H + h0 * H, H);
+        kernels::attend_group(sc.q.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * RH,
+                              V + start * RH, end - start, ap, scores, out + (b * S + s) * Nq * H + h0 * H,
+                              H);
       }
     });
   }
@@ -437,10 +448,12 @@ class GroupQueryAttentionOp final : public Op {
   }
 
   // Copies past rows when present is a separate buffer, then writes the new
-  // (rotated) K and V rows at [past, past + S), rounded to fp16 for an fp16 cache.
+  // (rotated) K and V rows at [past, past + S), rounded to fp16 for an fp16 cache, quantized to
+  // int8 rows (kernels::quantize_kv_q8_row) for an int8 one: once, as written.
   template <typename T>
   void update_cache(const OpArgs& a, const Geometry& g, const KvRows<T>& kv) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
+    const int64_t RH = row_elems(H);
     const Tensor* past_k = a.input(3);
     const Tensor* past_v = a.input(4);
     for (int which = 0; which < 2; ++which) {
@@ -448,15 +461,15 @@ class GroupQueryAttentionOp final : public Op {
       if (past && past->data == (which == 0 ? kv.k[0] : kv.v[0])) continue;  // shared buffer: rows in place
       for (int64_t b = 0; b < g.B; ++b)
         for (int64_t h = 0; h < Nkv; ++h) {
-          T* dst = (which == 0 ? kv.k[b] : kv.v[b]) + h * L * H;
+          T* dst = (which == 0 ? kv.k[b] : kv.v[b]) + h * L * RH;
           int64_t keep = 0;
           if (past) {
             keep = std::min(g.past[b], g.past_len);
             NBITS_CHECK(keep == g.past[b], where_, ": past holds ", g.past_len, " rows, ", g.past[b],
                         " needed");
-            std::memcpy(dst, past->as<const T>() + (b * Nkv + h) * g.past_len * H, keep * H * sizeof(T));
+            std::memcpy(dst, past->as<const T>() + (b * Nkv + h) * g.past_len * RH, keep * RH * sizeof(T));
           }
-          std::fill(dst + keep * H, dst + L * H, T{0});
+          std::fill(dst + keep * RH, dst + L * RH, T{0});
         }
     }
     const float* q_in = a.in[0]->as<const float>();
@@ -486,15 +499,21 @@ class GroupQueryAttentionOp final : public Op {
             std::memcpy(pv + row * H, v, H * sizeof(float));
           } else {
             float kr[kMaxHead];
-            NBITS_CHECK(H <= kMaxHead, where_, ": head size ", H, " above ", kMaxHead, " with an fp16 cache");
+            NBITS_CHECK(H <= kMaxHead, where_, ": head size ", H, " above ", kMaxHead, " with an ",
+                        std::is_same_v<T, int8_t> ? "int8" : "fp16", " cache");
             if (at_.rotary) {
               rotate(k, cos_row(a, g, g.past[b] + s), sin_row(a, g, g.past[b] + s), g.half, at_.interleaved,
                      H, kr);
               k = kr;
             }
-            for (int64_t i = 0; i < H; ++i) {
-              pk[row * H + i] = float_to_fp16(k[i]);
-              pv[row * H + i] = float_to_fp16(v[i]);
+            if constexpr (std::is_same_v<T, int8_t>) {
+              kernels::quantize_kv_q8_row(k, H, pk + row * RH);
+              kernels::quantize_kv_q8_row(v, H, pv + row * RH);
+            } else {
+              for (int64_t i = 0; i < H; ++i) {
+                pk[row * H + i] = float_to_fp16(k[i]);
+                pv[row * H + i] = float_to_fp16(v[i]);
+              }
             }
           }
         }
@@ -502,7 +521,7 @@ class GroupQueryAttentionOp final : public Op {
 
   std::string where_;
   GqaAttrs at_;
-  bool kv_f16_ = false;  // past/present hold IEEE fp16
+  DType kv_ = DType::kF32;  // past/present hold fp32, IEEE fp16 or int8 rows (--kv-cache q8)
   static constexpr int64_t kMaxHead = 512;
 };
 
@@ -534,10 +553,11 @@ std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
     b.require_type(2, {DType::kF32}, "value");
   }
   b.check(b.has_input(3) == b.has_input(4), "past_key and past_value must both be given or both be empty");
-  // The cache: fp32, or fp16 kept as fp16 (graph/rewrites.h lower_float_boundaries leaves it).
+  // The cache: fp32, or fp16 kept as fp16 (graph/rewrites.h lower_float_boundaries leaves it), or
+  // int8 rows of head_size codes + an fp32 scale (--kv-cache q8: graph/rewrites.h set_kv_cache_dtype).
   const DType kv = b.has_input(3) ? b.type(3) : DType::kF32;
   if (b.has_input(3)) {
-    b.require_type(3, {DType::kF32, DType::kF16}, "past_key");
+    b.require_type(3, {DType::kF32, DType::kF16, DType::kI8}, "past_key");
     b.require_type(4, {kv}, "past_value (the dtype of past_key)");
   }
   b.require_type(5, {DType::kI32}, "seqlens_k");
@@ -554,7 +574,7 @@ std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
   b.check(!n.has_output(3), "output 3 (output_qk) is not supported");
   b.set_outputs(DType::kF32);
   b.out_types[1] = b.out_types[2] = kv;
-  return std::make_unique<GroupQueryAttentionOp>(b.where(), at, kv == DType::kF16);
+  return std::make_unique<GroupQueryAttentionOp>(b.where(), at, kv);
 }
 
 }  // namespace nbits::ops

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
+#include "kernels/attention.h"
 #include "model_file.h"
 
 namespace nbits::testing {
@@ -32,7 +35,7 @@ std::vector<float> cos_cache(bool sin) {
   return c;
 }
 
-std::unique_ptr<graph::Session> make_gqa(const Gqa& g) {
+std::unique_ptr<graph::Session> make_gqa(const Gqa& g, const graph::SessionOptions& o = {}) {
   onnx::ModelWriter w;
   w.add_opset("", 21);
   w.add_opset("com.microsoft", 1);
@@ -54,7 +57,7 @@ std::unique_ptr<graph::Session> make_gqa(const Gqa& g) {
   w.add_output("out", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kNq * kH)});
   w.add_output("present_k", DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("T"), dim_value(kH)});
   w.add_output("present_v", DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("T"), dim_value(kH)});
-  return load_written(w);
+  return load_written(w, o);
 }
 
 // Naive reference: all T tokens of one sequence, output [T, Nq*H].
@@ -97,14 +100,19 @@ std::vector<float> reference(const std::vector<float>& qkv, int64_t T, const Gqa
   return out;
 }
 
-// Runs tokens [t0, t0+S) of qkv with the shared cache; returns the output rows.
-std::vector<float> run_chunk(graph::Session& s, std::vector<float>& kc, std::vector<float>& vc,
+// Runs tokens [t0, t0+S) of qkv with the shared cache (fp32 rows of kH, or int8 rows of
+// kv_q8_row_bytes(kH) with --kv-cache q8); returns the output rows.
+template <typename T>
+std::vector<float> run_chunk(graph::Session& s, std::vector<T>& kc, std::vector<T>& vc,
                              const std::vector<float>& qkv, int64_t t0, int64_t S) {
   const int64_t W = (kNq + 2 * kNkv) * kH;
+  constexpr bool q8 = std::is_same_v<T, int8_t>;
+  const graph::DType dt = q8 ? graph::DType::kI8 : graph::DType::kF32;
+  const int64_t row = q8 ? kernels::kv_q8_row_bytes(kH) : kH;
   std::vector<float> x(qkv.begin() + t0 * W, qkv.begin() + (t0 + S) * W);
   int32_t seqlen = static_cast<int32_t>(t0 + S - 1), total = static_cast<int32_t>(t0 + S);
-  const graph::Tensor cache_k{graph::DType::kF32, {1, kNkv, kMax, kH}, kc.data()};
-  const graph::Tensor cache_v{graph::DType::kF32, {1, kNkv, kMax, kH}, vc.data()};
+  const graph::Tensor cache_k{dt, {1, kNkv, kMax, row}, kc.data()};
+  const graph::Tensor cache_v{dt, {1, kNkv, kMax, row}, vc.data()};
   s.bind_input("qkv", {graph::DType::kF32, {1, S, W}, x.data()});
   s.bind_input("past_k", cache_k);
   s.bind_input("past_v", cache_v);
@@ -198,6 +206,102 @@ TEST(GroupQueryAttention, InconsistentSeqlensThrows) {
   s->bind_input("seqlens_k", {graph::DType::kI32, {1}, &seqlen});
   s->bind_input("total", {graph::DType::kI32, {1}, &total});
   EXPECT_THROW(s->run(), Error);
+}
+
+// --kv-cache q8: the caches become int8 rows [1, Nkv, L, H + 4] (kernels/attention.h). Each row
+// holds exactly kernels::quantize_kv_q8_row of the (rotated) K / V row the fp32 cache holds, written
+// once (decode steps and chunks leave earlier rows as the prefill wrote them); prefill, decode and
+// chunked outputs agree to the fp32 kernels' rounding (they read the same int8 rows), and follow
+// the fp32 reference within the int8 bound: every stored value is within s/2 of the original
+// (s = max|row| / 127 <= |row| / 127), so a score q.k / sqrt(H) moves by at most
+// sum_i |q_i| s / 2 / sqrt(H) <= d = max|q| max|k| / 254 (|.|: L2 norms, kept by the rotary), each
+// softmax weight by a factor within e^(+-2d), and an output by at most (e^2d - 1) max|v| + max|v| / 254.
+TEST(GroupQueryAttention, Q8CacheFollowsFp32Cache) {
+  const int64_t T = 12, W = (kNq + 2 * kNkv) * kH, RB = kernels::kv_q8_row_bytes(kH);
+  for (const Gqa& g : {Gqa{}, Gqa{2.0f, 4, true}}) {
+    SCOPED_TRACE(g.window);
+    const auto qkv = random_floats(T * W, 7);
+    const auto want = reference(qkv, T, g);
+    graph::SessionOptions o;
+    o.kv_cache = graph::SessionOptions::KvCache::kQ8;
+    auto s = make_gqa(g, o);
+    EXPECT_EQ(s->input_dtype("past_k"), graph::DType::kI8);
+    EXPECT_EQ(s->output_dtype("present_v"), graph::DType::kI8);
+    auto s32 = make_gqa(g);
+    std::vector<float> k32(kNkv * kMax * kH, 0), v32 = k32;
+    run_chunk(*s32, k32, v32, qkv, 0, T);
+    std::vector<int8_t> k1(kNkv * kMax * RB, 0), v1 = k1;
+    const auto prefill = run_chunk(*s, k1, v1, qkv, 0, T);
+    for (int64_t h = 0; h < kNkv; ++h)
+      for (int64_t r = 0; r < kMax; ++r) {
+        std::vector<int8_t> wk(RB, 0), wv(RB, 0);
+        if (r < T) {
+          kernels::quantize_kv_q8_row(&k32[(h * kMax + r) * kH], kH, wk.data());
+          kernels::quantize_kv_q8_row(&v32[(h * kMax + r) * kH], kH, wv.data());
+        }
+        ASSERT_EQ(std::memcmp(wk.data(), &k1[(h * kMax + r) * RB], RB), 0) << "key row " << h << "," << r;
+        ASSERT_EQ(std::memcmp(wv.data(), &v1[(h * kMax + r) * RB], RB), 0) << "value row " << h << "," << r;
+      }
+    std::vector<int8_t> k2(k1.size(), 0), v2 = k2;
+    std::vector<float> steps;
+    for (int64_t t = 0; t < T; ++t) {
+      const auto row = run_chunk(*s, k2, v2, qkv, t, 1);
+      steps.insert(steps.end(), row.begin(), row.end());
+    }
+    EXPECT_EQ(k2, k1);
+    EXPECT_EQ(v2, v1);
+    expect_near(steps, prefill, 1e-5f, "q8 decode vs q8 prefill");
+    std::vector<int8_t> k3(k1.size(), 0), v3 = k3;
+    auto chunked = run_chunk(*s, k3, v3, qkv, 0, 5);
+    const auto rest = run_chunk(*s, k3, v3, qkv, 5, T - 5);
+    chunked.insert(chunked.end(), rest.begin(), rest.end());
+    EXPECT_EQ(k3, k1);
+    expect_near(chunked, prefill, 1e-5f, "q8 chunked vs q8 prefill");
+    // The bound, from the data: L2 norms of the q / k rows, max |v|.
+    double qn = 0, kn = 0, vmax = 0;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < kNq + 2 * kNkv; ++h) {
+        double n2 = 0;
+        for (int64_t i = 0; i < kH; ++i) n2 += double(qkv[t * W + h * kH + i]) * qkv[t * W + h * kH + i];
+        if (h < kNq) qn = std::max(qn, std::sqrt(n2));
+        if (h >= kNq && h < kNq + kNkv) kn = std::max(kn, std::sqrt(n2));
+        if (h >= kNq + kNkv)
+          for (int64_t i = 0; i < kH; ++i) vmax = std::max(vmax, double(std::fabs(qkv[t * W + h * kH + i])));
+      }
+    const double d = qn * kn / 254.0;  // sum_i |q_i| <= sqrt(H) |q| cancels the 1/sqrt(H) of the score
+    const double bound = (std::exp(2 * d) - 1) * vmax + vmax / 254 + 1e-5;
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(prefill[i] - want[i])));
+    EXPECT_LE(worst, bound);
+    EXPECT_GT(worst, 0.0) << "the int8 rows should round something";
+    std::printf("[kv q8] GQA op, window %lld: max |q8 - reference| = %.2e (bound %.2e, max|v| %.2f)\n",
+                static_cast<long long>(g.window), worst, bound, vmax);
+  }
+}
+
+// q8 needs a cache GroupQueryAttention owns: a model whose present = Concat(past, new) (MHA exports,
+// the plain-op general path) is refused at load with one line naming the flag; f16 there keeps the
+// model's dtype as before.
+TEST(GroupQueryAttention, Q8RefusedWithoutGqaCache) {
+  onnx::ModelWriter w;
+  w.add_opset("", 21);
+  w.add_input("k", DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("S"), dim_value(kH)});
+  w.add_input("past_key.0", DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("P"), dim_value(kH)});
+  w.add_node("Concat", "", "cat", {"past_key.0", "k"}, {"present.0.key"}, {onnx::int_attr("axis", 2)});
+  w.add_output("present.0.key", DataType::kFloat,
+               {dim_value(1), dim_value(kNkv), dim_param("T"), dim_value(kH)});
+  graph::SessionOptions o;
+  o.kv_cache = graph::SessionOptions::KvCache::kQ8;
+  try {
+    load_written(w, o);
+    ADD_FAILURE() << "q8 loaded a model without a GroupQueryAttention cache";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("--kv-cache q8"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  o.kv_cache = graph::SessionOptions::KvCache::kF16;
+  EXPECT_EQ(load_written(w, o)->input_dtype("past_key.0"), graph::DType::kF32);
 }
 
 }  // namespace
