@@ -74,8 +74,10 @@ nbits::ModelOptions model_options(int threads, std::optional<int> accuracy_level
     o.kv_cache = nbits::ModelOptions::KvCache::kF32;
   } else if (kv_cache == "fp16" || kv_cache == "f16") {
     o.kv_cache = nbits::ModelOptions::KvCache::kF16;
+  } else if (kv_cache == "q8") {
+    o.kv_cache = nbits::ModelOptions::KvCache::kQ8;
   } else {
-    throw nbits::Error("kv_cache must be 'model', 'fp32' or 'fp16', got '" + kv_cache + "'");
+    throw nbits::Error("kv_cache must be 'model', 'fp32', 'fp16' or 'q8', got '" + kv_cache + "'");
   }
   if (context < 0)
     throw nbits::Error("context must be >= 0 (0 = the model's), got " + std::to_string(context));

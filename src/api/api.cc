@@ -42,6 +42,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   so.fp16_scales = options.fp16_scales;
   so.kv_cache = options.kv_cache == ModelOptions::KvCache::kF16   ? graph::SessionOptions::KvCache::kF16
                 : options.kv_cache == ModelOptions::KvCache::kF32 ? graph::SessionOptions::KvCache::kF32
+                : options.kv_cache == ModelOptions::KvCache::kQ8  ? graph::SessionOptions::KvCache::kQ8
                                                                   : graph::SessionOptions::KvCache::kModel;
   NBITS_CHECK(options.requantize_float == 0 || options.requantize_float == 8 || options.requantize_float == 4,
               "ModelOptions::requantize_float must be 0, 8 or 4 (got ", options.requantize_float, ")");

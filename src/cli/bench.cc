@@ -16,7 +16,7 @@ namespace {
 const char* kHelp =
     "usage: nbits bench -m MODEL_DIR|FILE.gguf [-t 1,2] [-p 128] [-n 64] [--reps 3] [--format text|json]\n"
     "                   [--profile] [--bandwidth-gbs G] [--bandwidth-mb 512] [--accuracy-level L]\n"
-    "                   [--scales fp32|fp16] [--kv-cache model|f32|f16] [--requantize-float keep|q8|q4]\n"
+    "                   [--scales fp32|fp16] [--kv-cache model|f32|f16|q8] [--requantize-float keep|q8|q4]\n"
     "  Per thread count: loads the model, warms up, then --reps times prefills -p deterministic\n"
     "  token ids and decodes -n tokens greedily. Reports prefill tok/s (median over reps), decode\n"
     "  ms/token (median, p10, p90 over every decoded token), bytes read per token (weights\n"
@@ -27,7 +27,8 @@ const char* kHelp =
     "  --profile: time per op type, per node and per MatMulNBits kernel path (last rep).\n"
     "  --accuracy-level L: override every MatMulNBits' accuracy_level (4 = int8 activations).\n"
     "  --scales fp16: pack MatMulNBits scales in half precision (see `nbits run --help`); default fp32.\n"
-    "  --kv-cache f16: keep the KV cache in half precision (see `nbits run --help`); default: the model's.\n"
+    "  --kv-cache f16 / q8: keep the KV cache in half precision / int8 rows (see `nbits run --help`);\n"
+    "    default: the model's.\n"
     "  --requantize-float q8|q4: float MatMul weights re-quantized at load (see `nbits run --help`).\n"
     "  JSON fields: see docs/PERFORMANCE.md.\n";
 
@@ -64,7 +65,7 @@ int bench_main(const std::vector<std::string>& args) {
   f.i64("--bandwidth-mb", "MB", "array size of the bandwidth probe", 512);
   f.i64("--accuracy-level", "L", "override every MatMulNBits' accuracy_level", std::nullopt);
   f.str("--scales", "fp32|fp16", "MatMulNBits scale precision", false, "fp32");
-  f.str("--kv-cache", "model|f32|f16", "KV cache dtype", false, "model");
+  f.str("--kv-cache", "model|f32|f16|q8", "KV cache dtype", false, "model");
   f.str("--requantize-float", "keep|q8|q4", "float MatMul weights re-quantized at load", false, "keep");
   if (auto rc = f.parse(args)) return *rc;
   modelgen::BenchOptions o;
@@ -115,15 +116,16 @@ int bench_main(const std::vector<std::string>& args) {
   for (const auto& r : j["runs"]) {
     std::printf(
         "threads %d: prefill %.1f tok/s (%.1f ms) | decode %.2f ms/token (p10 %.2f, p90 %.2f) = %.1f tok/s\n"
-        "  reads %.1f MB/token (weights %.1f + KV %.2f) -> %.1f GB/s of %.1f GB/s %s; floor %.2f ms, "
+        "  reads %.1f MB/token (weights %.1f + KV %.2f %s) -> %.1f GB/s of %.1f GB/s %s; floor %.2f ms, "
         "%.0f%% of it\n",
         r["threads"].get<int>(), r["prefill_tok_s"].get<double>(), r["prefill_ms_median"].get<double>(),
         r["decode_ms_median"].get<double>(), r["decode_ms_p10"].get<double>(),
         r["decode_ms_p90"].get<double>(), r["decode_tok_s"].get<double>(),
         r["bytes_per_token"].get<double>() / 1e6, r["weight_bytes_per_token"].get<double>() / 1e6,
-        r["kv_bytes_per_token"].get<double>() / 1e6, r["achieved_gbs"].get<double>(),
-        r["bandwidth_gbs"].get<double>(), r["bandwidth_source"].get<std::string>().c_str(),
-        r["floor_ms"].get<double>(), 100.0 * r["fraction_of_floor"].get<double>());
+        r["kv_bytes_per_token"].get<double>() / 1e6, r["kv_dtype"].get<std::string>().c_str(),
+        r["achieved_gbs"].get<double>(), r["bandwidth_gbs"].get<double>(),
+        r["bandwidth_source"].get<std::string>().c_str(), r["floor_ms"].get<double>(),
+        100.0 * r["fraction_of_floor"].get<double>());
     const double mib = 1024.0 * 1024.0;
     std::printf(
         "  memory: peak RSS %.1f MiB (%.1f during load) = %.2fx of weights %.1f + KV %.1f + arena %.1f MiB "

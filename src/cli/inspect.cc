@@ -169,18 +169,19 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
       json plan_rows = json::array();
       for (const auto& [k, n] : plan)
         plan_rows.push_back({{"op", k.first}, {"kernel", k.second}, {"nodes", n}});
-      std::string cache = "none";
+      std::string cache = "none", kv_dtype = "none";
+      bool q8 = false;  // --kv-cache q8 applies: GroupQueryAttention owns the cache
       for (const auto& o : g.outputs)
         if (o.name.rfind("present", 0) == 0) {
-          cache = session->output_producer(o.name) == "GroupQueryAttention"
-                      ? "one buffer updated in place (GroupQueryAttention)"
-                      : "copied every step (present = " + session->output_producer(o.name) + ")";
+          q8 = session->output_producer(o.name) == "GroupQueryAttention";
+          cache = q8 ? "one buffer updated in place (GroupQueryAttention)"
+                     : "copied every step (present = " + session->output_producer(o.name) + ")";
+          kv_dtype = graph::dtype_name(session->output_dtype(o.name));
           break;
         }
-      r["session"] = {{"loads", true},
-                      {"weight_bytes", session->weight_bytes()},
-                      {"nodes", entries.size()},
-                      {"kv_cache", cache},
+      r["session"] = {{"loads", true},           {"weight_bytes", session->weight_bytes()},
+                      {"nodes", entries.size()}, {"kv_cache", cache},
+                      {"kv_dtype", kv_dtype},    {"kv_cache_q8", q8},
                       {"plan", plan_rows}};
     } catch (const Error& e) {
       r["session"] = {{"loads", false}, {"error", e.what()}};
@@ -383,8 +384,10 @@ void print_text(const json& r) {
   if (r.contains("session") && r["session"]["loads"].get<bool>()) {
     const json& s = r["session"];
     std::printf(
-        "\nsession: loads; %.1f MB of weights in use; %lld nodes after load-time fusion; KV cache %s\n",
-        s["weight_bytes"].get<double>() / 1e6, s["nodes"].get<long long>(), str(s["kv_cache"]).c_str());
+        "\nsession: loads; %.1f MB of weights in use; %lld nodes after load-time fusion; KV cache %s, %s "
+        "(--kv-cache q8: %s)\n",
+        s["weight_bytes"].get<double>() / 1e6, s["nodes"].get<long long>(), str(s["kv_cache"]).c_str(),
+        str(s["kv_dtype"]).c_str(), s["kv_cache_q8"].get<bool>() ? "applies" : "refused");
     std::printf("  %-40s %6s  %s\n", "op", "nodes", "kernel (- : one path)");
     for (const auto& row : s["plan"])
       std::printf("  %-40s %6lld  %s\n", str(row["op"]).c_str(), row["nodes"].get<long long>(),

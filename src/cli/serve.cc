@@ -43,7 +43,7 @@ int serve_main(const std::vector<std::string>& args) {
   f.str("--model-id", "NAME", "the model name /v1/models reports (default: the folder's name)");
   f.i64("--max-body", "BYTES", "largest request body accepted (larger: 413)", 8 << 20, 1024);
   f.choice("--scales", {"fp32", "fp16"}, "MatMulNBits scale storage (see nbits run --help)", "fp32");
-  f.choice("--kv-cache", {"model", "f32", "f16"}, "KV cache dtype (see nbits run --help)", "model");
+  f.choice("--kv-cache", {"model", "f32", "f16", "q8"}, "KV cache dtype (see nbits run --help)", "model");
   f.choice("--requantize-float", {"keep", "q8", "q4"},
            "float MatMul weights re-quantized at load (see nbits run --help)", "keep");
   f.str("--variant", "V", "which onnx/model_V.onnx of an Optimum folder (see nbits run --help)");

@@ -96,9 +96,13 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     const auto& c = gen->config();
     ModelShape s;
     s.layers = c.num_hidden_layers, s.kv_heads = c.num_key_value_heads, s.head_size = c.head_size;
-    // kv_bytes_per_position counts fp32 elements; an fp16 cache is half that.
+    // kv_bytes_per_position counts fp32 elements; an fp16 cache is half that, an int8 one (q8) a
+    // quarter plus the 4-byte scale of each row of head_size.
     const graph::DType kv_dtype = gen->session().input_dtype(llm::format_layer_name(c.past_key_pattern, 0));
-    const double kv_scale = static_cast<double>(graph::dtype_size(kv_dtype)) / 4.0;
+    const double kv_scale = kv_dtype == graph::DType::kI8
+                                ? static_cast<double>(c.head_size + 4) / static_cast<double>(4 * c.head_size)
+                                : static_cast<double>(graph::dtype_size(kv_dtype)) / 4.0;
+    r.kv_dtype = graph::dtype_name(kv_dtype);
     r.kv_bytes =
         static_cast<int64_t>((static_cast<double>(opt.prompt) + static_cast<double>(opt.decode) / 2) *
                              static_cast<double>(kv_bytes_per_position(s)) * kv_scale);
@@ -179,6 +183,7 @@ nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<Ben
     x["weight_bytes_per_token"] = r.weight_bytes;
     x["onnx_weight_bytes_per_token"] = r.onnx_weight_bytes;
     x["kv_bytes_per_token"] = r.kv_bytes;
+    x["kv_dtype"] = r.kv_dtype;
     x["bytes_per_token"] = bytes;
     x["achieved_gbs"] = dec > 0 ? static_cast<double>(bytes) / (dec * 1e-3) * 1e-9 : 0.0;
     x["bandwidth_gbs"] = r.bandwidth_gbs;

@@ -37,7 +37,8 @@ struct BenchRun {
   std::vector<double> decode_ms;   // one per decoded token, all reps
   int64_t weight_bytes = 0;        // MatMulNBits packed bytes (what a decode step streams)
   int64_t onnx_weight_bytes = 0;   // the same weights as stored in the ONNX file
-  int64_t kv_bytes = 0;            // fp32 KV read per token at the mean decode context
+  int64_t kv_bytes = 0;            // KV read per token at the mean decode context (in the cache's dtype)
+  std::string kv_dtype;            // the cache's dtype (graph::dtype_name: float, float16, int8 for q8, ...)
   double bandwidth_gbs = 0;
   std::string bandwidth_source;                                      // "measured" or "flag"
   std::vector<graph::ProfileEntry> prefill_profile, decode_profile;  // --profile only

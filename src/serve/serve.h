@@ -20,7 +20,7 @@ struct ServeOptions {
   std::string model_id;  // the name /v1/models reports; empty = the model path's last component
   size_t max_body_bytes = 8u << 20;
   bool fp16_scales = false;
-  std::string kv_cache = "model";  // model | f32 | f16
+  std::string kv_cache = "model";  // model | f32 | f16 | q8
   int requantize_float = 0;        // 0 | 8 | 4 (--requantize-float keep|q8|q4)
   std::string variant;             // an Optimum folder's decoder (--variant)
   int64_t prefill_chunk = 128;     // prompt tokens per step; other sessions decode between chunks

@@ -624,6 +624,7 @@ int Server::run() {
     mo.variant = opt_.variant;
     mo.kv_cache = opt_.kv_cache == "f16"   ? ModelOptions::KvCache::kF16
                   : opt_.kv_cache == "f32" ? ModelOptions::KvCache::kF32
+                  : opt_.kv_cache == "q8"  ? ModelOptions::KvCache::kQ8
                                            : ModelOptions::KvCache::kModel;
     auto model = Model::load(opt_.model, mo);
     if (!model->has_tokenizer()) throw Error(opt_.model + " has no tokenizer.json: the server needs one");

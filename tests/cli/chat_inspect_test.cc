@@ -89,6 +89,8 @@ TEST(CliInspect, ReportsKernelsAndAccuracyLevelWarnings) {
   const json acc0 = inspect("onnx_int4_acc0");
   const json acc4 = inspect("onnx_int4");
   EXPECT_EQ(acc0.at("ops").at("com.microsoft:MatMulNBits").get<int>(), 26);
+  EXPECT_EQ(acc4.at("session").at("kv_dtype"), "float");
+  EXPECT_EQ(acc4.at("session").at("kv_cache_q8"), true);  // GroupQueryAttention owns the cache
   ASSERT_EQ(acc0.at("matmul_nbits").size(), 26u);
   ASSERT_EQ(acc4.at("matmul_nbits").size(), 26u);
   for (size_t i = 0; i < 26; ++i) {

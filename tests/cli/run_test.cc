@@ -2,6 +2,7 @@
 // greedy sequences and llama2.c's text; nbits patch round trip.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -52,6 +53,24 @@ TEST(CliRun, GreedyIdsMatchOnnxRuntime) {
     EXPECT_EQ(ids_of(j), ort_greedy(variant, n)) << variant;
     EXPECT_GT(j.value("prefill_tok_s", 0.0), 0.0) << variant;
   }
+}
+
+// --kv-cache q8 end to end: the fp32 export's greedy ids with int8 K/V rows follow ORT's fp32 ones
+// (the first 8 asserted; int8 rounding may move a later near-tie), and a bad value is refused.
+TEST(CliRun, KvCacheQ8FollowsFp32) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(stories("reference/onnx_greedy_ort.json"));
+  const json j = run_json({"run", "-m", stories("onnx_fp32"), "--ids", "1", "-n", "32", "--kv-cache", "q8",
+                           "--format", "json", "-t", "1"});
+  const std::vector<int32_t> got = ids_of(j), want = ort_greedy("fp32", 32);
+  ASSERT_EQ(got.size(), 32u);
+  size_t same = 0;
+  while (same < got.size() && got[same] == want[same]) ++same;
+  std::printf("[kv q8] nbits run --kv-cache q8: %zu of 32 greedy ids equal ORT's fp32 ones\n", same);
+  EXPECT_GE(same, 8u);
+  RunResult bad = run_nbits({"run", "-m", stories("onnx_fp32"), "--ids", "1", "--kv-cache", "q4"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--kv-cache"), std::string::npos) << bad.err;
 }
 
 TEST(CliRun, Fp32TextFromEmptyPromptMatchesLlama2c) {

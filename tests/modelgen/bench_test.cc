@@ -66,6 +66,7 @@ TEST(Bench, JsonFields) {
                         "mapped_weight_bytes",
                         "released_bytes",
                         "kv_cache_bytes",
+                        "kv_dtype",
                         "arena_bytes",
                         "peak_rss_over_weights_kv_arena"})
     EXPECT_TRUE(r.contains(k)) << k;
