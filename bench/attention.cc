@@ -4,7 +4,8 @@
 // flash-style tile kernel ("tile", kernels::attend_rows) and, for decode, the kernel with the keys
 // across the lanes ("keys", kernels::attend_decode), the way the op calls them. prefill/S: causal
 // attention of S new tokens (time per layer); decode/n: one token against n cached keys, the caches
-// of 24 layers rotated so K/V stream from memory; decode_f16/n: the same over an fp16 cache;
+// of 24 layers rotated so K/V stream from memory; decode_f16/n, decode_q8/n: the same over an fp16
+// and an int8 (--kv-cache q8) cache;
 // decode_hot/n: one layer's cache, in L2 (the kernel's compute).
 //
 //   build-*/bench/bench_attention --benchmark_repetitions=5
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <new>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "base/fp16.h"
@@ -148,33 +150,45 @@ void BM_decode(benchmark::State& st, Kernel kernel) {
 }
 
 // decode/n with an fp16 cache (--kv-cache f16): attend_group over the F16C row helpers ("group")
-// against attend_decode widening a block at a time ("keys"); KV GB/s counts the fp16 bytes.
-struct Layer16 {
+// against attend_decode widening a block at a time ("keys"); decode_q8/n the same over an int8 cache
+// (--kv-cache q8, rows of 64 codes + a 4-byte scale, dequantized a block at a time). KV GB/s counts
+// the cache's own bytes.
+template <typename T>
+struct CacheLayer {
+  static constexpr int64_t kRow = std::is_same_v<T, int8_t> ? kv_q8_row_bytes(kH) : kH;  // T per row
   Floats q, out;
-  std::vector<uint16_t, Aligned64<uint16_t>> K, V;
-  Layer16(int64_t l, uint32_t seed)
-      : q(rand_vec(kNq * kH, seed)), out(kNq * kH), K(kNkv * l * kH), V(K.size()) {
-    const Floats k = rand_vec(K.size(), seed + 1), v = rand_vec(V.size(), seed + 2);
-    for (size_t i = 0; i < K.size(); ++i) {
-      K[i] = float_to_fp16(k[i]);
-      V[i] = float_to_fp16(v[i]);
+  std::vector<T, Aligned64<T>> K, V;
+  CacheLayer(int64_t l, uint32_t seed)
+      : q(rand_vec(kNq * kH, seed)), out(kNq * kH), K(kNkv * l * kRow), V(K.size()) {
+    const Floats k = rand_vec(kNkv * l * kH, seed + 1), v = rand_vec(kNkv * l * kH, seed + 2);
+    for (int64_t r = 0; r < kNkv * l; ++r) {
+      if constexpr (std::is_same_v<T, int8_t>) {
+        quantize_kv_q8_row(k.data() + r * kH, kH, K.data() + r * kRow);
+        quantize_kv_q8_row(v.data() + r * kH, kH, V.data() + r * kRow);
+      } else {
+        for (int64_t i = 0; i < kH; ++i) {
+          K[r * kH + i] = float_to_fp16(k[r * kH + i]);
+          V[r * kH + i] = float_to_fp16(v[r * kH + i]);
+        }
+      }
     }
   }
 };
 
-void BM_decode_f16(benchmark::State& st, Kernel kernel) {
-  const int64_t n = st.range(0);
+template <typename T>
+void decode_cache(benchmark::State& st, Kernel kernel) {
+  const int64_t n = st.range(0), R = CacheLayer<T>::kRow;
   const AttentionParams p = params();
-  std::vector<Layer16> layers;
+  std::vector<CacheLayer<T>> layers;
   for (int i = 0; i < 24; ++i) layers.emplace_back(n, 10 + 3 * i);
   std::vector<float> scratch(kG * n);
   size_t i = 0;
   for (auto _ : st) {
-    Layer16& x = layers[i++ % layers.size()];
+    CacheLayer<T>& x = layers[i++ % layers.size()];
     for (int64_t kvh = 0; kvh < kNkv; ++kvh) {
       const int64_t row = kvh * kG * kH;
-      const uint16_t* K = x.K.data() + kvh * n * kH;
-      const uint16_t* V = x.V.data() + kvh * n * kH;
+      const T* K = x.K.data() + kvh * n * R;
+      const T* V = x.V.data() + kvh * n * R;
       if (kernel == Kernel::kKeys)
         attend_decode(x.q.data() + row, kH, kG, K, V, n, p, x.out.data() + row, kH);
       else
@@ -182,9 +196,11 @@ void BM_decode_f16(benchmark::State& st, Kernel kernel) {
     }
     benchmark::DoNotOptimize(x.out.data());
   }
-  st.counters["KV GB/s"] = benchmark::Counter(static_cast<double>(2 * kNkv * n * kH * sizeof(uint16_t)),
+  st.counters["KV GB/s"] = benchmark::Counter(static_cast<double>(2 * kNkv * n * R * sizeof(T)),
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_decode_f16(benchmark::State& st, Kernel kernel) { decode_cache<uint16_t>(st, kernel); }
+void BM_decode_q8(benchmark::State& st, Kernel kernel) { decode_cache<int8_t>(st, kernel); }
 
 // The same with one layer's cache, read again every iteration (in L2 up to ~1500 keys): the
 // kernel's compute, without the memory stream.
@@ -224,6 +240,8 @@ BENCHMARK_CAPTURE(BM_decode, keys, Kernel::kKeys)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_f16, group, Kernel::kGroup)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_f16, keys, Kernel::kKeys)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_q8, group, Kernel::kGroup)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_decode_q8, keys, Kernel::kKeys)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_hot, group, Kernel::kGroup)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_hot, tile, Kernel::kTile)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_decode_hot, keys, Kernel::kKeys)->Arg(64)->Arg(1024)->Unit(benchmark::kMicrosecond);

@@ -1,7 +1,8 @@
-// The error of an fp16 KV cache (--kv-cache f16) against the fp32 cache at long context, on any
-// model folder: the same prompt of P random ids (fixed seed) prefilled into both, then N decode
-// steps teacher-forced with the fp32 cache's greedy tokens. Prints max|d| / max|logit| (and max|d|)
-// of the prompt's last row and of the decode steps, and how often the argmax differs.
+// The error of an fp16 and an int8 KV cache (--kv-cache f16, q8) against the fp32 cache at long
+// context, on any model folder: the same prompt of P random ids (fixed seed) prefilled into each,
+// then N decode steps teacher-forced with the fp32 cache's greedy tokens. Prints, per dtype,
+// max|d| / max|logit| (and max|d|) of the prompt's last row and of the decode steps, and how often
+// the argmax differs.
 //
 //   build-*/bench/bench_kv_cache_error MODEL_DIR [P=4096] [N=16] [threads=1]
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llm/generator.h"
@@ -40,38 +42,54 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const int64_t P = argc > 2 ? std::atoll(argv[2]) : 4096, N = argc > 3 ? std::atoll(argv[3]) : 16;
-  SessionOptions o32, o16;
-  o32.threads = o16.threads = argc > 4 ? std::atoi(argv[4]) : 1;
-  o32.kv_cache = SessionOptions::KvCache::kF32;
-  o16.kv_cache = SessionOptions::KvCache::kF16;
-  auto g32 = nbits::llm::Generator::load(dir, o32, P + N + 1);
-  auto g16 = nbits::llm::Generator::load(dir, o16, P + N + 1);
+  const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
+  auto load = [&](SessionOptions::KvCache kv) {
+    SessionOptions o;
+    o.threads = threads;
+    o.kv_cache = kv;
+    return nbits::llm::Generator::load(dir, o, P + N + 1);
+  };
+  auto g32 = load(SessionOptions::KvCache::kF32);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(g32->vocab_size()) - 1);
   std::vector<int32_t> prompt(static_cast<size_t>(P));
   for (auto& t : prompt) t = tok(rng);
+  // The fp32 cache's prompt row and teacher-forced decode rows, kept to compare each dtype with.
   const std::span<const float> p32 = g32->append(prompt);
   const std::vector<float> l32(p32.begin(), p32.end());
-  const Diff first = diff(g16->append(prompt), l32);
+  std::vector<int32_t> ids;
+  std::vector<std::vector<float>> d32;
   int32_t id = static_cast<int32_t>(std::max_element(l32.begin(), l32.end()) - l32.begin());
-  Diff worst;
-  int argmax_diff = 0;
   for (int64_t step = 0; step < N; ++step) {
+    ids.push_back(id);
     const std::span<const float> a = g32->append(std::span<const int32_t>(&id, 1));
-    const std::vector<float> d32(a.begin(), a.end());
-    const std::span<const float> d16 = g16->append(std::span<const int32_t>(&id, 1));
-    const Diff d = diff(d16, d32);
-    worst.abs = std::max(worst.abs, d.abs);
-    worst.rel = std::max(worst.rel, d.rel);
-    const auto top32 = std::max_element(d32.begin(), d32.end()) - d32.begin();
-    argmax_diff += top32 != std::max_element(d16.begin(), d16.end()) - d16.begin();
-    id = static_cast<int32_t>(top32);
+    d32.emplace_back(a.begin(), a.end());
+    id = static_cast<int32_t>(std::max_element(a.begin(), a.end()) - a.begin());
   }
-  std::printf(
-      "%s: fp16 vs fp32 KV cache after a %lld-token random prompt: prompt's last row max|d| %.3g "
-      "(%.2e of max|logit|); %lld teacher-forced decode steps: max|d| %.3g (%.2e of max|logit|), "
-      "argmax differs at %d\n",
-      dir.c_str(), static_cast<long long>(P), first.abs, first.rel, static_cast<long long>(N), worst.abs,
-      worst.rel, argmax_diff);
+  g32.reset();
+  const std::pair<SessionOptions::KvCache, const char*> kinds[] = {
+      {SessionOptions::KvCache::kF16, "fp16"}, {SessionOptions::KvCache::kQ8, "int8 (q8)"}};
+  for (const auto& [kv, label] : kinds) {
+    auto g = load(kv);
+    const Diff first = diff(g->append(prompt), l32);
+    Diff worst;
+    int argmax_diff = 0;
+    for (int64_t step = 0; step < N; ++step) {
+      const std::span<const float> dl =
+          g->append(std::span<const int32_t>(&ids[static_cast<size_t>(step)], 1));
+      const std::vector<float>& ref = d32[static_cast<size_t>(step)];
+      const Diff d = diff(dl, ref);
+      worst.abs = std::max(worst.abs, d.abs);
+      worst.rel = std::max(worst.rel, d.rel);
+      argmax_diff += std::max_element(ref.begin(), ref.end()) - ref.begin() !=
+                     std::max_element(dl.begin(), dl.end()) - dl.begin();
+    }
+    std::printf(
+        "%s: %s vs fp32 KV cache after a %lld-token random prompt: prompt's last row max|d| %.3g "
+        "(%.2e of max|logit|); %lld teacher-forced decode steps: max|d| %.3g (%.2e of max|logit|), "
+        "argmax differs at %d; KV cache %.1f MiB\n",
+        dir.c_str(), label, static_cast<long long>(P), first.abs, first.rel, static_cast<long long>(N),
+        worst.abs, worst.rel, argmax_diff, static_cast<double>(g->kv_cache_bytes()) / (1024.0 * 1024.0));
+  }
   return 0;
 }

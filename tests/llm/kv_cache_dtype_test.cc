@@ -66,44 +66,42 @@ Follow teacher_forced(const char* variant, graph::SessionOptions::KvCache kv) {
   return f;
 }
 
-// fp32 export: the fp16 cache alone (K/V rounded to 2^-11 relative through 5 layers) stays under
-// 1e-2 of max|logit|. int4 export (int8 activations): a small change can flip an activation's
-// int8 rounding, so the bound is what the quantization itself costs: the fp16 cache moves the
-// logits less than the int4 model differs from the fp32 model on the same tokens.
-TEST(KvCacheDtype, Fp16CacheFollowsFp32Cache) {
-  NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
+// Both exports with cache dtype `kv`: the cache inputs report `dtype` and take `row_bytes(H)` per
+// row against fp32's 4H; the fp32 export's logits stay within `fp32_bound` of max|logit|; the int4
+// export's (int8 activations: a small change can flip an activation's int8 rounding) move less than
+// the int4 model differs from the fp32 model on the same tokens.
+template <typename RowBytes>
+void expect_follows(graph::SessionOptions::KvCache kv, graph::DType dtype, RowBytes row_bytes,
+                    double fp32_bound) {
   for (const char* variant : {"onnx_fp32", "onnx_int4"}) {
     SCOPED_TRACE(variant);
-    const Follow f = teacher_forced(variant, graph::SessionOptions::KvCache::kF16);
-    EXPECT_EQ(f.dtype, graph::DType::kF16);
-    EXPECT_EQ(f.bytes * 2, f.bytes32);
+    const Follow f = teacher_forced(variant, kv);
+    EXPECT_EQ(f.dtype, dtype);
+    EXPECT_EQ(f.bytes * 4 * f.head_size, f.bytes32 * row_bytes(f.head_size));
+    EXPECT_GT(f.worst, 0.0);
     if (std::string(variant) == "onnx_fp32")
-      EXPECT_LE(f.worst, 1e-2);
+      EXPECT_LE(f.worst, fp32_bound);
     else
-      EXPECT_LT(f.worst, f.quant) << "the fp16 cache costs more than int4 quantization does";
+      EXPECT_LT(f.worst, f.quant) << "the cache dtype costs more than int4 quantization does";
   }
 }
 
-// --kv-cache q8: int8 rows + an fp32 scale per (kv head, position): bytes H + 4 per row against 4H,
-// and teacher-forced logits within a stated bound of the fp32 cache. Each cached value is within
-// max|row| / 254 of fp32: at stories260K's head of 16 that is 8x fp16's 2^-11 for the row's largest
-// value and far more, relative, for its small ones. Through 5 layers the fp32 export measured
-// 6.2e-2 of max|logit| (argmax differing at 3 of 256 teacher-forced steps; the greedy test below
-// keeps 64 of 64 tokens): the bound is 1e-1. The int4 export, as for f16: below what the int4
-// quantization itself costs.
+// fp16: K/V rounded to 2^-11 relative through 5 layers stays under 1e-2 of max|logit|.
+TEST(KvCacheDtype, Fp16CacheFollowsFp32Cache) {
+  NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
+  expect_follows(
+      graph::SessionOptions::KvCache::kF16, graph::DType::kF16, [](size_t H) { return 2 * H; }, 1e-2);
+}
+
+// --kv-cache q8: int8 rows + an fp32 scale per (kv head, position), H + 4 bytes per row. Each cached
+// value is within max|row| / 254 of fp32: at stories260K's head of 16 that is 8x fp16's 2^-11 for
+// the row's largest value and far more, relative, for its small ones. Through 5 layers the fp32
+// export measured 6.2e-2 of max|logit| (argmax differing at 3 of 256 teacher-forced steps; the
+// greedy test below keeps 64 of 64 tokens): the bound is 1e-1.
 TEST(KvCacheDtype, Q8CacheFollowsFp32Cache) {
   NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
-  for (const char* variant : {"onnx_fp32", "onnx_int4"}) {
-    SCOPED_TRACE(variant);
-    const Follow f = teacher_forced(variant, graph::SessionOptions::KvCache::kQ8);
-    EXPECT_EQ(f.dtype, graph::DType::kI8);
-    EXPECT_EQ(f.bytes * 4 * f.head_size, f.bytes32 * (f.head_size + 4));
-    EXPECT_GT(f.worst, 0.0);
-    if (std::string(variant) == "onnx_fp32")
-      EXPECT_LE(f.worst, 1e-1);
-    else
-      EXPECT_LT(f.worst, f.quant) << "the q8 cache costs more than int4 quantization does";
-  }
+  expect_follows(
+      graph::SessionOptions::KvCache::kQ8, graph::DType::kI8, [](size_t H) { return H + 4; }, 1e-1);
 }
 
 // Greedy decoding from a prompt: the q8 cache's tokens against the fp32 cache's (printed: how many
