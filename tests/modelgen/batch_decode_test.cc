@@ -81,10 +81,12 @@ struct Trace {
 // B generators forked from one load, each prefilled with its prompt, then `steps` decode steps:
 // batched (append_pending over every row, one run) or each alone. A row stops at an eos.
 std::vector<Trace> decode(const std::string& dir, size_t B, int steps, bool batched, int threads,
-                          int64_t* batch_rows = nullptr, bool expect_batchable = true) {
+                          int64_t* batch_rows = nullptr, bool expect_batchable = true,
+                          graph::SessionOptions::KvCache kv = graph::SessionOptions::KvCache::kModel) {
   const GenaiConfig config = load_model_config(dir);
   graph::SessionOptions so;
   so.threads = threads;
+  so.kv_cache = kv;
   auto proto = graph::Session::load(config.model_path(), so);
   std::vector<std::unique_ptr<Generator>> gens;
   std::vector<Sampler> samplers;
@@ -124,13 +126,14 @@ std::vector<Trace> decode(const std::string& dir, size_t B, int steps, bool batc
 }
 
 void expect_batched_equals_alone(const std::string& dir, int threads, double logit_bound,
-                                 size_t max_batch = 5, bool batchable = true) {
+                                 size_t max_batch = 5, bool batchable = true,
+                                 graph::SessionOptions::KvCache kv = graph::SessionOptions::KvCache::kModel) {
   for (size_t B = 1; B <= max_batch; ++B) {
     SCOPED_TRACE("B=" + std::to_string(B));
     const int steps = 24;
     int64_t rows = 0;
-    const std::vector<Trace> alone = decode(dir, B, steps, false, threads);
-    const std::vector<Trace> batch = decode(dir, B, steps, true, threads, &rows, batchable);
+    const std::vector<Trace> alone = decode(dir, B, steps, false, threads, nullptr, true, kv);
+    const std::vector<Trace> batch = decode(dir, B, steps, true, threads, &rows, batchable, kv);
     double worst = 0;
     int64_t want_rows = 0;
     for (size_t i = 0; i < B; ++i) {
@@ -171,6 +174,13 @@ TEST(BatchDecode, Stories260KInt4BatchedEqualsAlone) {
   NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
   expect_batched_equals_alone(stories("onnx_int4"), 1, kLogitBound);
   expect_batched_equals_alone(stories("onnx_int4"), 2, kLogitBound);
+}
+
+// --kv-cache q8: each row's int8 cache rows apart (Tensor::rows), read by the same kernels.
+TEST(BatchDecode, Stories260KQ8CacheBatchedEqualsAlone) {
+  NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
+  expect_batched_equals_alone(stories("onnx_fp32"), 1, kLogitBound, 3, true,
+                              graph::SessionOptions::KvCache::kQ8);
 }
 
 TEST(BatchDecode, QwenShapedInt4BatchedEqualsAlone) {
