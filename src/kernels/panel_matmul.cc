@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/matmul_group.h"
 #include "quant/quantize_a.h"
 
 namespace nbits::kernels {
@@ -34,12 +35,16 @@ constexpr size_t kRowSlack = 64;
 
 // Splits the panels of `w` over the pool in contiguous ranges of at least kMinBytesPerTask
 // of weights (scaled down by M, since each panel is then used M times): fn(p0, p1).
-template <class Pack, typename F>
-void over_panels(const Pack& w, int64_t M, ThreadPool& pool, F&& fn) {
+template <class Pack>
+int64_t min_panels_per_task(const Pack& w, int64_t M) {
   const int64_t panel_bytes =
       std::max<int64_t>(1, static_cast<int64_t>(w.data.size()) / std::max<int64_t>(1, w.panels));
-  const int64_t min_panels = std::max<int64_t>(1, kMinBytesPerTask / (panel_bytes * std::max<int64_t>(1, M)));
-  pool.parallel_range(w.panels, min_panels, [&](int64_t p0, int64_t p1) { fn(p0, p1); });
+  return std::max<int64_t>(1, kMinBytesPerTask / (panel_bytes * std::max<int64_t>(1, M)));
+}
+
+template <class Pack, typename F>
+void over_panels(const Pack& w, int64_t M, ThreadPool& pool, F&& fn) {
+  pool.parallel_range(w.panels, min_panels_per_task(w, M), [&](int64_t p0, int64_t p1) { fn(p0, p1); });
 }
 
 // Activation scratch shared by every matrix run from the calling thread. A step
@@ -60,12 +65,40 @@ Scratch& scratch() {
 }
 
 template <class Pack>
-class PanelInt8 final : public PackedMatMul {
+class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
  public:
   PanelInt8(Pack w, const PanelInt8Kernels<Pack>& k) : w_(std::move(w)), k_(k) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     if (M <= 0) return;
+    const QuantizedRows a = quantize_rows(A, M, pool);
+    over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { group_panels_run(a, M, p0, p1, Y, w_.N, bias); });
+  }
+  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
+  size_t packed_bytes() const override { return w_.data.size(); }
+
+  // PanelGroupMember (kernels/matmul_group.h): a set with its own A layout (tiles) shares none.
+  QuantizeRowFn group_quantizer() const override { return k_.tile_row != nullptr ? nullptr : k_.quantize; }
+  int64_t group_k() const override { return w_.K; }
+  int group_block() const override { return w_.block; }
+  int64_t group_n() const override { return w_.N; }
+  int64_t group_panels() const override { return w_.panels; }
+  int64_t group_min_panels(int64_t M) const override { return min_panels_per_task(w_, M); }
+  QuantizedRows group_quantize(const float* A, int64_t M, ThreadPool& pool) const override {
+    return quantize_rows(A, M, pool);
+  }
+  void group_panels_run(const QuantizedRows& a, int64_t M, int64_t p0, int64_t p1, float* Y, int64_t ldy,
+                        const float* bias) const override {
+    if (M == 1)
+      k_.gemv(w_, p0, p1, a.qa, a.sa, a.qsum, Y, bias);
+    else
+      k_.gemm(w_, p0, p1, M, a.qa, a.sa, a.qsum, Y, ldy, bias);
+  }
+
+ private:
+  // The rows of A quantized into the calling thread's scratch (in parallel when M > 1), then
+  // re-laid out as A tiles when the set has them (qa then points at the tiles).
+  QuantizedRows quantize_rows(const float* A, int64_t M, ThreadPool& pool) const {
     const int64_t kb = w_.k_blocks, kp = kb * w_.block;
     Scratch& s = scratch();
     grow(s.qa, static_cast<size_t>(M * kp) + kRowSlack);
@@ -79,28 +112,21 @@ class PanelInt8 final : public PackedMatMul {
     };
     if (M == 1) {
       quantize(0);
-      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, qa, sa, qsum, Y, bias); });
-      return;
+      return {qa, sa, qsum};
     }
-    const int8_t* a = qa;
-    if (k_.tile_row != nullptr) {
-      grow(s.tiles, k_.tiles_bytes(w_, M));
-      uint8_t* tiles = s.tiles.data();
-      pool.parallel_for(M, [&](int64_t m) {
-        quantize(m);
-        k_.tile_row(w_, m, qa + m * kp, sa + m * kb, qsum + m * kb, tiles);
-      });
-      a = reinterpret_cast<const int8_t*>(tiles);
-    } else {
+    if (k_.tile_row == nullptr) {
       pool.parallel_for(M, quantize);
+      return {qa, sa, qsum};
     }
-    over_panels(w_, M, pool,
-                [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, sa, qsum, Y, w_.N, bias); });
+    grow(s.tiles, k_.tiles_bytes(w_, M));
+    uint8_t* tiles = s.tiles.data();
+    pool.parallel_for(M, [&](int64_t m) {
+      quantize(m);
+      k_.tile_row(w_, m, qa + m * kp, sa + m * kb, qsum + m * kb, tiles);
+    });
+    return {reinterpret_cast<const int8_t*>(tiles), sa, qsum};
   }
-  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
-  size_t packed_bytes() const override { return w_.data.size(); }
 
- private:
   Pack w_;
   PanelInt8Kernels<Pack> k_;
 };
