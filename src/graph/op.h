@@ -91,8 +91,9 @@ class Op {
   virtual const char* kernel_name(const OpArgs& /*a*/) const { return ""; }
   // True when the op honours OpArgs::last_position (MatMul-like ops: the lm_head).
   virtual bool last_position_only() const { return false; }
-  // MatMulNBits reports its packed weight here (and bytes() of packed data).
-  virtual std::optional<MatMulNBitsInfo> nbits_info() const { return std::nullopt; }
+  // MatMulNBits reports its packed weight here (a group node: one per weight), and
+  // packed_weight_bytes() the bytes of packed data.
+  virtual std::vector<MatMulNBitsInfo> nbits_info() const { return {}; }
   virtual size_t packed_weight_bytes() const { return 0; }
   // False when run() never reads constant input i because the op copied what it
   // needs at load (MatMulNBits packs B, scales, zero points, bias): the session

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "base/error.h"
 #include "graph/rewrite_util.h"
@@ -173,6 +174,107 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
   }
   erase_removed(nodes, removed);
   return fused;
+}
+
+int fuse_matmul_nbits_groups(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {
+  std::map<std::string, int> uses;
+  for (const onnx::Node& n : nodes)
+    for (const std::string& in : n.inputs) ++uses[in];
+  for (const auto& o : g.outputs) uses[o.name] += 2;  // graph outputs keep their producers
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const std::string& o : nodes[i].outputs) producer[o] = i;
+  auto constant = [&](const onnx::Node& n, size_t i) {
+    return !n.has_input(i) || g.initializer(n.inputs[i]);
+  };
+  // What members of one group share: A, K, bits, block_size, accuracy_level.
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
+  std::map<size_t, Key> key;  // groupable MatMulNBits nodes
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const onnx::Node& n = nodes[i];
+    if (n.op_type != "MatMulNBits" || n.domain != "com.microsoft" || n.outputs.size() != 1) continue;
+    // A graph output stays alone (the lm_head: the session may compute only its last positions).
+    bool graph_output = false;
+    for (const auto& o : g.outputs) graph_output = graph_output || o.name == n.outputs[0];
+    if (n.outputs[0].empty() || graph_output || !n.has_input(0) || n.has_input(4) || n.has_input(6)) continue;
+    if (n.inputs.size() > 7 || !g.initializer(n.inputs[1]) || !g.initializer(n.inputs[2]) ||
+        !constant(n, 3) || !constant(n, 5) || n.attr_int("weight_prepacked", 0) != 0 ||
+        n.attr("K") == nullptr || n.attr("N") == nullptr || n.attr("block_size") == nullptr)
+      continue;
+    key[i] = Key{n.inputs[0], n.attr_int("K", 0), n.attr_int("bits", 4), n.attr_int("block_size", 0),
+                 n.attr_int("accuracy_level", 0)};
+  }
+  // The group node for members (node indices, in order), at the first member's place.
+  auto group_node = [&](const std::vector<size_t>& members, const char* op) {
+    const onnx::Node& first = nodes[members[0]];
+    onnx::Node n;
+    n.op_type = op;
+    n.domain = kInternalDomain;
+    n.inputs = {first.inputs[0]};
+    onnx::Attribute widths, names;
+    widths.name = "N";
+    widths.type = onnx::AttrType::kInts;
+    names.name = "names";
+    names.type = onnx::AttrType::kStrings;
+    std::string joined;
+    for (size_t m : members) {
+      const onnx::Node& mm = nodes[m];
+      for (size_t j : {1, 2, 3, 5}) n.inputs.push_back(mm.has_input(j) ? mm.inputs[j] : std::string());
+      widths.ints.push_back(mm.attr_int("N", 0));
+      names.strings.push_back(mm.name);
+      joined += (joined.empty() ? "" : " + ") + mm.name;
+      n.outputs.push_back(mm.outputs[0]);
+    }
+    n.name = "<" + std::string(op) + ": " + joined + ">";
+    for (const char* a : {"K", "bits", "block_size", "accuracy_level"})
+      if (const onnx::Attribute* at = first.attr(a)) n.attributes.push_back(*at);
+    n.attributes.push_back(std::move(widths));
+    n.attributes.push_back(std::move(names));
+    return n;
+  };
+
+  int replaced = 0;
+  std::vector<bool> removed(nodes.size(), false);
+  std::map<size_t, onnx::Node> placed;  // index -> the group node put there
+  // gate/up read only by a SiluMul: one MatMulNBitsSiluMul writing its output.
+  for (size_t si = 0; si < nodes.size(); ++si) {
+    const onnx::Node& sm = nodes[si];
+    if (sm.op_type != kSiluMulOp || sm.domain != kInternalDomain || sm.inputs.size() != 2 ||
+        sm.outputs.size() != 1)
+      continue;
+    auto pg = producer.find(sm.inputs[0]), pu = producer.find(sm.inputs[1]);
+    if (pg == producer.end() || pu == producer.end() || pg->second == pu->second) continue;
+    const size_t gi = pg->second, ui = pu->second;
+    if (!key.count(gi) || !key.count(ui) || key[gi] != key[ui] || uses[sm.inputs[0]] != 1 ||
+        uses[sm.inputs[1]] != 1 || nodes[gi].attr_int("N", 0) != nodes[ui].attr_int("N", 0))
+      continue;
+    onnx::Node n = group_node({gi, ui}, kMatMulNBitsSiluMulOp);
+    n.outputs = sm.outputs;
+    const size_t at = std::min(gi, ui);
+    removed[gi] = removed[ui] = removed[si] = true;
+    key.erase(gi);
+    key.erase(ui);
+    placed.emplace(at, std::move(n));
+    replaced += 3;
+  }
+  // The rest: same key, two or more members.
+  std::map<Key, std::vector<size_t>> groups;
+  for (const auto& [i, k] : key) groups[k].push_back(i);
+  for (const auto& [k, members] : groups) {
+    if (members.size() < 2) continue;
+    onnx::Node n = group_node(members, kMatMulNBitsGroupOp);
+    for (size_t m : members) removed[m] = true;
+    placed.emplace(members[0], std::move(n));
+    replaced += static_cast<int>(members.size());
+  }
+  // Members read only A (produced before the first of them) and initializers, and their
+  // readers come after them: each group is in topological order at its first member's place.
+  for (auto& [i, n] : placed) {
+    nodes[i] = std::move(n);
+    removed[i] = false;
+  }
+  erase_removed(nodes, removed);
+  return replaced;
 }
 
 int fuse_dequantize_matmul(std::vector<onnx::Node>& nodes, const onnx::Graph& g) {

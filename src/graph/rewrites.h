@@ -38,6 +38,21 @@ inline constexpr const char* kInternalDomain = "nbits.internal";
 // Returns the number of fusions.
 int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 
+// MatMulNBits nodes reading the same A with the same K, bits, block_size and accuracy_level
+// (q/k/v of exports that keep them apart; the MLP's gate and up) become one node that
+// quantizes A once and forks the pool once for all of them (kernels/matmul_group.h):
+//  * gate and up whose outputs only a SiluMul reads (fuse_silu_mul ran first): one
+//    MatMulNBitsSiluMul writing the SiluMul's output, silu(gate) * up in the epilogue;
+//  * the others: one MatMulNBitsGroup with the nodes' outputs, in order.
+// Inputs: A, then per weight B, scales, zero_points, bias ("" when absent); attributes K, bits,
+// block_size, accuracy_level, N (ints, one per weight) and names (the original nodes). Nodes with
+// g_idx or block mins, float or fp16 inputs of unknown kind, or a graph output among the gate/up
+// values are left alone. The group sits where its first member was; a member that reads a value
+// produced after that point is left out. Returns the number of nodes the groups replaced.
+inline constexpr const char* kMatMulNBitsGroupOp = "MatMulNBitsGroup";
+inline constexpr const char* kMatMulNBitsSiluMulOp = "MatMulNBitsSiluMul";
+int fuse_matmul_nbits_groups(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
+
 // use_qdq exports: MatMul(A, DequantizeLinear(W, scale[, zero_point])) with a
 // constant 2-D W (4 or 8 bits) dequantized block-wise along axis 0 becomes one
 // MatMulDequantized(A, W, scale[, zero_point]) node (packed like MatMulNBits)

@@ -140,7 +140,7 @@ void SessionImpl::set_last_position_only(std::string_view logits_name, bool on) 
 std::vector<MatMulNBitsInfo> SessionImpl::matmul_nbits_info() const {
   std::vector<MatMulNBitsInfo> r;
   for (const PlanNode& p : plan_)
-    if (auto info = p.op->nbits_info()) r.push_back(*info);
+    for (MatMulNBitsInfo& info : p.op->nbits_info()) r.push_back(std::move(info));
   return r;
 }
 

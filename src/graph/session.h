@@ -44,6 +44,10 @@ struct SessionOptions {
   // fuse_optimum_attention): the model's context (config.json max_position_embeddings, set by
   // the loaders); 0 = 32768. A position beyond them is refused by GroupQueryAttention.
   int64_t max_positions = 0;
+  // MatMulNBits nodes reading one activation (q/k/v; gate/up, with the SiluMul after them) run as
+  // one group node: A quantized once, one fork/join (graph/rewrites.h fuse_matmul_nbits_groups).
+  // The environment variable NBITS_FUSE_MATMUL_GROUPS=0 turns it off as well.
+  bool fuse_matmul_groups = true;
 };
 
 // "model" | "f32" | "f16" | "q8" (the --kv-cache flag); throws nbits::Error naming the value otherwise.
@@ -66,6 +70,7 @@ struct MatMulNBitsInfo {
   bool zero_points = false, bias = false;
   std::string kernel;  // kernel set chosen at load
   size_t packed_bytes = 0;
+  std::string group;  // the fused group node running this weight (MatMulNBitsGroup), "" when alone
 };
 
 class Session {

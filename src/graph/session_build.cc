@@ -99,6 +99,11 @@ void SessionImpl::build() {
   // matches runs (tests of that path on real exports; comparisons).
   if (const char* e = std::getenv("NBITS_FUSE_ATTENTION"); e == nullptr || std::string_view(e) != "0")
     fuse_optimum_attention(nodes, shared_->model, options.max_positions > 0 ? options.max_positions : 32768);
+  // After the attention fusions (which pack q/k/v themselves) and fuse_silu_mul.
+  // NBITS_FUSE_MATMUL_GROUPS=0 keeps every MatMulNBits its own node (comparisons).
+  if (const char* e = std::getenv("NBITS_FUSE_MATMUL_GROUPS");
+      options.fuse_matmul_groups && (e == nullptr || std::string_view(e) != "0"))
+    fuse_matmul_nbits_groups(nodes, g);
   if (options.kv_cache == SessionOptions::KvCache::kQ8) {
     // Only GroupQueryAttention reads int8 rows: a cache any other op reads or writes (MultiHeadAttention,
     // the plain-op general path's Concat) cannot be int8, so no q8 at all rather than part of it.

@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 
 #include "base/mapped_file.h"
+#include "kernels/matmul_group.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
 
@@ -68,16 +70,24 @@ class MatMulNBitsOp final : public Op {
     const int64_t rows = a.in[0]->numel() / info_.K;
     return packed_->kernel_name(a.last_position && s.rank >= 2 ? 1 : rows);
   }
-  std::optional<graph::MatMulNBitsInfo> nbits_info() const override {
+  std::vector<graph::MatMulNBitsInfo> nbits_info() const override {
     graph::MatMulNBitsInfo i = info_;
     i.kernel = packed_->kernel_name(1);
-    return i;
+    return {i};
   }
   size_t packed_weight_bytes() const override {
     return packed_->packed_bytes() + bias_.size() * sizeof(float);
   }
   // B, scales, zero points and bias were packed or copied at load; only A is read.
   bool reads_constant_at_run(size_t input) const override { return input == 0; }
+
+  // What a group node (MatMulNBitsGroupOp) takes over: the packed weight, bias and report.
+  struct Parts {
+    std::unique_ptr<kernels::PackedMatMul> packed;
+    std::vector<float> bias;
+    graph::MatMulNBitsInfo info;
+  };
+  Parts release() && { return {std::move(packed_), std::move(bias_), std::move(info_)}; }
 
  private:
   // g_idx: A's columns in the order the codes were permuted to at load (A'[m, j] = A[m, perm[j]]).
@@ -266,6 +276,137 @@ std::unique_ptr<Op> make_matmul_nbits(OpBuild& b) {
   return pack_matmul(b, w, std::move(bias), static_cast<int>(n.attr_int("accuracy_level", 0)),
                      views_file ? b.release_pages : ReleasePages{}, std::move(mins), std::move(perm));
 }
+
+namespace {
+
+// graph/rewrites.h fuse_matmul_nbits_groups: MatMulNBitsGroup (one output per weight) and
+// MatMulNBitsSiluMul (gate and up, one output: silu(gate) * up). Each weight is validated and
+// packed by make_matmul_nbits as the node it replaces (its error messages name that node), then
+// kernels::MatMulGroup runs them on one quantized A with one fork/join.
+class MatMulNBitsGroupOp final : public Op {
+ public:
+  MatMulNBitsGroupOp(std::string where, std::vector<MatMulNBitsOp::Parts> parts, bool silu_mul)
+      : where_(std::move(where)), parts_(std::move(parts)), silu_mul_(silu_mul), group_(weights(), widths()) {
+    const char* how = group_.shared() ? (silu_mul_ ? "group_silu_" : "group_") : (silu_mul_ ? "silu_" : "");
+    for (int64_t m : {1, 2}) kernel_[m - 1] = how + std::string(parts_[0].packed->kernel_name(m));
+  }
+
+  void infer(const OpArgs& a) const override {
+    const Shape& s = a.in[0]->shape;
+    const int64_t K = parts_[0].info.K;
+    NBITS_CHECK(s.rank >= 1 && s[s.rank - 1] == K, where_, ": input A ", s.str(), " must end in K=", K);
+    for (size_t i = 0; i < a.n_out; ++i) {
+      NBITS_CHECK(a.out[i] != nullptr, where_, ": output ", i, " is not produced");
+      Shape y = s;
+      y[y.rank - 1] = parts_[i].info.N;
+      a.out[i]->shape = y;
+    }
+  }
+
+  void run(const OpArgs& a, RunContext& ctx) const override {
+    const float* A = a.in[0]->as<const float>();
+    const int64_t rows = a.in[0]->numel() / parts_[0].info.K;
+    if (rows <= 0) return;
+    if (silu_mul_) {
+      group_.run_silu_mul(A, rows, a.out[0]->as<float>(), bias(0), bias(1), ctx.pool);
+      return;
+    }
+    thread_local std::vector<float*> y;  // the calling thread's: no allocation after the first run
+    thread_local std::vector<const float*> b;
+    y.resize(parts_.size());
+    b.resize(parts_.size());
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      y[i] = a.out[i]->as<float>();
+      b[i] = bias(i);
+    }
+    group_.run(A, rows, y, b, ctx.pool);
+  }
+
+  // "group_<kernel>" when A is quantized once for all weights (kernels/matmul_group.h),
+  // "group_silu_<kernel>" with the SiLU epilogue; the first weight's kernel otherwise.
+  const char* kernel_name(const OpArgs& a) const override {
+    return kernel_[a.in[0]->numel() / parts_[0].info.K == 1 ? 0 : 1].c_str();
+  }
+  std::vector<graph::MatMulNBitsInfo> nbits_info() const override {
+    std::vector<graph::MatMulNBitsInfo> r;
+    for (const auto& p : parts_) {
+      r.push_back(p.info);
+      r.back().kernel = p.packed->kernel_name(1);
+      r.back().group = where_;
+    }
+    return r;
+  }
+  size_t packed_weight_bytes() const override {
+    size_t n = 0;
+    for (const auto& p : parts_) n += p.packed->packed_bytes() + p.bias.size() * sizeof(float);
+    return n;
+  }
+  bool reads_constant_at_run(size_t input) const override { return input == 0; }
+
+ private:
+  const float* bias(size_t i) const { return parts_[i].bias.empty() ? nullptr : parts_[i].bias.data(); }
+  std::vector<const kernels::PackedMatMul*> weights() const {
+    std::vector<const kernels::PackedMatMul*> w;
+    for (const auto& p : parts_) w.push_back(p.packed.get());
+    return w;
+  }
+  std::vector<int64_t> widths() const {
+    std::vector<int64_t> n;
+    for (const auto& p : parts_) n.push_back(p.info.N);
+    return n;
+  }
+
+  std::string where_;
+  std::vector<MatMulNBitsOp::Parts> parts_;
+  bool silu_mul_;
+  kernels::MatMulGroup group_;
+  std::string kernel_[2];  // M = 1, M > 1
+};
+
+std::unique_ptr<Op> make_group(OpBuild& b, bool silu_mul) {
+  const onnx::Node& n = b.node;
+  const std::vector<int64_t> widths = n.attr_ints("N");
+  const onnx::Attribute* names = n.attr("names");
+  const size_t count = widths.size();
+  b.check(
+      count >= 2 && n.inputs.size() == 1 + 4 * count && names != nullptr && names->strings.size() == count,
+      "expects A and 4 inputs (B, scales, zero_points, bias) per weight, N and names for each; got ",
+      n.inputs.size(), " inputs for ", count, " widths");
+  b.check(!silu_mul || (count == 2 && widths[0] == widths[1] && n.outputs.size() == 1),
+          "gate and up must have one N and the node one output");
+  b.check(silu_mul || n.outputs.size() == count, n.outputs.size(), " outputs for ", count, " weights");
+  std::vector<MatMulNBitsOp::Parts> parts;
+  for (size_t i = 0; i < count; ++i) {
+    onnx::Node m;
+    m.name = names->strings[i];
+    m.op_type = "MatMulNBits";
+    m.domain = "com.microsoft";
+    // The original input slots: A, B, scales, zero_points, g_idx (none: A is never permuted), bias.
+    const size_t slot[6] = {0, 1 + 4 * i, 2 + 4 * i, 3 + 4 * i, SIZE_MAX, 4 + 4 * i};
+    OpBuild sub{m, {}, {}, {}, b.options, b.release_pages, b.pool, b.opset};
+    for (size_t j : slot) {
+      m.inputs.push_back(j == SIZE_MAX ? std::string() : n.inputs[j]);
+      sub.in_types.push_back(j == SIZE_MAX ? std::optional<DType>() : b.in_types[j]);
+      sub.constants.push_back(j == SIZE_MAX ? nullptr : b.constant_or_null(j));
+    }
+    for (const char* attr : {"K", "bits", "block_size", "accuracy_level"})
+      if (const onnx::Attribute* at = n.attr(attr)) m.attributes.push_back(*at);
+    onnx::Attribute width;
+    width.name = "N";
+    width.type = onnx::AttrType::kInt;
+    width.i = widths[i];
+    m.attributes.push_back(width);
+    std::unique_ptr<Op> op = make_matmul_nbits(sub);  // always a MatMulNBitsOp
+    parts.push_back(std::move(*static_cast<MatMulNBitsOp*>(op.get())).release());
+  }
+  b.set_outputs(DType::kF32);
+  return std::make_unique<MatMulNBitsGroupOp>(b.where(), std::move(parts), silu_mul);
+}
+
+}  // namespace
+
+std::unique_ptr<Op> make_matmul_nbits_group(OpBuild& b) { return make_group(b, false); }
+std::unique_ptr<Op> make_matmul_nbits_silu_mul(OpBuild& b) { return make_group(b, true); }
 
 // MatMul(A, DequantizeLinear(W, scale, zero_point)) with a constant block-wise
 // W [K, N] (int4/uint4/int8/uint8, axis 0, block_size) from use_qdq exports:

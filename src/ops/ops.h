@@ -13,6 +13,9 @@ using graph::OpBuild;
 // matmul_nbits.cc
 std::unique_ptr<Op> make_matmul_nbits(OpBuild& b);
 std::unique_ptr<Op> make_matmul_dequantized(OpBuild& b);  // graph/rewrites.h fuse_dequantize_matmul
+// Grouped MatMulNBits (graph/rewrites.h fuse_matmul_nbits_groups).
+std::unique_ptr<Op> make_matmul_nbits_group(OpBuild& b);
+std::unique_ptr<Op> make_matmul_nbits_silu_mul(OpBuild& b);
 // MatMul(A, B) with B a constant float [K, N] (element i: at(i); b_nk: stored [N, K]) re-quantized
 // at load to `bits` (8 or 4) symmetric blocks of 32 along K (SessionOptions::requantize_float).
 std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,

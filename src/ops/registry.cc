@@ -30,6 +30,8 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kInternal, "AttentionMaskLengths", ops::make_attention_mask_lengths},
       {kInternal, "StorageCast", ops::make_storage_cast},
       {kInternal, "MatMulDequantized", ops::make_matmul_dequantized},
+      {kInternal, "MatMulNBitsGroup", ops::make_matmul_nbits_group},
+      {kInternal, "MatMulNBitsSiluMul", ops::make_matmul_nbits_silu_mul},
       {kOnnx, "Cast", ops::make_cast},
       {kOnnx, "Identity", ops::make_identity},
       {kOnnx, "Reshape", ops::make_reshape},

@@ -378,8 +378,10 @@ void expect_fused_matches_plain(int64_t window, bool qk_norm, bool quantized, La
   EXPECT_EQ(std::count(types.begin(), types.end(), "Softmax"), 0);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Concat"), 0);
   EXPECT_EQ(std::count(types.begin(), types.end(), "Slice"), 0);
-  // Quantized q/k/v without per-head norms: one packed MatMulNBits.
-  EXPECT_EQ(std::count(types.begin(), types.end(), "MatMulNBits"), quantized ? (qk_norm ? 3 : 1) : 0);
+  // Quantized q/k/v without per-head norms: one packed MatMulNBits; with them the three stay apart
+  // and run as one MatMulNBitsGroup (graph/rewrites.h fuse_matmul_nbits_groups).
+  EXPECT_EQ(std::count(types.begin(), types.end(), "MatMulNBits"), quantized && !qk_norm ? 1 : 0);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "MatMulNBitsGroup"), quantized && qk_norm ? 1 : 0);
   const std::vector<std::string> plain_types = op_types(*plain);
   EXPECT_EQ(std::count(plain_types.begin(), plain_types.end(), "GroupQueryAttention"), 0);
 
@@ -533,7 +535,11 @@ TEST(SplitSlicedProjections, PackedGateUpBecomesSiluMul) {
                                                  : "MatMul";
     SCOPED_TRACE(mm);
     auto fused = gate_up_model(proj, false), plain = gate_up_model(proj, true);
-    EXPECT_EQ(op_types(*fused), (std::vector<std::string>{mm, mm, "SiluMul"}));
+    // MatMulNBits gate and up then run as one node with the SiLU in its epilogue.
+    const std::vector<std::string> want = proj == Proj::kNBits
+                                              ? std::vector<std::string>{"MatMulNBitsSiluMul"}
+                                              : std::vector<std::string>{mm, mm, "SiluMul"};
+    EXPECT_EQ(op_types(*fused), want);
     const std::vector<std::string> plain_types = op_types(*plain);
     EXPECT_EQ(std::count(plain_types.begin(), plain_types.end(), "Slice"), 2);
     for (auto* s : {fused.get(), plain.get()}) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
 
 #include "model_file.h"
 
@@ -258,9 +260,17 @@ TEST(MatMulNBits, AddOfConstantBiasIsFused) {
 namespace nbits::testing {
 namespace {
 
+// The SiluMul fusion alone (graph/rewrites.h fuse_matmul_nbits_groups off).
+graph::SessionOptions no_groups() {
+  graph::SessionOptions o;
+  o.fuse_matmul_groups = false;
+  return o;
+}
+
 // gate/up MatMulNBits on the same input, then Sigmoid/Mul/Mul; `keep_sigmoid`
 // also exports the Sigmoid output, which must block the fusion.
-std::unique_ptr<graph::Session> swiglu_model(bool keep_sigmoid, bool swap_operands) {
+std::unique_ptr<graph::Session> swiglu_model(bool keep_sigmoid, bool swap_operands,
+                                             const graph::SessionOptions& options = no_groups()) {
   const int64_t K = 32, N = 40;
   auto w = writer();
   w.add_input("a", DataType::kFloat, {dim_value(3), dim_value(K)});
@@ -283,7 +293,7 @@ std::unique_ptr<graph::Session> swiglu_model(bool keep_sigmoid, bool swap_operan
              {"out"});
   w.add_output("out", DataType::kFloat, {dim_value(3), dim_value(N)});
   if (keep_sigmoid) w.add_output("s", DataType::kFloat, {dim_value(3), dim_value(N)});
-  return load_written(w);
+  return load_written(w, options);
 }
 
 TEST(SiluMulFusion, SameBitsAsTheUnfusedGraph) {
@@ -308,6 +318,110 @@ TEST(SiluMulFusion, SameBitsAsTheUnfusedGraph) {
     for (float v : y1) nonzero = nonzero || v != 0.0f;
     EXPECT_TRUE(nonzero);
   }
+}
+
+// gate/up with the SiluMul after them become one MatMulNBitsSiluMul (A quantized once, silu(g) * u
+// in the epilogue): bitwise the separate nodes, at accuracy_level 4 (shared int8 A) and 0.
+TEST(MatMulNBitsGroups, GateUpSiluMulSameBits) {
+  const auto a = random_floats(3 * 32, 12);
+  for (int level : {4, 0}) {
+    graph::SessionOptions grouped, separate = no_groups();
+    grouped.accuracy_level = separate.accuracy_level = level;
+    auto fused = swiglu_model(false, false, grouped), plain = swiglu_model(false, false, separate);
+    std::vector<std::string> types;
+    for (const auto& p : fused->profile()) types.push_back(p.op_type);
+    EXPECT_EQ(types, (std::vector<std::string>{"MatMulNBitsSiluMul"}));
+    for (auto* s : {fused.get(), plain.get()}) {
+      s->bind_input("a", {graph::DType::kF32, {3, 32}, const_cast<float*>(a.data())});
+      s->run();
+    }
+    const auto y1 = out_floats(*fused, "out"), y2 = out_floats(*plain, "out");
+    ASSERT_EQ(y1.size(), y2.size());
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << "accuracy_level " << level;
+    float peak = 0;
+    for (float v : y1) peak = std::max(peak, std::fabs(v));
+    EXPECT_GT(peak, 0.0f);
+    // Each weight still reported, with the group that runs it.
+    const auto infos = fused->matmul_nbits_info();
+    ASSERT_EQ(infos.size(), 2u);
+    EXPECT_EQ(infos[0].node, "mm_g");
+    EXPECT_EQ(infos[1].node, "mm_u");
+    EXPECT_NE(infos[0].group.find("MatMulNBitsSiluMul"), std::string::npos) << infos[0].group;
+  }
+}
+
+// q/k/v-like MatMulNBits on one input (zero points on one, a bias on another, N not a multiple
+// of 16) become one MatMulNBitsGroup; a fourth with another block size stays alone.
+std::unique_ptr<graph::Session> qkv_model(const graph::SessionOptions& options) {
+  const int64_t K = 64;
+  const int64_t widths[4] = {40, 24, 24, 16};
+  auto w = writer();
+  w.add_input("a", DataType::kFloat, {dim_param("rows"), dim_value(K)});
+  std::vector<std::string> outs;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t N = widths[i], block = i == 3 ? 16 : 32, kb = K / block;
+    const std::string id = std::to_string(i);
+    std::vector<uint8_t> B(static_cast<size_t>(N * kb * block / 2));
+    for (size_t j = 0; j < B.size(); ++j) B[j] = static_cast<uint8_t>(j * (29 + 6 * i) + 3);
+    const auto S = random_floats(static_cast<size_t>(N * kb), 40 + i);
+    w.add_initializer("B" + id, DataType::kUint8, {N, kb, block / 2}, B);
+    w.add_initializer("S" + id, DataType::kFloat, {N * kb}, bytes_of(S));
+    std::vector<std::string> in = {"a", "B" + id, "S" + id};
+    if (i == 0) {
+      std::vector<uint8_t> Z(static_cast<size_t>(N * ((kb + 1) / 2)));
+      for (size_t j = 0; j < Z.size(); ++j) Z[j] = static_cast<uint8_t>(j * 53 + 17);
+      w.add_initializer("Z" + id, DataType::kUint8, {static_cast<int64_t>(Z.size())}, Z);
+      in.push_back("Z" + id);
+    }
+    if (i == 1) {
+      w.add_initializer("bias" + id, DataType::kFloat, {N},
+                        bytes_of(random_floats(static_cast<size_t>(N), 7)));
+      in.resize(5);
+      in.push_back("bias" + id);
+    }
+    w.add_node("MatMulNBits", "com.microsoft", "proj" + id, in, {"y" + id},
+               {int_attr("K", K), int_attr("N", N), int_attr("bits", 4), int_attr("block_size", block),
+                int_attr("accuracy_level", 4)});
+    outs.push_back("y" + id);
+  }
+  w.add_node("Concat", "", "cat", outs, {"out"}, {int_attr("axis", -1)});
+  w.add_output("out", DataType::kFloat, {dim_param("rows"), dim_value(104)});
+  return load_written(w, options);
+}
+
+TEST(MatMulNBitsGroups, QkvGroupSameBits) {
+  const auto a = random_floats(5 * 64, 13);
+  for (int threads : {1, 2}) {
+    graph::SessionOptions grouped, separate = no_groups();
+    grouped.threads = separate.threads = threads;
+    auto fused = qkv_model(grouped), plain = qkv_model(separate);
+    std::map<std::string, int> types;
+    for (const auto& p : fused->profile()) ++types[p.op_type];
+    EXPECT_EQ(types,
+              (std::map<std::string, int>{{"MatMulNBitsGroup", 1}, {"MatMulNBits", 1}, {"Concat", 1}}));
+    EXPECT_EQ(plain->profile().size(), 5u);
+    for (const auto rows : {int64_t{5}, int64_t{1}}) {
+      for (auto* s : {fused.get(), plain.get()}) {
+        s->bind_input("a", {graph::DType::kF32, {rows, 64}, const_cast<float*>(a.data())});
+        s->run();
+      }
+      const auto y1 = out_floats(*fused, "out"), y2 = out_floats(*plain, "out");
+      ASSERT_EQ(y1.size(), static_cast<size_t>(rows * 104));
+      ASSERT_EQ(y1.size(), y2.size());
+      EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << rows << " rows";
+    }
+    EXPECT_EQ(fused->matmul_nbits_info().size(), 4u);
+    EXPECT_EQ(fused->packed_weight_bytes(), plain->packed_weight_bytes());
+  }
+}
+
+// NBITS_FUSE_MATMUL_GROUPS=0 keeps the nodes apart like the option.
+TEST(MatMulNBitsGroups, EnvironmentSwitch) {
+  setenv("NBITS_FUSE_MATMUL_GROUPS", "0", 1);
+  auto s = qkv_model({});
+  unsetenv("NBITS_FUSE_MATMUL_GROUPS");
+  EXPECT_EQ(s->profile().size(), 5u);
+  EXPECT_EQ(qkv_model({})->profile().size(), 3u);
 }
 
 }  // namespace
