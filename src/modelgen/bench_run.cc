@@ -132,7 +132,7 @@ nlohmann::ordered_json profile_json(const std::vector<graph::ProfileEntry>& entr
   double total = 0;
   for (const auto& e : entries) {
     by_op[e.op_type].first += e.calls, by_op[e.op_type].second += e.total_ms;
-    if (e.op_type == "MatMulNBits")
+    if (e.op_type.rfind("MatMulNBits", 0) == 0)  // also the group nodes (MatMulNBitsGroup, ...SiluMul)
       by_kernel[e.kernel].first += e.calls, by_kernel[e.kernel].second += e.total_ms;
     total += e.total_ms;
   }

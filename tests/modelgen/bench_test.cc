@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "modelgen/bandwidth.h"
@@ -79,10 +80,15 @@ TEST(Bench, JsonFields) {
   EXPECT_GT(r["weight_bytes_per_token"].get<int64_t>(), 0);
   EXPECT_NEAR(r["floor_ms"].get<double>(), r["bytes_per_token"].get<double>() / 10e9 * 1e3, 1e-9);
   EXPECT_EQ(r["profile_decode"]["steps"], 5);
-  int64_t mm_calls = 0;
-  for (const auto& op : r["profile_decode"]["op_types"])
-    if (op["op_type"] == "MatMulNBits") mm_calls = op["calls"].get<int64_t>();
-  EXPECT_EQ(mm_calls, 5 * (2 * 5 + 1));
+  // Per layer qkv, o, down and the gate/up pair as one MatMulNBitsSiluMul (graph/rewrites.h
+  // fuse_matmul_nbits_groups), plus the lm_head; the kernel table covers the group nodes too.
+  std::map<std::string, int64_t> calls;
+  for (const auto& op : r["profile_decode"]["op_types"]) calls[op["op_type"]] = op["calls"].get<int64_t>();
+  EXPECT_EQ(calls["MatMulNBits"], 5 * (2 * 3 + 1));
+  EXPECT_EQ(calls["MatMulNBitsSiluMul"], 5 * 2);
+  int64_t kernel_calls = 0;
+  for (const auto& k : r["profile_decode"]["matmul_kernels"]) kernel_calls += k["calls"].get<int64_t>();
+  EXPECT_EQ(kernel_calls, 5 * (2 * 4 + 1));
   BenchOptions no_prompt = o;
   no_prompt.prompt = 0;
   EXPECT_THROW(run_bench(no_prompt), Error);
