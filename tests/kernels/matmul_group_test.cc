@@ -26,10 +26,7 @@ struct Weight {
 
 Weight make_weight(int bits, int block, int64_t K, int64_t N, bool zero_points, std::mt19937& rng) {
   Weight r;
-  r.w.K = K;
-  r.w.N = N;
-  r.w.bits = bits;
-  r.w.block_size = block;
+  r.w = QuantizedMatrix{.N = N, .K = K, .bits = bits, .block_size = block};
   r.codes.resize(static_cast<size_t>(N * r.w.k_blocks() * r.w.blob_bytes()));
   for (uint8_t& c : r.codes) c = static_cast<uint8_t>(rng() & 0xff);
   std::uniform_real_distribution<float> scale(0.001f, 0.03f);
