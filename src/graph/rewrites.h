@@ -45,10 +45,11 @@ int fuse_silu_mul(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 //    MatMulNBitsSiluMul writing the SiluMul's output, silu(gate) * up in the epilogue;
 //  * the others: one MatMulNBitsGroup with the nodes' outputs, in order.
 // Inputs: A, then per weight B, scales, zero_points, bias ("" when absent); attributes K, bits,
-// block_size, accuracy_level, N (ints, one per weight) and names (the original nodes). Nodes with
-// g_idx or block mins, float or fp16 inputs of unknown kind, or a graph output among the gate/up
-// values are left alone. The group sits where its first member was; a member that reads a value
-// produced after that point is left out. Returns the number of nodes the groups replaced.
+// block_size, accuracy_level, N (ints, one per weight) and names (the original nodes). Left alone:
+// nodes with g_idx or block mins, non-constant B/scales/zero_points/bias, a prepacked layout, or an
+// output that is a graph output (the lm_head keeps its last-position path). Members read only A
+// and initializers, so the group sits at its first member's place. Returns the number of nodes
+// the groups replaced (a SiluMul counted with its gate and up).
 inline constexpr const char* kMatMulNBitsGroupOp = "MatMulNBitsGroup";
 inline constexpr const char* kMatMulNBitsSiluMulOp = "MatMulNBitsSiluMul";
 int fuse_matmul_nbits_groups(std::vector<onnx::Node>& nodes, const onnx::Graph& g);

@@ -350,6 +350,24 @@ TEST(MatMulNBitsGroups, GateUpSiluMulSameBits) {
   }
 }
 
+// The Sigmoid output exported blocks SiluMul: gate and up then form a plain two-output group.
+TEST(MatMulNBitsGroups, GateUpWithoutSiluMulFormAGroup) {
+  const auto a = random_floats(3 * 32, 14);
+  auto fused = swiglu_model(true, false, {}), plain = swiglu_model(true, false);
+  std::vector<std::string> types;
+  for (const auto& p : fused->profile()) types.push_back(p.op_type);
+  EXPECT_EQ(types, (std::vector<std::string>{"MatMulNBitsGroup", "Sigmoid", "Mul", "Mul"}));
+  for (auto* s : {fused.get(), plain.get()}) {
+    s->bind_input("a", {graph::DType::kF32, {3, 32}, const_cast<float*>(a.data())});
+    s->run();
+  }
+  for (const char* out : {"out", "s"}) {
+    const auto y1 = out_floats(*fused, out), y2 = out_floats(*plain, out);
+    ASSERT_EQ(y1.size(), y2.size());
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << out;
+  }
+}
+
 // q/k/v-like MatMulNBits on one input (zero points on one, a bias on another, N not a multiple
 // of 16) become one MatMulNBitsGroup; a fourth with another block size stays alone.
 std::unique_ptr<graph::Session> qkv_model(const graph::SessionOptions& options) {
