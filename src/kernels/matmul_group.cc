@@ -25,10 +25,10 @@ MatMulGroup::MatMulGroup(std::vector<const PackedMatMul*> weights, std::vector<i
   bool shared = weights_.size() >= 2;
   for (const PackedMatMul* w : weights_) {
     const auto* m = dynamic_cast<const PanelGroupMember*>(w);
-    shared = shared && m != nullptr && m->group_quantizer() != nullptr;
+    shared = shared && m != nullptr && m->group_key() != nullptr;
     if (!shared) break;
     const PanelGroupMember* first = members_.empty() ? m : members_[0];
-    shared = m->group_quantizer() == first->group_quantizer() && m->group_k() == first->group_k() &&
+    shared = m->group_key() == first->group_key() && m->group_k() == first->group_k() &&
              m->group_block() == first->group_block() && m->group_n() == n_[members_.size()];
     members_.push_back(m);
   }
@@ -51,7 +51,7 @@ void MatMulGroup::run(const float* A, int64_t M, std::span<float* const> Y,
     for (size_t i = 0; i < weights_.size(); ++i) weights_[i]->run(A, M, Y[i], bias[i], pool);
     return;
   }
-  const QuantizedRows a = members_[0]->group_quantize(A, M, pool);
+  const PreparedRows a = members_[0]->group_prepare(A, M, pool);
   int64_t align = members_[0]->group_min_panels(M);
   for (const PanelGroupMember* m : members_) align = std::min(align, m->group_min_panels(M));
   // Contiguous ranges of the concatenated panels: a task may span the end of one weight and
@@ -85,7 +85,7 @@ void MatMulGroup::run_silu_mul(const float* A, int64_t M, float* Y, const float*
   const PanelGroupMember& gate = *members_[0];
   const PanelGroupMember& up = *members_[1];
   const int64_t N = n_[0];
-  const QuantizedRows a = gate.group_quantize(A, M, pool);
+  const PreparedRows a = gate.group_prepare(A, M, pool);
   const int64_t align = std::min(gate.group_min_panels(M), up.group_min_panels(M));
   const int64_t chunk = std::clamp<int64_t>(kSiluTileFloats / (kGroupPanelCols * M), 1, 64);
   pool.parallel_range(gate.group_panels(), align, [&](int64_t b, int64_t e) {

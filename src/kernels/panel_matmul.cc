@@ -71,23 +71,25 @@ class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     if (M <= 0) return;
-    const QuantizedRows a = quantize_rows(A, M, pool);
+    const PreparedRows a = quantize_rows(A, M, pool);
     over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { group_panels_run(a, M, p0, p1, Y, w_.N, bias); });
   }
   const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
   size_t packed_bytes() const override { return w_.data.size(); }
 
   // PanelGroupMember (kernels/matmul_group.h): a set with its own A layout (tiles) shares none.
-  QuantizeRowFn group_quantizer() const override { return k_.tile_row != nullptr ? nullptr : k_.quantize; }
+  const void* group_key() const override {
+    return k_.tile_row != nullptr ? nullptr : reinterpret_cast<const void*>(k_.quantize);
+  }
   int64_t group_k() const override { return w_.K; }
   int group_block() const override { return w_.block; }
   int64_t group_n() const override { return w_.N; }
   int64_t group_panels() const override { return w_.panels; }
   int64_t group_min_panels(int64_t M) const override { return min_panels_per_task(w_, M); }
-  QuantizedRows group_quantize(const float* A, int64_t M, ThreadPool& pool) const override {
+  PreparedRows group_prepare(const float* A, int64_t M, ThreadPool& pool) const override {
     return quantize_rows(A, M, pool);
   }
-  void group_panels_run(const QuantizedRows& a, int64_t M, int64_t p0, int64_t p1, float* Y, int64_t ldy,
+  void group_panels_run(const PreparedRows& a, int64_t M, int64_t p0, int64_t p1, float* Y, int64_t ldy,
                         const float* bias) const override {
     if (M == 1)
       k_.gemv(w_, p0, p1, a.qa, a.sa, a.qsum, Y, bias);
@@ -98,7 +100,7 @@ class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
  private:
   // The rows of A quantized into the calling thread's scratch (in parallel when M > 1), then
   // re-laid out as A tiles when the set has them (qa then points at the tiles).
-  QuantizedRows quantize_rows(const float* A, int64_t M, ThreadPool& pool) const {
+  PreparedRows quantize_rows(const float* A, int64_t M, ThreadPool& pool) const {
     const int64_t kb = w_.k_blocks, kp = kb * w_.block;
     Scratch& s = scratch();
     grow(s.qa, static_cast<size_t>(M * kp) + kRowSlack);
@@ -112,11 +114,11 @@ class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
     };
     if (M == 1) {
       quantize(0);
-      return {qa, sa, qsum};
+      return {.qa = qa, .sa = sa, .qsum = qsum};
     }
     if (k_.tile_row == nullptr) {
       pool.parallel_for(M, quantize);
-      return {qa, sa, qsum};
+      return {.qa = qa, .sa = sa, .qsum = qsum};
     }
     grow(s.tiles, k_.tiles_bytes(w_, M));
     uint8_t* tiles = s.tiles.data();
@@ -124,50 +126,76 @@ class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
       quantize(m);
       k_.tile_row(w_, m, qa + m * kp, sa + m * kb, qsum + m * kb, tiles);
     });
-    return {reinterpret_cast<const int8_t*>(tiles), sa, qsum};
+    return {.qa = reinterpret_cast<const int8_t*>(tiles), .sa = sa, .qsum = qsum};
   }
 
   Pack w_;
   PanelInt8Kernels<Pack> k_;
 };
 
+// The one key of every CompFp32 panel matrix: they prepare A alike (padding, block sums).
+constexpr char kFp32RowsKey = 0;
+
 template <class Pack>
-class PanelFp32 final : public PackedMatMul {
+class PanelFp32 final : public PackedMatMul, public PanelGroupMember {
  public:
   PanelFp32(Pack w, const PanelFp32Kernels<Pack>& k) : w_(std::move(w)), k_(k) {}
 
   void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
     if (M <= 0) return;
+    const PreparedRows a = prepare_rows(A, M);
+    over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { group_panels_run(a, M, p0, p1, Y, w_.N, bias); });
+  }
+  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
+  size_t packed_bytes() const override { return w_.data.size(); }
+
+  // PanelGroupMember (kernels/matmul_group.h).
+  const void* group_key() const override { return &kFp32RowsKey; }
+  int64_t group_k() const override { return w_.K; }
+  int group_block() const override { return w_.block; }
+  int64_t group_n() const override { return w_.N; }
+  int64_t group_panels() const override { return w_.panels; }
+  int64_t group_min_panels(int64_t M) const override { return min_panels_per_task(w_, M); }
+  PreparedRows group_prepare(const float* A, int64_t M, ThreadPool& /*pool*/) const override {
+    return prepare_rows(A, M);
+  }
+  void group_panels_run(const PreparedRows& a, int64_t M, int64_t p0, int64_t p1, float* Y, int64_t ldy,
+                        const float* bias) const override {
+    if (M == 1)
+      k_.gemv(w_, p0, p1, a.a, a.asum, Y, bias);
+    else
+      k_.gemm(w_, p0, p1, M, a.a, a.lda, Y, ldy, bias);
+  }
+
+ private:
+  // Rows zero-padded to whole blocks when K is not a multiple of the block (the kernels never
+  // read past K), and for M = 1 the sum of each block of the row.
+  PreparedRows prepare_rows(const float* A, int64_t M) const {
     const int64_t kb = w_.k_blocks, kp = kb * w_.block, K = w_.K;
-    const float* a = A;
-    int64_t lda = K;
+    PreparedRows r{.a = A, .lda = K};
     Scratch& s = scratch();
-    if (kp != K) {  // zero-pad rows to whole blocks so the kernels never read past K
+    if (kp != K) {
       grow(s.pad, static_cast<size_t>(M * kp));
       for (int64_t m = 0; m < M; ++m) {
         std::memcpy(s.pad.data() + m * kp, A + m * K, sizeof(float) * K);
         std::memset(s.pad.data() + m * kp + K, 0, sizeof(float) * (kp - K));
       }
-      a = s.pad.data();
-      lda = kp;
+      r.a = s.pad.data();
+      r.lda = kp;
     }
     if (M == 1) {
       grow(s.asum, static_cast<size_t>(kb));
       float* asum = s.asum.data();
       for (int64_t b = 0; b < kb; ++b) {
         float sum = 0.0f;
-        for (int j = 0; j < w_.block; ++j) sum += a[b * w_.block + j];
+        for (int j = 0; j < w_.block; ++j) sum += r.a[b * w_.block + j];
         asum[b] = sum;
       }
-      over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemv(w_, p0, p1, a, asum, Y, bias); });
-      return;
+      r.asum = asum;
     }
-    over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { k_.gemm(w_, p0, p1, M, a, lda, Y, w_.N, bias); });
+    return r;
   }
-  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
-  size_t packed_bytes() const override { return w_.data.size(); }
 
- private:
   Pack w_;
   PanelFp32Kernels<Pack> k_;
 };

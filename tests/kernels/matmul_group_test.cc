@@ -1,8 +1,8 @@
 // kernels::MatMulGroup (kernels/matmul_group.h): several weights on one A give bitwise what
-// running each weight alone gives, for every CompInt8 kernel set this CPU runs (packed by the
-// set itself) and for the dispatched one, on shapes with K not a multiple of the block, N not a
-// multiple of the 16-column panel, M from 1 to 40, bits 4 and 8, with and without zero points,
-// at 1 and 2 threads; and the gate/up form equals the two products followed by vec_silu_mul.
+// running each weight alone gives, for every kernel set this CPU runs, CompInt8 and CompFp32
+// (packed by the set itself) and for the dispatched one, on shapes with K not a multiple of the block, N not
+// a multiple of the 16-column panel, M from 1 to 40, bits 4 and 8, with and without zero points, at 1 and 2
+// threads; and the gate/up form equals the two products followed by vec_silu_mul.
 #include "kernels/matmul_group.h"
 
 #include <gtest/gtest.h>
@@ -70,11 +70,11 @@ const std::vector<Case>& cases() {
   return c;
 }
 
-// The kernel sets to pack with: every CompInt8 entry supporting `w` here, and the dispatch.
-std::vector<const MatMulNBitsKernel*> int8_sets(const QuantizedMatrix& w) {
+// The kernel sets to pack with: every entry of `compute` supporting `w` here, and the dispatch.
+std::vector<const MatMulNBitsKernel*> sets_for(const QuantizedMatrix& w, Compute compute) {
   std::vector<const MatMulNBitsKernel*> r;
   for (const MatMulNBitsKernel& k : matmul_nbits_kernels())
-    if (k.compute == Compute::kInt8 && k.supports(w, cpu_features())) r.push_back(&k);
+    if (k.compute == compute && k.supports(w, cpu_features())) r.push_back(&k);
   r.push_back(nullptr);  // make_matmul_nbits
   return r;
 }
@@ -83,56 +83,58 @@ std::unique_ptr<PackedMatMul> pack(const MatMulNBitsKernel* k, const QuantizedMa
   return k != nullptr ? pack_kernel(*k, w) : make_matmul_nbits(w, c);
 }
 
-TEST(MatMulGroup, BitwiseSeparateRunsOnEveryInt8Set) {
+TEST(MatMulGroup, BitwiseSeparateRunsOnEverySet) {
   std::mt19937 rng(14);
   int shared_runs = 0;
-  for (const Case& c : cases()) {
-    std::vector<Weight> ws;
-    for (int64_t n : c.widths) ws.push_back(make_weight(c.bits, c.block, c.K, n, c.zero_points, rng));
-    std::vector<std::vector<float>> biases;
-    for (int64_t n : c.widths) biases.push_back(activations(1, n, rng));
-    for (const MatMulNBitsKernel* set : int8_sets(ws[0].w)) {
-      const std::string name = set != nullptr ? set->name : "dispatch";
-      std::vector<std::unique_ptr<PackedMatMul>> packed;
-      std::vector<const PackedMatMul*> ptrs;
-      for (const Weight& w : ws) {
-        packed.push_back(pack(set, w.w, Compute::kInt8));
-        ptrs.push_back(packed.back().get());
-      }
-      const MatMulGroup group(ptrs, c.widths);
+  for (const Compute compute : {Compute::kInt8, Compute::kFp32})
+    for (const Case& c : cases()) {
+      std::vector<Weight> ws;
+      for (int64_t n : c.widths) ws.push_back(make_weight(c.bits, c.block, c.K, n, c.zero_points, rng));
+      std::vector<std::vector<float>> biases;
+      for (int64_t n : c.widths) biases.push_back(activations(1, n, rng));
+      for (const MatMulNBitsKernel* set : sets_for(ws[0].w, compute)) {
+        const std::string name = std::string(set != nullptr ? set->name : "dispatch") +
+                                 (compute == Compute::kInt8 ? " int8" : " fp32");
+        std::vector<std::unique_ptr<PackedMatMul>> packed;
+        std::vector<const PackedMatMul*> ptrs;
+        for (const Weight& w : ws) {
+          packed.push_back(pack(set, w.w, compute));
+          ptrs.push_back(packed.back().get());
+        }
+        const MatMulGroup group(ptrs, c.widths);
 #if defined(NBITS_ARCH_X86)
-      if (set == nullptr && c.block == 32) {
-        EXPECT_TRUE(group.shared()) << "the dispatched x86 x16 sets share A";
-      }
+        if (set == nullptr && c.block == 32) {
+          EXPECT_TRUE(group.shared()) << "the dispatched x86 x16 sets share A: " << name;
+        }
 #endif
-      for (int threads : {1, 2}) {
-        ThreadPool pool(threads);
-        for (int64_t M : {1, 2, 3, 5, 17, 40}) {
-          const std::vector<float> A = activations(M, c.K, rng);
-          for (bool with_bias : {false, true}) {
-            std::vector<std::vector<float>> want(ws.size()), got(ws.size());
-            std::vector<float*> y;
-            std::vector<const float*> b;
-            for (size_t i = 0; i < ws.size(); ++i) {
-              want[i].assign(static_cast<size_t>(M * c.widths[i]), -1.0f);
-              got[i].assign(want[i].size(), -2.0f);
-              const float* bias = with_bias ? biases[i].data() : nullptr;
-              packed[i]->run(A.data(), M, want[i].data(), bias, pool);
-              y.push_back(got[i].data());
-              b.push_back(bias);
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          for (int64_t M : {1, 2, 3, 5, 17, 40}) {
+            const std::vector<float> A = activations(M, c.K, rng);
+            for (bool with_bias : {false, true}) {
+              std::vector<std::vector<float>> want(ws.size()), got(ws.size());
+              std::vector<float*> y;
+              std::vector<const float*> b;
+              for (size_t i = 0; i < ws.size(); ++i) {
+                want[i].assign(static_cast<size_t>(M * c.widths[i]), -1.0f);
+                got[i].assign(want[i].size(), -2.0f);
+                const float* bias = with_bias ? biases[i].data() : nullptr;
+                packed[i]->run(A.data(), M, want[i].data(), bias, pool);
+                y.push_back(got[i].data());
+                b.push_back(bias);
+              }
+              group.run(A.data(), M, y, b, pool);
+              for (size_t i = 0; i < ws.size(); ++i)
+                EXPECT_TRUE(same_bits(want[i], got[i]))
+                    << name << " bits=" << c.bits << " block=" << c.block << " K=" << c.K
+                    << " N=" << c.widths[i] << " M=" << M << " threads=" << threads << " bias=" << with_bias
+                    << " weight " << i;
+              shared_runs += group.shared();
             }
-            group.run(A.data(), M, y, b, pool);
-            for (size_t i = 0; i < ws.size(); ++i)
-              EXPECT_TRUE(same_bits(want[i], got[i]))
-                  << name << " bits=" << c.bits << " block=" << c.block << " K=" << c.K
-                  << " N=" << c.widths[i] << " M=" << M << " threads=" << threads << " bias=" << with_bias
-                  << " weight " << i;
-            shared_runs += group.shared();
           }
         }
       }
     }
-  }
 #if defined(NBITS_ARCH_X86)
   EXPECT_GT(shared_runs, 0);
 #else
@@ -148,14 +150,10 @@ TEST(MatMulGroup, SiluMulEqualsProductsThenSiluMul) {
     Weight up = make_weight(c.bits, c.block, c.K, N, c.zero_points, rng);
     const std::vector<float> gate_bias = activations(1, N, rng), up_bias = activations(1, N, rng);
     for (Compute compute : {Compute::kInt8, Compute::kFp32}) {
-      for (const MatMulNBitsKernel* set :
-           compute == Compute::kInt8 ? int8_sets(gate.w) : std::vector<const MatMulNBitsKernel*>{nullptr}) {
+      for (const MatMulNBitsKernel* set : sets_for(gate.w, compute)) {
         const std::string name = set != nullptr ? set->name : "dispatch";
         const auto pg = pack(set, gate.w, compute), pu = pack(set, up.w, compute);
         const MatMulGroup group({pg.get(), pu.get()}, {N, N});
-        if (compute == Compute::kFp32) {
-          EXPECT_FALSE(group.shared());
-        }
         for (int threads : {1, 2}) {
           ThreadPool pool(threads);
           for (int64_t M : {1, 2, 4, 13, 40}) {
@@ -180,10 +178,11 @@ TEST(MatMulGroup, SiluMulEqualsProductsThenSiluMul) {
   }
 }
 
-TEST(MatMulGroup, Fp32ComputeRunsWeightByWeight) {
+// CompInt8 and CompFp32 weights prepare A differently: such a group runs weight by weight.
+TEST(MatMulGroup, MixedComputeRunsWeightByWeight) {
   std::mt19937 rng(9);
   Weight a = make_weight(4, 32, 96, 40, true, rng), b = make_weight(4, 32, 96, 24, false, rng);
-  const auto pa = make_matmul_nbits(a.w, Compute::kFp32), pb = make_matmul_nbits(b.w, Compute::kFp32);
+  const auto pa = make_matmul_nbits(a.w, Compute::kInt8), pb = make_matmul_nbits(b.w, Compute::kFp32);
   const MatMulGroup group({pa.get(), pb.get()}, {40, 24});
   EXPECT_FALSE(group.shared());
   ThreadPool pool(2);

@@ -35,6 +35,7 @@ struct Model {
 std::vector<Model> models() {
   return {{"stories260K_int4", testing::shared_path("models/stories260K/onnx_int4"), false},
           {"llama_int4", builder_models() + "/llama_int4", false},
+          {"llama_int4_acc0", builder_models() + "/llama_int4_acc0", false},  // CompFp32 groups
           {"qwen3_int4_v0.11", builder_models() + "/qwen3_int4_v0.11", true}};
 }
 
@@ -53,6 +54,7 @@ TEST_P(MatMulGroups, SameLogitsAsSeparateNodes) {
   for (int threads : {1, 2}) {
     graph::SessionOptions on, off;
     on.threads = off.threads = threads;
+    on.profile = true;  // kernel names per node
     off.fuse_matmul_groups = false;
     auto fused = Generator::load(m.dir, on, 64);
     auto plain = Generator::load(m.dir, off, 64);
@@ -84,6 +86,13 @@ TEST_P(MatMulGroups, SameLogitsAsSeparateNodes) {
           << m.name << " threads=" << threads << " step " << step;
       ids = {static_cast<int32_t>(std::max_element(a.begin(), a.end()) - a.begin())};
     }
+#if defined(NBITS_ARCH_X86)
+    // The group nodes took the shared path (A prepared once, one fork/join): kernel names say so.
+    for (const auto& e : fused->session().profile())
+      if (e.op_type == "MatMulNBitsSiluMul" || e.op_type == "MatMulNBitsGroup") {
+        EXPECT_EQ(e.kernel.rfind("group_", 0), 0u) << m.name << " " << e.name << ": " << e.kernel;
+      }
+#endif
   }
 }
 
