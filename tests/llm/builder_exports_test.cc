@@ -130,13 +130,17 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
   // nbits is at least as close as ORT to the exact dequantized product (nbits at
   // accuracy_level 0, which equals ORT's accuracy_level 0 to ~1e-6), and greedy may part from
   // ORT only where ORT's margin is within that measured rounding noise.
-  // The same claim where ORT's own CompInt8 kernel is not the arithmetic nbits mirrors: MLAS
-  // picks its int8 kernel by CPU, and on an AVX2-only Zen3 its block-128 path lands 2.1e-2 of
-  // max|logit| from the exact product on random weights (llama_int4_b128; ORT at accuracy_level
-  // 0 agrees with nbits' exact path), while on AVX-512 VNNI machines it agrees with nbits to ~1e-7.
+  // Random weights where ORT's CompInt8 arithmetic is not the one nbits mirrors: MLAS picks its
+  // int8 kernel by CPU. On an AVX2-only Zen3 ORT's llama_int4_b128 (K = 64 inside one block of
+  // 128) lands 1.35e-2 of max|logit| from nbits', whose CompInt8 kernels are bit-exact against
+  // one scalar reference on every ISA and agree with ORT's AVX-512 VNNI path to ~1e-7. There the
+  // two are different roundings of the same 64-wide activations, 2-3e-2 of max|logit| from the
+  // exact product each, and which one lands closer is chance: nbits must stay within twice ORT's
+  // distance (real weights: 1.1x, over many more elements).
   const bool compint8 = (c.precision == "int4" || c.precision == "int8") && c.accuracy_level == 4;
-  const bool compint8_real = compint8 && (real_weights(c) || rel > tolerance(c.precision));
-  if (compint8_real && !real_weights(c))
+  const bool ort_differs = compint8 && !real_weights(c) && rel > tolerance(c.precision);
+  const bool compint8_real = compint8 && (real_weights(c) || ort_differs);
+  if (ort_differs)
     std::printf(
         "[builder] %-20s ORT's CompInt8 is %.2e of max|logit| from nbits' here: checking accuracy instead\n",
         c.name.c_str(), rel);
@@ -154,7 +158,8 @@ TEST_P(BuilderExport, MatchesOnnxRuntime) {
     std::printf(
         "[builder] %-20s CompInt8 vs the exact dequantized product: nbits %.2e, ORT %.2e of max|logit|\n",
         c.name.c_str(), d_nbits / mx, d_ort / mx);
-    EXPECT_LE(d_nbits, 1.1 * d_ort) << c.name << ": nbits' int8 activations are less accurate than ORT's";
+    EXPECT_LE(d_nbits, (ort_differs ? 2.0 : 1.1) * d_ort)
+        << c.name << ": nbits' int8 activations are less accurate than ORT's";
     EXPECT_LE(rel, 0.1) << c.name << ": first-step logits far from ORT's";
     tie = 2 * rel;
   } else {
