@@ -961,7 +961,9 @@ TEST(ServeBatch, ConcurrentDecodeStepsRunBatched) {
                  steps = metric(m->body, "nbits_decode_batch_steps_total");
     EXPECT_GT(rows, 0) << m->body;
     if (std::string(mode) == "on") {
-      EXPECT_GT(rows, 2.0 * steps) << m->body;
+      // 4 streams of 60 tokens: ~60 runs on a quiet machine, 100-125 under a parallel ctest on 2
+      // cores (the streams' prefills land apart); one-by-one would be 240.
+      EXPECT_GT(rows, 1.5 * steps) << m->body;
     } else {
       EXPECT_EQ(rows, steps) << m->body;
     }
