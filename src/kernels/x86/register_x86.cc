@@ -20,8 +20,8 @@ template <bool kAsym, bool kF16>
 X16Int8Kernels avx2_int8(int bits) {
   if (bits == 4)
     return {kF16 ? "qgemv_q4x16h_avx2" : "qgemv_q4x16_avx2",
-            kF16 ? "qgemm_q4x16h_4x8_avx2" : "qgemm_q4x16_4x8_avx2", quantize_row_blocks_avx2,
-            qgemv_q4x16_avx2<kAsym, kF16>, qgemm_q4x16_4x8_avx2<kAsym, kF16>};
+            kF16 ? "qgemm_q4x16h_4x16_avx2" : "qgemm_q4x16_4x16_avx2", quantize_row_blocks_avx2,
+            qgemv_q4x16_avx2<kAsym, kF16>, qgemm_q4x16_4x16_avx2<kAsym, kF16>};
   return {kF16 ? "qgemv_q8x16h_avx2" : "qgemv_q8x16_avx2",
           kF16 ? "qgemm_q8x16h_4x8_avx2" : "qgemm_q8x16_4x8_avx2", quantize_row_blocks_avx2,
           qgemv_q8x16_avx2<kAsym, kF16>, qgemm_q8x16_4x8_avx2<kAsym, kF16>};

@@ -31,10 +31,10 @@ template <bool kAsym, bool kF16>
 void qgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
 
-// CompInt8, M >= 2: tiles of 4 rows x 8 columns.
+// CompInt8, M >= 2: int4 in tiles of 4 rows x 16 columns, int8 in 4 x 8.
 template <bool kAsym, bool kF16>
-void qgemm_q4x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
-                          const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
+void qgemm_q4x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 template <bool kAsym, bool kF16>
 void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);

@@ -121,27 +121,35 @@ inline __m256 zp_ps(const uint8_t* p, int dflt) {
   return _mm256_set1_ps(static_cast<float>(dflt));
 }
 
-// The 4x8 GEMM tiling: for panels [p0, p1), rows in tiles of up to 4 and the
-// two 8-column halves h of each panel, calls tile(p, m, h, rows) with `rows` a
+// Rows [0, M) in tiles of up to 4: calls tile(m, rows) with `rows` a
 // std::integral_constant<int, 1..4> (so the tile body is compiled per row count).
+template <int kRows, typename Tile>
+inline void for_each_row_tile(int64_t M, Tile&& tile) {
+  static_assert(kRows == 4);
+  for (int64_t m = 0; m < M; m += 4) switch (std::min<int64_t>(4, M - m)) {
+      case 4:
+        tile(m, std::integral_constant<int, 4>{});
+        break;
+      case 3:
+        tile(m, std::integral_constant<int, 3>{});
+        break;
+      case 2:
+        tile(m, std::integral_constant<int, 2>{});
+        break;
+      default:
+        tile(m, std::integral_constant<int, 1>{});
+        break;
+    }
+}
+
+// The 4x8 GEMM tiling: for panels [p0, p1), rows in tiles of up to 4 and the
+// two 8-column halves h of each panel, calls tile(p, m, h, rows).
 template <typename Tile>
 inline void for_each_tile_4x8(int64_t p0, int64_t p1, int64_t M, Tile&& tile) {
   for (int64_t p = p0; p < p1; ++p)
-    for (int64_t m = 0; m < M; m += 4)
-      for (int h = 0; h < 2; ++h) switch (std::min<int64_t>(4, M - m)) {
-          case 4:
-            tile(p, m, h, std::integral_constant<int, 4>{});
-            break;
-          case 3:
-            tile(p, m, h, std::integral_constant<int, 3>{});
-            break;
-          case 2:
-            tile(p, m, h, std::integral_constant<int, 2>{});
-            break;
-          default:
-            tile(p, m, h, std::integral_constant<int, 1>{});
-            break;
-        }
+    for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
+      for (int h = 0; h < 2; ++h) tile(p, m, h, rows);
+    });
 }
 
 }  // namespace nbits::kernels::avx2

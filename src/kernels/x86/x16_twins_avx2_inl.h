@@ -164,56 +164,45 @@ void qgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, con
   }
 }
 
-// CompInt8 M>=2 GEMM tile of R rows x 8 columns: each code group is unpacked once
-// and used for every row of the tile.
-template <int Bits, int R, bool kAsym, bool kF16>
-void qgemm_x16_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa,
-                    const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  using W = X16Width<Bits>;
-  constexpr int kOffset = Bits == 4 ? 0 : 128;
-  const int64_t kp = w.k_blocks * w.block, groups = w.block / W::kPerGroup;
+// The int32 dot of every row starts at its zero-point term, -(zp - offset) * qsum,
+// so the block's end adds nothing before the conversion.
+template <int R, bool kAsym>
+inline void init_dots(__m256i* d, const uint8_t* zp, int dflt_zp, int offset, const int32_t* qsum,
+                      int64_t kb) {
+  if constexpr (kAsym) {
+    const __m256i z = _mm256_sub_epi32(_mm256_set1_epi32(offset), load_zp8(zp));
+    for (int r = 0; r < R; ++r) d[r] = _mm256_mullo_epi32(z, _mm256_set1_epi32(qsum[r * kb]));
+  } else {
+    const int z = offset - dflt_zp;
+    for (int r = 0; r < R; ++r) d[r] = _mm256_set1_epi32(z * qsum[r * kb]);
+  }
+}
+
+// CompInt8 int8 M>=2 GEMM tile of R rows x 8 columns (half h of panel p): each code
+// group is shifted once and used for every row of the tile.
+template <int R, bool kAsym, bool kF16>
+void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa,
+                       const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  const int64_t kb = w.k_blocks, kp = kb * w.block, groups = w.block / 4;
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   const uint8_t* blk = w.panel(p);
-  for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
-    __m256i d[R];
-    for (int r = 0; r < R; ++r) d[r] = _mm256_setzero_si256();
-    if constexpr (Bits == 4) {
-      for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
-        __m256i s16[R];
-        for (int r = 0; r < R; ++r) s16[r] = _mm256_setzero_si256();
-        const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
-        for (int64_t g = g0; g < g1; ++g, codes += 64) {
-          __m256i u[2];
-          unpack_codes<4>(load_codes(codes), u);
-          const int8_t* q = qa + b * w.block + g * 8;
-          for (int r = 0; r < R; ++r, q += kp)
-            s16[r] = _mm256_add_epi16(s16[r], _mm256_add_epi16(_mm256_maddubs_epi16(u[0], bcast4(q)),
-                                                               _mm256_maddubs_epi16(u[1], bcast4(q + 4))));
-        }
-        for (int r = 0; r < R; ++r) d[r] = _mm256_add_epi32(d[r], widen(s16[r]));
-      }
-    } else {
-      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
-      for (int64_t g = 0; g < groups; ++g, codes += 64) {
-        const __m256i x = load_codes(codes);
-        const __m256i ws = _mm256_xor_si256(x, flip);  // q - 128 as int8
-        const __m256i wabs = _mm256_abs_epi8(ws);
-        const int8_t* q = qa + b * w.block + g * 4;
-        for (int r = 0; r < R; ++r, q += kp) {
-          const __m256i s16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast4(q), ws));
-          d[r] = _mm256_add_epi32(d[r], _mm256_madd_epi16(s16, ones));
-        }
+    const int8_t* q = qa + b * w.block;
+    __m256i d[R];  // dots against q - 128
+    init_dots<R, kAsym>(d, blk + w.zp_offset + 8 * h, 128, 128, qsum + b, kb);
+    for (int64_t g = 0; g < groups; ++g, codes += 64, q += 4) {
+      const __m256i ws = _mm256_xor_si256(load_codes(codes), flip);  // q - 128 as int8
+      const __m256i wabs = _mm256_abs_epi8(ws);
+      for (int r = 0; r < R; ++r) {
+        const __m256i s16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast4(q + r * kp), ws));
+        d[r] = _mm256_add_epi32(d[r], _mm256_madd_epi16(s16, ones));
       }
     }
     const __m256 scales = load_scales8<kF16>(blk, h);
-    for (int r = 0; r < R; ++r) {
-      const int64_t i = r * w.k_blocks + b;
-      acc[r] =
-          accumulate(acc[r], correct<kAsym>(d[r], blk + w.zp_offset + 8 * h, W::kZeroPoint, kOffset, qsum[i]),
-                     sa[i], scales);
-    }
+    for (int r = 0; r < R; ++r) acc[r] = accumulate(acc[r], d[r], sa[r * kb + b], scales);
   }
   const int64_t n0 = p * 16 + 8 * h;
   if (n0 >= w.N) return;
@@ -221,14 +210,75 @@ void qgemm_x16_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, cons
   for (int r = 0; r < R; ++r) store8(Y + r * ldy + n0, acc[r], bias != nullptr ? bias + n0 : nullptr, cnt);
 }
 
+// CompInt8 int4 M>=2 GEMM tile of R rows x the panel's 16 columns: both 8-column
+// halves share each row's activation broadcasts (4 maddubs per pair of broadcasts
+// instead of 2); the fp32 accumulators live in memory, touched once per block.
+template <int R, bool kAsym, bool kF16>
+void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const float* sa, const int32_t* qsum,
+                        float* Y, int64_t ldy, const float* bias) {
+  const int64_t kb = w.k_blocks, kp = kb * w.block, groups = w.block / 8;
+  alignas(32) float acc[R][16] = {};
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const uint8_t* blk = w.panel(p);
+  for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
+    const uint8_t* codes = blk + w.header_bytes;
+    const int8_t* q = qa + b * w.block;
+    __m256i d0[R], d1[R];
+    init_dots<R, kAsym>(d0, blk + w.zp_offset, 8, 0, qsum + b, kb);
+    init_dots<R, kAsym>(d1, blk + w.zp_offset + 8, 8, 0, qsum + b, kb);
+    for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
+      __m256i s0[R], s1[R];
+      for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_si256();
+      const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
+      for (int64_t g = g0; g < g1; ++g, codes += 64, q += 8) {
+        // Low nibbles (k 0..3) for every row, then the high ones (k 4..7): two code
+        // vectors live at a time, so the 2R int16 accumulators stay in registers.
+        for (int half = 0; half < 2; ++half) {
+          __m256i c0 = load_codes(codes), c1 = load_codes(codes + 32);
+          if (half == 1) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
+          c0 = _mm256_and_si256(c0, m4), c1 = _mm256_and_si256(c1, m4);
+          for (int r = 0; r < R; ++r) {
+            const __m256i a = bcast4(q + r * kp + 4 * half);
+            // Saturating adds (never saturate: |sum| <= 4 groups x 4 x 15 x 127) that
+            // GCC cannot reassociate into temporaries.
+            s0[r] = _mm256_adds_epi16(s0[r], _mm256_maddubs_epi16(c0, a));
+            s1[r] = _mm256_adds_epi16(s1[r], _mm256_maddubs_epi16(c1, a));
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        d0[r] = _mm256_add_epi32(d0[r], widen(s0[r]));
+        d1[r] = _mm256_add_epi32(d1[r], widen(s1[r]));
+      }
+    }
+    const __m256 sc0 = load_scales8<kF16>(blk, 0), sc1 = load_scales8<kF16>(blk, 1);
+    for (int r = 0; r < R; ++r) {
+      _mm256_store_ps(acc[r], accumulate(_mm256_load_ps(acc[r]), d0[r], sa[r * kb + b], sc0));
+      _mm256_store_ps(acc[r] + 8, accumulate(_mm256_load_ps(acc[r] + 8), d1[r], sa[r * kb + b], sc1));
+    }
+  }
+  const int64_t n0 = p * 16;
+  for (int r = 0; r < R; ++r)
+    store16(Y + r * ldy, bias, n0, w.N, _mm256_load_ps(acc[r]), _mm256_load_ps(acc[r] + 8));
+}
+
+// CompInt8 M>=2 GEMM: int4 in tiles of 4 rows x 16 columns, int8 in 4 x 8.
 template <int Bits, bool kAsym, bool kF16>
 void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
-  for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
-    qgemm_x16_tile<Bits, decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
-                                                             Y + m * ldy, ldy, bias);
-  });
+  if constexpr (Bits == 4) {
+    for (int64_t p = p0; p < p1; ++p)
+      for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
+        qgemm_q4x16_tile16<decltype(rows)::value, kAsym, kF16>(w, p, qa + m * kp, sa + m * kb, qsum + m * kb,
+                                                               Y + m * ldy, ldy, bias);
+      });
+  } else {
+    for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
+      qgemm_q8x16_tile8<decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
+                                                            Y + m * ldy, ldy, bias);
+    });
+  }
 }
 
 }  // namespace nbits::kernels::avx2
