@@ -49,15 +49,16 @@ X16Fp32Kernels avx2_fp32(int bits) {
           fgemm_q8x16_4x8_avx2<kAsym, kF16>};
 }
 
-std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
-  if (w.zero_points != nullptr)
-    return make_x16_int8(w, o, avx2_int8<true, false>(w.bits), avx2_int8<true, true>(w.bits));
-  return make_x16_int8(w, o, avx2_int8<false, false>(w.bits), avx2_int8<false, true>(w.bits));
-}
-
 // Zero points that are all equal (GGUF Q4_1 / Q4_K: all 0) are folded into the
 // symmetric kernels' default_zp(): no zero-point bytes, the same block stride as Q4_0
-// plus the mins. The kernels apply w.mins (has_mins) themselves.
+// plus the mins. The int8 kernels (AVX2 and VNNI) apply w.mins (has_mins) themselves.
+std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
+    return make_x16_int8(w, o, avx2_int8<true, false>(w.bits), avx2_int8<true, true>(w.bits));
+  return make_x16_int8(w, o, avx2_int8<false, false>(w.bits), avx2_int8<false, true>(w.bits),
+                       /*fold_uniform_zp=*/true);
+}
+
 std::unique_ptr<PackedMatMul> pack_avx512vnni_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
     return make_x16_int8(w, o, avx512vnni_int8<true, false>(w.bits), avx512vnni_int8<true, true>(w.bits));
@@ -83,7 +84,7 @@ void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   // Most preferred first.
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
                pack_avx512vnni_int8_with, /*mins=*/true});
-  t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with});
+  t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});
   t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32, pack_avx2_fp32_with});
 }
 

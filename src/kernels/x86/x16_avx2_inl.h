@@ -87,6 +87,19 @@ inline __m256 accumulate(__m256 acc, __m256i dot, float sa, __m256 scales) {
   return _mm256_add_ps(acc, prod);
 }
 
+// acc += mins * (sa * (float)qsum): a block's min term (GGUF Q4_1 / Q4_K / Q5_K) in the
+// reference's order, unfused like accumulate().
+inline __m256 add_min_term(__m256 acc, __m256 mins, float sa, int32_t qsum) {
+  __m256 prod = _mm256_mul_ps(mins, _mm256_set1_ps(sa * static_cast<float>(qsum)));
+  __asm__("" : "+x"(prod));
+  return _mm256_add_ps(acc, prod);
+}
+
+// Mins of columns 8h..8h+7 of a block (16 floats at p).
+inline __m256 load_mins8(const uint8_t* p, int h) {
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8 * h);
+}
+
 // Stores `cnt` (<= 8) columns of v (+ bias) at y.
 inline void store8(float* y, __m256 v, const float* bias, int64_t cnt) {
   if (cnt == 8) {

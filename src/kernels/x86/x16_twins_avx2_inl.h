@@ -12,9 +12,8 @@ namespace nbits::kernels::avx2 {
 template <int Bits>
 struct X16Width {
   static_assert(Bits == 4 || Bits == 8);
-  static constexpr int kPerGroup = Bits == 4 ? 8 : 4;     // k values in one 64-byte code group
-  static constexpr int kHalves = Bits == 4 ? 2 : 1;       // code vectors one 32-byte load unpacks to
-  static constexpr int kZeroPoint = Bits == 4 ? 8 : 128;  // the default zero point
+  static constexpr int kPerGroup = Bits == 4 ? 8 : 4;  // k values in one 64-byte code group
+  static constexpr int kHalves = Bits == 4 ? 2 : 1;    // code vectors one 32-byte load unpacks to
 };
 
 // Software prefetch distance (bytes ahead in the panel stream) of the GEMVs; 4096 measured
@@ -64,8 +63,8 @@ void fgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const
       const __m256 as = _mm256_set1_ps(asum[b]);
       const __m256 t0 = _mm256_add_ps(_mm256_add_ps(e[0], e[1]), _mm256_add_ps(e[2], e[3]));
       const __m256 t1 = _mm256_add_ps(_mm256_add_ps(f[0], f[1]), _mm256_add_ps(f[2], f[3]));
-      const __m256 z0 = zp_ps<kAsym>(blk + w.zp_offset, W::kZeroPoint);
-      const __m256 z1 = zp_ps<kAsym>(blk + w.zp_offset + 8, W::kZeroPoint);
+      const __m256 z0 = zp_ps<kAsym>(blk + w.zp_offset, w.default_zp());
+      const __m256 z1 = zp_ps<kAsym>(blk + w.zp_offset + 8, w.default_zp());
       acc0 = _mm256_fmadd_ps(load_scales8<kF16>(blk, 0), _mm256_fnmadd_ps(z0, as, t0), acc0);
       acc1 = _mm256_fmadd_ps(load_scales8<kF16>(blk, 1), _mm256_fnmadd_ps(z1, as, t1), acc1);
     }
@@ -87,7 +86,7 @@ void fgemm_x16_tile(const PackedX16& w, int64_t p, int h, const float* A, int64_
   for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
     const __m256 s = load_scales8<kF16>(blk, h);
-    const __m256 z = zp_ps<kAsym>(blk + w.zp_offset + 8 * h, W::kZeroPoint);
+    const __m256 z = zp_ps<kAsym>(blk + w.zp_offset + 8 * h, w.default_zp());
     const float* ab = A + b * w.block;
     for (int64_t g = 0; g < groups; ++g, codes += 64, ab += W::kPerGroup) {
       __m256i u[2];
@@ -155,10 +154,14 @@ void qgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, con
           d1 = _mm256_add_epi32(d1, dot_q8s(load_codes(codes + 32), av));
         }
       }
-      d0 = correct<kAsym>(d0, blk + w.zp_offset, W::kZeroPoint, kOffset, qsum[b]);
-      d1 = correct<kAsym>(d1, blk + w.zp_offset + 8, W::kZeroPoint, kOffset, qsum[b]);
+      d0 = correct<kAsym>(d0, blk + w.zp_offset, w.default_zp(), kOffset, qsum[b]);
+      d1 = correct<kAsym>(d1, blk + w.zp_offset + 8, w.default_zp(), kOffset, qsum[b]);
       acc0 = accumulate(acc0, d0, sa[b], load_scales8<kF16>(blk, 0));
       acc1 = accumulate(acc1, d1, sa[b], load_scales8<kF16>(blk, 1));
+      if (w.has_mins) {
+        acc0 = add_min_term(acc0, load_mins8(blk + w.mins_offset, 0), sa[b], qsum[b]);
+        acc1 = add_min_term(acc1, load_mins8(blk + w.mins_offset, 1), sa[b], qsum[b]);
+      }
     }
     store16(y, bias, p * 16, w.N, acc0, acc1);
   }
@@ -192,7 +195,7 @@ void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, c
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
     const int8_t* q = qa + b * w.block;
     __m256i d[R];  // dots against q - 128
-    init_dots<R, kAsym>(d, blk + w.zp_offset + 8 * h, 128, 128, qsum + b, kb);
+    init_dots<R, kAsym>(d, blk + w.zp_offset + 8 * h, w.default_zp(), 128, qsum + b, kb);
     for (int64_t g = 0; g < groups; ++g, codes += 64, q += 4) {
       const __m256i ws = _mm256_xor_si256(load_codes(codes), flip);  // q - 128 as int8
       const __m256i wabs = _mm256_abs_epi8(ws);
@@ -203,6 +206,10 @@ void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, c
     }
     const __m256 scales = load_scales8<kF16>(blk, h);
     for (int r = 0; r < R; ++r) acc[r] = accumulate(acc[r], d[r], sa[r * kb + b], scales);
+    if (w.has_mins) {
+      const __m256 mins = load_mins8(blk + w.mins_offset, h);
+      for (int r = 0; r < R; ++r) acc[r] = add_min_term(acc[r], mins, sa[r * kb + b], qsum[r * kb + b]);
+    }
   }
   const int64_t n0 = p * 16 + 8 * h;
   if (n0 >= w.N) return;
@@ -224,8 +231,8 @@ void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const f
     const uint8_t* codes = blk + w.header_bytes;
     const int8_t* q = qa + b * w.block;
     __m256i d0[R], d1[R];
-    init_dots<R, kAsym>(d0, blk + w.zp_offset, 8, 0, qsum + b, kb);
-    init_dots<R, kAsym>(d1, blk + w.zp_offset + 8, 8, 0, qsum + b, kb);
+    init_dots<R, kAsym>(d0, blk + w.zp_offset, w.default_zp(), 0, qsum + b, kb);
+    init_dots<R, kAsym>(d1, blk + w.zp_offset + 8, w.default_zp(), 0, qsum + b, kb);
     for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
       __m256i s0[R], s1[R];
       for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_si256();
@@ -253,8 +260,14 @@ void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const f
     }
     const __m256 sc0 = load_scales8<kF16>(blk, 0), sc1 = load_scales8<kF16>(blk, 1);
     for (int r = 0; r < R; ++r) {
-      _mm256_store_ps(acc[r], accumulate(_mm256_load_ps(acc[r]), d0[r], sa[r * kb + b], sc0));
-      _mm256_store_ps(acc[r] + 8, accumulate(_mm256_load_ps(acc[r] + 8), d1[r], sa[r * kb + b], sc1));
+      __m256 a0 = accumulate(_mm256_load_ps(acc[r]), d0[r], sa[r * kb + b], sc0);
+      __m256 a1 = accumulate(_mm256_load_ps(acc[r] + 8), d1[r], sa[r * kb + b], sc1);
+      if (w.has_mins) {
+        a0 = add_min_term(a0, load_mins8(blk + w.mins_offset, 0), sa[r * kb + b], qsum[r * kb + b]);
+        a1 = add_min_term(a1, load_mins8(blk + w.mins_offset, 1), sa[r * kb + b], qsum[r * kb + b]);
+      }
+      _mm256_store_ps(acc[r], a0);
+      _mm256_store_ps(acc[r] + 8, a1);
     }
   }
   const int64_t n0 = p * 16;
