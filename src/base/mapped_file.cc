@@ -37,7 +37,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     }
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  fd_ = fd;  // kept for read(): rows copied without mapping their pages
 }
 
 MappedFile::~MappedFile() { reset(); }
@@ -78,6 +78,19 @@ void MappedFile::random_access(const void* p, size_t n) const {
   ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_RANDOM);
 }
 
+bool MappedFile::read(const void* p, size_t n, void* dst) const {
+  if (fd_ < 0 || !contains(p, n)) return false;
+  auto off = static_cast<off_t>(static_cast<const uint8_t*>(p) - data_);
+  auto* out = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, out, n, off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;  // the caller copies the rest through the mapping
+    out += got, off += got, n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
 void MappedFile::prefetch(const void* p, size_t n) const {
   uintptr_t lo = 0, hi = 0;
   if (!contains(p, n) || !page_range(p, n, false, lo, hi)) return;
@@ -86,14 +99,17 @@ void MappedFile::prefetch(const void* p, size_t n) const {
 
 void MappedFile::reset() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_ = 0;
+  fd_ = -1;
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
+    : data_(other.data_), size_(other.size_), fd_(other.fd_), path_(std::move(other.path_)) {
   other.data_ = nullptr;
   other.size_ = 0;
+  other.fd_ = -1;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -101,9 +117,11 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     reset();
     data_ = other.data_;
     size_ = other.size_;
+    fd_ = other.fd_;
     path_ = std::move(other.path_);
     other.data_ = nullptr;
     other.size_ = 0;
+    other.fd_ = -1;
   }
   return *this;
 }

@@ -35,11 +35,19 @@ class MappedFile {
   // Rows of [p, p + n) are read at random (an embedding table): a fault maps just
   // its page instead of the 64 KiB around it (MADV_RANDOM). Ignored outside.
   void random_access(const void* p, size_t n) const;
+  // Copies [p, p + n) of this mapping into dst with pread, without mapping its pages
+  // into this process: rows of a large table read at run time (an embedding) would
+  // otherwise each map the whole page-cache folio around them (Linux 6.x keeps file
+  // pages read sequentially before in folios of up to 2 MiB, mapped whole on a fault),
+  // so the process's RSS would grow by megabytes per row. False (dst partly written)
+  // when [p, p + n) is outside the mapping or the read fails: copy from the mapping then.
+  bool read(const void* p, size_t n, void* dst) const;
 
  private:
   void reset();
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;
   std::string path_;
 };
 

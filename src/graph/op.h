@@ -55,6 +55,10 @@ struct OpBuild {
   // Drops the whole file pages inside [p, p + n) when they belong to the mapped
   // model (a hint: a later read faults them back in); no-op elsewhere.
   std::function<void(const void* p, size_t n)> release_pages = {};
+  // The mapped model file that holds [p, p + n), or null (owned memory): an op that
+  // reads rows of a large constant at run copies them with MappedFile::read (the
+  // file outlives every op built from it).
+  std::function<const MappedFile*(const void* p, size_t n)> mapping = {};
   // The session's pool, for work at load (packing); null in contexts without one.
   ThreadPool* pool = nullptr;
   // The model's opset for the node's domain (0 when not imported): ops whose

@@ -151,6 +151,7 @@ void SessionImpl::build() {
     b.release_pages = [this](const void* p, size_t n) {
       if (const MappedFile* f = mapping_of(p, n)) f->release(p, n);
     };
+    b.mapping = [this](const void* p, size_t n) { return mapping_of(p, n); };
     std::vector<int> in(node.inputs.size(), -1);
     bool all_const = true;
     for (size_t i = 0; i < node.inputs.size(); ++i) {

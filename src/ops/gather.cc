@@ -1,6 +1,10 @@
 // Gather (any dtype: fp32 embeddings, int64 shape values) and
 // com.microsoft GatherBlockQuantized (4-bit / 8-bit quantized embeddings).
+// Rows of a large table in the mapped model are copied with pread (TableRows),
+// not touched through the mapping, so a prompt's rows do not map the page-cache
+// folios around them into the process (megabytes of RSS per row on Linux 6.x).
 #include <cstring>
+#include <vector>
 
 #include "base/fp16.h"
 #include "ops/op_util.h"
@@ -12,9 +16,35 @@ namespace {
 using graph::OpArgs;
 using graph::RunContext;
 
+// Rows of one constant table: copied out of the mapped model file with
+// MappedFile::read when the table is large (>= 1 MiB) and lies in it; otherwise
+// read in place.
+class TableRows {
+ public:
+  TableRows() = default;
+  TableRows(const OpBuild& b, const void* table, size_t bytes)
+      : file_(table != nullptr && bytes >= (size_t{1} << 20) && b.mapping ? b.mapping(table, bytes)
+                                                                          : nullptr) {}
+  // Copies row bytes [p, p + n) to dst.
+  void copy(const uint8_t* p, size_t n, uint8_t* dst) const {
+    if (file_ == nullptr || !file_->read(p, n, dst)) std::memcpy(dst, p, n);
+  }
+  // Row bytes [p, p + n): p itself for a table read in place, else a copy in buf.
+  const uint8_t* row(const uint8_t* p, size_t n, std::vector<uint8_t>& buf) const {
+    if (file_ == nullptr) return p;
+    buf.resize(n);
+    copy(p, n, buf.data());
+    return buf.data();
+  }
+
+ private:
+  const MappedFile* file_ = nullptr;
+};
+
 class GatherOp final : public Op {
  public:
-  GatherOp(std::string where, int64_t axis) : where_(std::move(where)), axis_(axis) {}
+  GatherOp(std::string where, int64_t axis, TableRows table)
+      : where_(std::move(where)), axis_(axis), table_(table) {}
   void infer(const OpArgs& a) const override {
     const Shape& d = a.in[0]->shape;
     const Shape& idx = a.in[1]->shape;
@@ -38,6 +68,7 @@ class GatherOp final : public Op {
     auto* dst = static_cast<uint8_t*>(a.out[0]->data);
     const bool widen = a.out[0]->dtype != data.dtype;  // half rows -> fp32
     const int64_t row_elems = static_cast<int64_t>(row / graph::dtype_size(data.dtype));
+    std::vector<uint8_t> buf;
     for (int64_t i = 0; i < n; ++i) {
       int64_t k = read_int(idx, i);
       NBITS_CHECK(k >= -dim && k < dim, where_, ": index ", k, " out of range [", -dim, ", ", dim, ")");
@@ -45,9 +76,10 @@ class GatherOp final : public Op {
       for (int64_t o = 0; o < outer; ++o) {
         const uint8_t* from = src + (o * dim + k) * row;
         if (!widen) {
-          std::memcpy(dst + (o * n + i) * row, from, row);
+          table_.copy(from, row, dst + (o * n + i) * row);
           continue;
         }
+        from = table_.row(from, row, buf);
         float* y = reinterpret_cast<float*>(dst) + (o * n + i) * row_elems;
         for (int64_t e = 0; e < row_elems; ++e)  // the table may be misaligned (onnx/model.h)
           y[e] = data.dtype == DType::kBF16 ? bf16_to_float(load_u16(from, e))
@@ -59,6 +91,7 @@ class GatherOp final : public Op {
  private:
   std::string where_;
   int64_t axis_;
+  TableRows table_;
 };
 
 // Rows of quantized codes, dequantized as (q - zp) * scale per block along the row.
@@ -74,7 +107,8 @@ class GatherBlockQuantizedOp final : public Op {
     const uint8_t* zero_points;  // packed like the data, or null
     DType out_type;
   };
-  GatherBlockQuantizedOp(std::string where, Params p) : where_(std::move(where)), p_(std::move(p)) {}
+  GatherBlockQuantizedOp(std::string where, Params p, TableRows codes, TableRows zero_points)
+      : where_(std::move(where)), p_(std::move(p)), codes_(codes), zps_(zero_points) {}
 
   void infer(const OpArgs& a) const override {
     const Shape& idx = a.in[1]->shape;
@@ -87,7 +121,10 @@ class GatherBlockQuantizedOp final : public Op {
   void run(const OpArgs& a, RunContext&) const override {
     const Tensor& idx = *a.in[1];
     Tensor& y = *a.out[0];
-    const int64_t kb = k_blocks();
+    const int64_t kb = k_blocks(), per_byte = 8 / p_.bits;
+    const auto code_bytes = static_cast<size_t>((p_.cols + per_byte - 1) / per_byte);
+    const auto zp_bytes = static_cast<size_t>((kb + per_byte - 1) / per_byte);
+    std::vector<uint8_t> code_buf, zp_buf;
     for (int64_t i = 0; i < idx.numel(); ++i) {
       int64_t r = read_int(idx, i);
       if (r < 0) r += p_.rows;
@@ -96,10 +133,14 @@ class GatherBlockQuantizedOp final : public Op {
         for (int64_t c = 0; c < p_.cols; ++c) graph_store(y, base + c, 0.0f);
         continue;
       }
+      // Row r alone, its codes (and zero points) read in place or copied out of the file.
+      const uint8_t* codes = codes_.row(p_.codes + r * code_bytes, code_bytes, code_buf);
+      const uint8_t* zps =
+          p_.zero_points == nullptr ? nullptr : zps_.row(p_.zero_points + r * zp_bytes, zp_bytes, zp_buf);
       for (int64_t c = 0; c < p_.cols; ++c) {
         const int64_t b = c / p_.block;
         const float v =
-            static_cast<float>(code(r * p_.cols + c) - zero_point(r * kb + b)) * p_.scales[r * kb + b];
+            static_cast<float>(element(codes, p_.cols, c) - zero_point(zps, b)) * p_.scales[r * kb + b];
         graph_store(y, base + c, v);
       }
     }
@@ -118,13 +159,14 @@ class GatherBlockQuantizedOp final : public Op {
     if (p_.data_type == DType::kI4) return v >= 8 ? v - 16 : v;
     return v;
   }
-  int code(int64_t e) const { return element(p_.codes, p_.cols, e); }
-  int zero_point(int64_t zb) const {
-    if (p_.zero_points == nullptr) return p_.data_type == DType::kU8 ? 1 << (p_.bits - 1) : 0;
-    return element(p_.zero_points, k_blocks(), zb);
+  // Zero point of block zb of a row whose packed zero points start at zps (null: none).
+  int zero_point(const uint8_t* zps, int64_t zb) const {
+    if (zps == nullptr) return p_.data_type == DType::kU8 ? 1 << (p_.bits - 1) : 0;
+    return element(zps, k_blocks(), zb);
   }
   std::string where_;
   Params p_;
+  TableRows codes_, zps_;
 };
 
 }  // namespace
@@ -134,7 +176,10 @@ std::unique_ptr<Op> make_gather(OpBuild& b) {
   b.check(b.type(0) != DType::kU4 && b.type(0) != DType::kI4, "4-bit data needs GatherBlockQuantized");
   // Half data is a constant kept in half precision (graph/rewrites.h): rows widen to fp32.
   b.set_outputs(graph::compute_dtype(b.type(0)));
-  return std::make_unique<GatherOp>(b.where(), b.node.attr_int("axis", 0));
+  const Tensor* table = b.constant_or_null(0);
+  return std::make_unique<GatherOp>(
+      b.where(), b.node.attr_int("axis", 0),
+      table != nullptr ? TableRows(b, table->data, table->bytes()) : TableRows());
 }
 
 std::unique_ptr<Op> make_gather_block_quantized(OpBuild& b) {
@@ -186,7 +231,10 @@ std::unique_ptr<Op> make_gather_block_quantized(OpBuild& b) {
   }
   p.out_type = b.type(2);
   b.set_outputs(p.out_type);
-  return std::make_unique<GatherBlockQuantizedOp>(b.where(), std::move(p));
+  const Tensor* zp = b.has_input(3) ? &b.constant(3, "zero_points") : nullptr;
+  const TableRows codes(b, data.data, data.bytes());
+  const TableRows zps = zp != nullptr ? TableRows(b, zp->data, zp->bytes()) : TableRows();
+  return std::make_unique<GatherBlockQuantizedOp>(b.where(), std::move(p), codes, zps);
 }
 
 }  // namespace nbits::ops

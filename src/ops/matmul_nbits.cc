@@ -383,7 +383,7 @@ std::unique_ptr<Op> make_group(OpBuild& b, bool silu_mul) {
     m.domain = "com.microsoft";
     // The original input slots: A, B, scales, zero_points, g_idx (none: A is never permuted), bias.
     const size_t slot[6] = {0, 1 + 4 * i, 2 + 4 * i, 3 + 4 * i, SIZE_MAX, 4 + 4 * i};
-    OpBuild sub{m, {}, {}, {}, b.options, b.release_pages, b.pool, b.opset};
+    OpBuild sub{m, {}, {}, {}, b.options, b.release_pages, b.mapping, b.pool, b.opset};
     for (size_t j : slot) {
       m.inputs.push_back(j == SIZE_MAX ? std::string() : n.inputs[j]);
       sub.in_types.push_back(j == SIZE_MAX ? std::optional<DType>() : b.in_types[j]);

@@ -1,11 +1,14 @@
-// MappedFile: bounds of contains(), and release()/prefetch() are hints that
-// never change what the mapping reads.
+// MappedFile: bounds of contains(), release()/prefetch() are hints that never
+// change what the mapping reads, and read() copies bytes without mapping them.
 #include "base/mapped_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -65,6 +68,55 @@ TEST(MappedFile, ReleaseAndPrefetchKeepTheContents) {
   }
   EXPECT_EQ(sum, again);
   EXPECT_EQ(bytes, pattern(page * 9 + 123));
+}
+
+// Resident KiB of this process's mappings of `path` (/proc/self/smaps), or -1 when unreadable.
+long resident_kib_of(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return -1;
+  long kib = 0;
+  bool ours = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (!first.empty() &&
+        first.back() != ':')  // a mapping's header line: "lo-hi perms offset dev inode path"
+      ours = line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0;
+    else if (ours && first == "Rss:")
+      kib += std::stol(line.substr(4));
+  }
+  return kib;
+}
+
+TEST(MappedFile, ReadCopiesWithoutMappingThePages) {
+  const auto bytes = pattern(8 << 20);
+  TempFile t(bytes);
+  {  // a sequential read first, as a checksum tool would: the page cache may then hold large folios
+    std::ifstream f(t.path, std::ios::binary);
+    std::ostringstream sink;
+    sink << f.rdbuf();
+  }
+  MappedFile m(t.path);
+  std::vector<uint8_t> row(3584);
+  for (size_t i = 0; i < 200; ++i) {
+    const size_t off = (1 + i * 7919) % 2300 * row.size();
+    ASSERT_TRUE(m.read(m.data() + off, row.size(), row.data()));
+    ASSERT_EQ(std::memcmp(row.data(), bytes.data() + off, row.size()), 0) << off;
+  }
+  ASSERT_TRUE(m.read(m.data() + m.size() - 5, 5, row.data()));  // the last bytes
+  EXPECT_EQ(std::memcmp(row.data(), bytes.data() + bytes.size() - 5, 5), 0);
+  EXPECT_FALSE(m.read(m.data() + m.size() - 4, 5, row.data()));  // past the end
+  EXPECT_FALSE(m.read(row.data(), 4, row.data() + 8));           // not in the mapping
+  const long kib = resident_kib_of(t.path);
+  ASSERT_GE(kib, 0) << "no /proc/self/smaps";
+  EXPECT_EQ(kib, 0) << "read() mapped pages of the file into the process";
+  volatile uint8_t touched = m.data()[5 << 20];  // a read through the mapping does show in smaps
+  EXPECT_EQ(touched, bytes[5 << 20]);
+  EXPECT_GT(resident_kib_of(t.path), 0);
+  MappedFile moved(std::move(m));  // the descriptor moves with the mapping
+  ASSERT_TRUE(moved.read(moved.data() + 4096, 16, row.data()));
+  EXPECT_EQ(std::memcmp(row.data(), bytes.data() + 4096, 16), 0);
 }
 
 TEST(MappedFile, MissingFileIsAClearError) {
