@@ -4,9 +4,12 @@
 // Resumable: every single run is cached as JSON under bench/peers/.deps/results/ and skipped when present.
 //   node bench/peers/run_all.mjs [--models qwen-int4-b32,...] [--threads 1,2] [--reps 3]
 //        [--prompt 128] [--decode 64] [--nbits build/nbits] [--runtimes nbits,ort,llama] [--fresh]
+//        [--llama-bench PATH [--llama-bench-args '-rtr 1']]
 // One "rep" = one round over every model x threads x runtime (A B C A B C ...), one prefill + decode each.
 // Runtimes: nbits, nbits16 (nbits with --scales fp16: scales rounded to half precision at load), ort, genai
-// (bench/peers/genai_bench.py in the cache's venv: og.Generator), llama.
+// (bench/peers/genai_bench.py in the cache's venv: og.Generator), llama, ik (a llama-bench binary given by
+// --llama-bench, e.g. ik_llama.cpp's built by hand outside the repository: bench/peers/llama_bench_cli.mjs;
+// its decode figure is llama-bench's mean per token after the same prompt).
 // Peak RSS of each process comes from /usr/bin/time when it is installed (Debian package `time`); the
 // peers' figure includes node itself (about 45 MiB).
 import { execFileSync } from 'node:child_process';
@@ -72,7 +75,7 @@ for (const key of models) {
       ...tokArgs, '-o', dir]);
     fs.writeFileSync(path.join(dir, '.complete'), '');
   }
-  if (m.gguf && runtimes.includes('llama') && !fs.existsSync(path.join(dir, 'model.gguf.complete'))) {
+  if (m.gguf && (runtimes.includes('llama') || runtimes.includes('ik')) && !fs.existsSync(path.join(dir, 'model.gguf.complete'))) {
     log(`making ${key} GGUF (${m.gguf})`);
     run(nbits, ['make-model', '--arch', m.arch, '--bits', String(m.bits), '--quiet', ...tokArgs,
       '--gguf', path.join(dir, 'model.gguf'), '--gguf-only']);
@@ -97,7 +100,7 @@ function once(rt, key, t, rep) {
   const m = MODELS[key], dir = m.dir || m.file || path.join(modelDir, key);
   const gguf = m.file || path.join(dir, 'model.gguf');
   let out, rss;
-  if (rt === 'llama' && !m.gguf) return;
+  if ((rt === 'llama' || rt === 'ik') && !m.gguf) return;
   if ((rt === 'ort' || rt === 'genai') && m.file) return;  // a GGUF: llama.cpp's file, not ORT's
   log(`round ${rep}: ${rt} ${key} ${t} thread(s)`);
   try {
@@ -113,6 +116,12 @@ function once(rt, key, t, rep) {
     } else if (rt === 'ort') {
       const [txt, r] = runMeasured('node', [path.join(here, 'ort_bench.mjs'), dir, '--threads', String(t),
         '--prompt', String(P), '--decode', String(N), '--reps', '1']);
+      out = JSON.parse(txt), rss = r;
+    } else if (rt === 'ik') {
+      if (!a['llama-bench']) { log('runtime ik needs --llama-bench PATH'); process.exit(2); }
+      const [txt, r] = runMeasured('node', [path.join(here, 'llama_bench_cli.mjs'), path.resolve(a['llama-bench']), gguf,
+        '--threads', String(t), '--prompt', String(P), '--decode', String(N), '--reps', '1',
+        ...(a['llama-bench-args'] !== undefined ? ['--args', a['llama-bench-args']] : [])]);
       out = JSON.parse(txt), rss = r;
     } else {
       const [txt, r] = runMeasured('node', [path.join(here, 'llama_bench.mjs'), gguf,
@@ -133,7 +142,7 @@ for (let rep = 1; rep <= reps; rep++)
 const rows = [];
 for (const key of models) for (const t of threads) {
   const row = { model: key, ...MODELS[key], threads: t, bandwidth_gbs: bw[t] };
-  for (const rt of ['nbits', 'nbits16', 'ort', 'genai', 'llama']) {
+  for (const rt of ['nbits', 'nbits16', 'ort', 'genai', 'llama', 'ik']) {
     const runs = [];
     for (let rep = 1; rep <= reps; rep++) {
       const f = path.join(resDir, `${key}-t${t}-p${P}-n${N}-${rt}-r${rep}.json`);
@@ -150,15 +159,16 @@ for (const key of models) for (const t of threads) {
 }
 const f2 = (x) => (x === undefined ? '-' : x.toFixed(2)), f0 = (x) => (x === undefined ? '-' : x.toFixed(0));
 const ratio = (x, y) => (x && y ? (y / x).toFixed(2) + 'x' : '-');
-const with16 = runtimes.includes('nbits16'), withGenai = runtimes.includes('genai');
+const with16 = runtimes.includes('nbits16'), withGenai = runtimes.includes('genai'), withIk = runtimes.includes('ik');
 console.log(`prompt ${P}, decode ${N}, ${reps} round(s); decode ms/token medians; ratio = peer ms / nbits ms ` +
   '(> 1: nbits faster); floor = bytes/token / measured read bandwidth');
 console.log('| model | T | nbits ms | ORT ms | llama.cpp ms | ORT/nbits | llama/nbits | floor ms | nbits % floor |' +
   ' prefill tok/s nbits / ORT / llama.cpp | peak RSS MiB nbits / ORT / llama.cpp |' +
   (with16 ? ' nbits fp16-scales ms | ORT/it | llama/it | its % floor |' : '') +
-  (withGenai ? ' genai ms | genai/nbits | genai prefill tok/s | genai peak RSS MiB |' : ''));
+  (withGenai ? ' genai ms | genai/nbits | genai prefill tok/s | genai peak RSS MiB |' : '') +
+  (withIk ? ' ik ms | ik/nbits | ik prefill tok/s | nbits/ik prefill | ik peak RSS MiB |' : ''));
 console.log('|---|---|---|---|---|---|---|---|---|---|---|' + (with16 ? '---|---|---|---|' : '') +
-  (withGenai ? '---|---|---|---|' : ''));
+  (withGenai ? '---|---|---|---|' : '') + (withIk ? '---|---|---|---|---|' : ''));
 for (const r of rows)
   console.log(`| ${r.model}${r.gguf ? ` (${r.gguf})` : ''} | ${r.threads} | ${f2(r.nbits?.decode_ms)} | ` +
     `${f2(r.ort?.decode_ms)} | ${f2(r.llama?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.ort?.decode_ms)} | ` +
@@ -170,7 +180,9 @@ for (const r of rows)
       `${ratio(r.nbits16?.decode_ms, r.llama?.decode_ms)} | ` +
       `${r.floor16_ms && r.nbits16 ? f0(100 * r.floor16_ms / r.nbits16.decode_ms) : '-'} |` : '') +
     (withGenai ? ` ${f2(r.genai?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.genai?.decode_ms)} | ` +
-      `${f0(r.genai?.prefill_tok_s)} | ${f0(r.genai?.peak_rss_mib)} |` : ''));
+      `${f0(r.genai?.prefill_tok_s)} | ${f0(r.genai?.peak_rss_mib)} |` : '') +
+    (withIk ? ` ${f2(r.ik?.decode_ms)} | ${ratio(r.nbits?.decode_ms, r.ik?.decode_ms)} | ` +
+      `${f0(r.ik?.prefill_tok_s)} | ${ratio(r.ik?.prefill_tok_s, r.nbits?.prefill_tok_s)} | ${f0(r.ik?.peak_rss_mib)} |` : ''));
 const summaryFile = path.join(resDir, 'summary.json');
 fs.writeFileSync(summaryFile, JSON.stringify({ date: new Date().toISOString(), prompt: P, decode: N, reps, rows },
   null, 1));
