@@ -107,7 +107,8 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
         static_cast<int64_t>((static_cast<double>(opt.prompt) + static_cast<double>(opt.decode) / 2) *
                              static_cast<double>(kv_bytes_per_position(s)) * kv_scale);
     BenchOptions warm = opt;
-    warm.prompt = std::min<int64_t>(opt.prompt, 8), warm.decode = 4;
+    warm.prompt = std::min<int64_t>(opt.prompt, 8),
+    warm.decode = std::min<int64_t>(opt.decode, 4);  // fits the context
     one_rep(*gen, warm, r, false, false);
     for (int rep = 0; rep < opt.reps; ++rep) {
       std::fprintf(stderr, "bench: %d thread(s), rep %d/%d\n", t, rep + 1, opt.reps);

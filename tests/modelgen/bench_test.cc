@@ -102,6 +102,23 @@ TEST(Bench, JsonFields) {
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
+// The shortest run a user can ask for: one prompt token, one decoded token (the warm-up
+// must fit the context sized for them).
+TEST(Bench, OneTokenPromptAndOneDecodeStep) {
+  BenchOptions o;
+  o.model_dir = make("one", 256, 2, 512, 500, 4);
+  o.threads = {1};
+  o.prompt = 1, o.decode = 1, o.reps = 1;
+  o.bandwidth_gbs = 10.0;
+  const auto runs = run_bench(o);
+  ASSERT_EQ(runs.size(), 1u);
+  const auto j = bench_json(o, runs);
+  EXPECT_EQ(j["prompt_tokens"], 1);
+  EXPECT_EQ(j["decode_tokens"], 1);
+  EXPECT_GT(j["runs"][0]["prefill_tok_s"].get<double>(), 0.0);
+  EXPECT_GT(j["runs"][0]["decode_ms_median"].get<double>(), 0.0);
+}
+
 TEST(Bench, DecodeIsNotFasterThanTheBandwidthFloor) {
   // ~217 MB of int8 weights: twice the largest last-level cache seen on the CI machines (a
   // 105 MiB L3 on the Xeon; 87 MB of weights fitted in it and decoded faster than DRAM allows).
