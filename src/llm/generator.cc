@@ -239,9 +239,23 @@ void Generator::check_and_stage(std::span<const int32_t> ids) {
 
 std::span<const float> Generator::append(std::span<const int32_t> ids) {
   check_and_stage(ids);
-  run_step(static_cast<int64_t>(ids.size()), /*all_rows=*/false);
-  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  const auto S = static_cast<int64_t>(ids.size());
+  // Steps of near-equal length (513 tokens: 257 + 256, never 512 + a 1-token decode step).
+  const int64_t steps = prefill_chunk_ > 0 ? (S + prefill_chunk_ - 1) / prefill_chunk_ : 1;
+  for (int64_t k = 0, c0 = 0; k < steps; ++k) {
+    const int64_t n = S * (k + 1) / steps - c0;
+    // This step's ids to the front (c0 >= n: the ranges do not overlap).
+    if (c0 > 0) std::copy(ids_buf_.begin() + c0, ids_buf_.begin() + c0 + n, ids_buf_.begin());
+    run_step(n, /*all_rows=*/false);
+    tokens_.insert(tokens_.end(), ids.begin() + c0, ids.begin() + c0 + n);
+    c0 += n;
+  }
   return last_logits_;
+}
+
+void Generator::set_prefill_chunk(int64_t tokens) {
+  NBITS_CHECK(tokens >= 0, "prefill chunk must be >= 1 token, or 0 for one step (got ", tokens, ")");
+  prefill_chunk_ = tokens;
 }
 
 std::span<const float> Generator::append_all_logits(std::span<const int32_t> ids) {

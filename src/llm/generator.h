@@ -50,9 +50,16 @@ class Generator {
   static std::unique_ptr<Generator> load(const std::string& dir, const graph::SessionOptions& options = {},
                                          int64_t max_length = 0);
 
-  // Runs `ids` on top of the cache in one step and returns the logits of the
-  // last position (valid until the next call). Throws when they do not fit.
+  // Runs `ids` on top of the cache and returns the logits of the last position (valid
+  // until the next call). Throws when they do not fit. A prompt longer than
+  // prefill_chunk() runs in steps of near-equal length, at most that long, each on the
+  // cache the ones before wrote (the same logits), so the activations of one step, not
+  // of the whole prompt, bound the memory; if a step throws, the steps before it stay cached.
   std::span<const float> append(std::span<const int32_t> ids);
+  static constexpr int64_t kPrefillChunk = 512;
+  int64_t prefill_chunk() const { return prefill_chunk_; }
+  // Tokens per prefill step (>= 1), or 0: every prompt in one step.
+  void set_prefill_chunk(int64_t tokens);
   // The same step, but returns the logits of every position of `ids`: row i
   // (vocab_size() floats, row-major [ids.size(), vocab_size()]) is the
   // distribution after ids[i]. For perplexity and teacher forcing; the lm_head
@@ -134,6 +141,7 @@ class Generator {
   GenaiConfig config_;
   std::unique_ptr<graph::Session> session_;
   int64_t capacity_ = 0;
+  int64_t prefill_chunk_ = kPrefillChunk;
   int64_t vocab_ = 0;
   size_t kv_cache_bytes_ = 0;
   std::vector<std::unique_ptr<void, FreeDeleter>> kv_mem_;

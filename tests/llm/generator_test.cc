@@ -83,6 +83,25 @@ TEST(Generator, ChunkedPrefillEqualsOneStep) {
   EXPECT_EQ(next_a, FakeSession::predict(p));
 }
 
+// append() runs a prompt longer than prefill_chunk() in steps of it, each on top of the last.
+TEST(Generator, AppendSplitsALongPromptIntoPrefillChunks) {
+  auto f = make();
+  EXPECT_EQ(f.gen->prefill_chunk(), Generator::kPrefillChunk);
+  f.gen->set_prefill_chunk(4);
+  const std::vector<int32_t> p = {7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  const int32_t next = argmax(f.gen->append(p));
+  EXPECT_EQ(next, FakeSession::predict(p));
+  EXPECT_EQ(f.fake->runs, 3);  // 3 + 3 + 4: near-equal steps of at most 4
+  EXPECT_EQ(f.fake->last_S, 4);
+  EXPECT_EQ(f.fake->last_T, 10);
+  EXPECT_EQ(f.gen->length(), 10);
+  f.gen->set_prefill_chunk(0);  // one step
+  f.gen->reset();
+  EXPECT_EQ(argmax(f.gen->append(p)), next);
+  EXPECT_EQ(f.fake->last_S, 10);
+  EXPECT_THROW(f.gen->set_prefill_chunk(-1), Error);
+}
+
 TEST(Generator, MultiTurnPrefillsOnlyNewTokensAfterThePendingOne) {
   auto f = make();
   Sampler greedy;
