@@ -161,7 +161,7 @@ class Builder {
   // An F32 vector (norm weights, biases): viewed in the mapping, or widened.
   std::string vec(const TensorInfo& t) {
     if (t.type == GgmlType::kF32) return g_.view(t.name, DataType::kFloat, {t.numel()}, t.bytes);
-    return g_.own_floats(t.name, {t.numel()}, to_float(f_, t));
+    return g_.own_floats(t.name, {t.numel()}, float_copy(t));
   }
 
   // y = x @ concat(ws)^T (+ bias): MatMulNBits when every w maps to it with the
@@ -174,7 +174,7 @@ class Builder {
     if (!biases.empty()) {
       std::vector<float> b;
       for (const TensorInfo* t : biases) {
-        const std::vector<float> v = to_float(f_, *t);
+        const std::vector<float> v = float_copy(*t);
         b.insert(b.end(), v.begin(), v.end());
       }
       bias = g_.own_floats(name + ".bias", {static_cast<int64_t>(b.size())}, b);
@@ -186,7 +186,7 @@ class Builder {
     std::vector<float> wt(static_cast<size_t>(K * N));  // [K, N]
     int64_t n0 = 0;
     for (const TensorInfo* w : ws) {
-      const std::vector<float> v = to_float(f_, *w);
+      const std::vector<float> v = float_copy(*w);
       for (int64_t n = 0; n < w->ne[1]; ++n)
         for (int64_t k = 0; k < K; ++k)
           wt[static_cast<size_t>(k * N + n0 + n)] = v[static_cast<size_t>(n * K + k)];
@@ -199,8 +199,8 @@ class Builder {
   }
 
   NBitsMatrix nbits_of(const std::vector<const TensorInfo*>& ws) {
-    NBitsMatrix m = to_nbits(f_, *ws[0]);
-    for (size_t i = 1; i < ws.size(); ++i) append_rows(m, to_nbits(f_, *ws[i]));
+    NBitsMatrix m = nbits_copy(*ws[0]);
+    for (size_t i = 1; i < ws.size(); ++i) append_rows(m, nbits_copy(*ws[i]));
     return m;
   }
 
@@ -284,6 +284,23 @@ class Builder {
   std::string mlp(int64_t l, const std::string& x);
   void lm_head(const std::string& x);
 
+  // t converted to nbits codes / fp32, then its file pages dropped from the process: the
+  // converted copy is what the graph holds, so the load's peak is not file + copy + packed
+  // (a second conversion of the same tensor, the tied embedding, reads the file again).
+  NBitsMatrix nbits_copy(const TensorInfo& t) {
+    NBitsMatrix m = to_nbits(f_, t);
+    release(t);
+    return m;
+  }
+  std::vector<float> float_copy(const TensorInfo& t) {
+    std::vector<float> v = to_float(f_, t);
+    release(t);
+    return v;
+  }
+  void release(const TensorInfo& t) {
+    if (f_.mapping) f_.mapping->release(t.bytes.data(), t.bytes.size());
+  }
+
   const File& f_;
   const Hyperparams& hp_;
   GraphBuilder g_;
@@ -303,7 +320,7 @@ std::pair<std::string, std::string> Builder::rope_caches(const std::string& name
   if (hp_.rope_factors) {
     const bool use_long = (capacity_ > 0 ? capacity_ : hp_.context_length) > hp_.rope_orig_context;
     const TensorInfo& t = need(use_long ? "rope_factors_long.weight" : "rope_factors_short.weight", {half});
-    factors = to_float(f_, t);
+    factors = float_copy(t);
   }
   std::vector<float> c(static_cast<size_t>(T * half)), s(c.size());
   for (int64_t p = 0; p < T; ++p)
@@ -323,13 +340,13 @@ std::vector<std::string> Builder::matmul_parts(const std::string& x, const Tenso
   std::vector<std::string> out;
   int64_t n0 = 0;
   if (maps_to_nbits(w.type)) {
-    const NBitsMatrix m = to_nbits(f_, w);
+    const NBitsMatrix m = nbits_copy(w);
     for (size_t i = 0; i < parts.size(); n0 += parts[i], ++i)
       out.push_back(matmul_nbits(x, take_rows(m, n0, parts[i]), "", names[i]));
     return out;
   }
   const int64_t K = w.ne[0];
-  const std::vector<float> v = to_float(f_, w);
+  const std::vector<float> v = float_copy(w);
   for (size_t i = 0; i < parts.size(); n0 += parts[i], ++i) {
     const int64_t N = parts[i];
     std::vector<float> wt(static_cast<size_t>(K * N));  // [K, N]
@@ -369,7 +386,7 @@ std::string Builder::embedding() {
   // Quantized rows without a min term: GatherBlockQuantized reads the codes in place
   // (and, tied, the same initializers feed the lm_head MatMulNBits).
   if (maps_to_nbits(e.type)) {
-    NBitsMatrix m = to_nbits(f_, e);
+    NBitsMatrix m = nbits_copy(e);
     if (m.mins.empty() && m.zero_points.empty()) {
       embd_nbits_ = add_nbits(std::move(m), "token_embd", true);
       onnx::Node& n = g_.node("GatherBlockQuantized", kMs, name + "/GatherBlockQuantized",
@@ -385,7 +402,7 @@ std::string Builder::embedding() {
   const std::string table =
       e.type == GgmlType::kF32
           ? g_.view("token_embd.weight", DataType::kFloat, {hp_.n_vocab, hp_.n_embd}, e.bytes)
-          : g_.own_floats("token_embd.weight", {hp_.n_vocab, hp_.n_embd}, to_float(f_, e));
+          : g_.own_floats("token_embd.weight", {hp_.n_vocab, hp_.n_embd}, float_copy(e));
   return g_.node("Gather", "", name + "/Gather", {table, "input_ids"}).outputs[0];
 }
 
@@ -492,7 +509,7 @@ void Builder::lm_head(const std::string& x) {
     const TensorInfo& w =
         need(hp_.tied_output ? "token_embd.weight" : "output.weight", {hp_.n_embd, hp_.n_vocab});
     if (maps_to_nbits(w.type)) {
-      y = matmul_nbits_node(x, add_nbits(to_nbits(f_, w), "lm_head", false), "", name, out);
+      y = matmul_nbits_node(x, add_nbits(nbits_copy(w), "lm_head", false), "", name, out);
     } else {
       y = matmul(x, {&w}, {}, name);
       if (!cap) g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
