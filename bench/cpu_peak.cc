@@ -71,6 +71,10 @@ void report(benchmark::State& st, double macs_per_step, double seconds) {
                        KEEP(a8), KEEP(a9), KEEP(a10), KEEP(a11));                                      \
   }
 
+// The twelve accumulators summed (so the loop's results are used).
+#define NBITS_PEAK_SUM(ADD) \
+  ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(ADD(a8, a9), ADD(a10, a11)))
+
 #define NBITS_KEEP_V(x) "+v"(x)
 #define NBITS_KEEP_X(x) "+x"(x)
 
@@ -79,11 +83,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void dpbusd_zmm(int32_t* 
 #define STEP(a) _mm512_dpbusd_epi32(a, u, s)
   NBITS_PEAK_LOOP(__m512i, _mm512_setzero_si512(), STEP, NBITS_KEEP_V)
 #undef STEP
-  const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                       _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
-  const __m512i sum2 = _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11));
   int32_t lanes[16];
-  _mm512_storeu_si512(lanes, _mm512_add_epi32(sum, sum2));
+  _mm512_storeu_si512(lanes, NBITS_PEAK_SUM(_mm512_add_epi32));
   *out = lanes[0];
 }
 
@@ -92,10 +93,7 @@ __attribute__((target("avx2,avxvnni"))) void dpbusd_ymm(int32_t* out) {
 #define STEP(a) _mm256_dpbusd_avx_epi32(a, u, s)
   NBITS_PEAK_LOOP(__m256i, _mm256_setzero_si256(), STEP, NBITS_KEEP_X)
 #undef STEP
-  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-                                       _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
-  const __m256i sum2 = _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11));
-  *out = _mm256_extract_epi32(_mm256_add_epi32(sum, sum2), 0);
+  *out = _mm256_extract_epi32(NBITS_PEAK_SUM(_mm256_add_epi32), 0);
 }
 
 // The AVX2 int8 dot: vpmaddubsw (u8 x s8 -> s16 pairs), vpmaddwd with ones (-> s32), vpaddd.
@@ -108,10 +106,7 @@ __attribute__((target("avx2"))) void maddubs_ymm(int32_t* out) {
 #define STEP(a) _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(a, u), s), ones))
   NBITS_PEAK_LOOP(__m256i, _mm256_setzero_si256(), STEP, NBITS_KEEP_X)
 #undef STEP
-  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
-                                       _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
-  const __m256i sum2 = _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11));
-  *out = _mm256_extract_epi32(_mm256_add_epi32(sum, sum2), 0);
+  *out = _mm256_extract_epi32(NBITS_PEAK_SUM(_mm256_add_epi32), 0);
 }
 
 void bm_peak(benchmark::State& st, void (*fn)(int32_t*), bool supported, const char* feature,

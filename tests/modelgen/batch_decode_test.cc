@@ -23,6 +23,7 @@
 #include "nbits/nbits.h"
 #include "support/logit_diff.h"
 #include "support/shared_data.h"
+#include "support/small_qwen.h"
 
 namespace nbits::llm {
 namespace {
@@ -34,19 +35,7 @@ std::string stories(const std::string& rel) { return testing::shared_path("model
 // A random-weight Qwen2-shaped int4 export (block 32, accuracy level 4: int8 activations, qkv bias,
 // tied embedding), small enough for the tests.
 std::string qwen_model() {
-  static const std::string dir = [] {
-    modelgen::MakeModelOptions o;
-    modelgen::ModelShape& s = o.shape;
-    s.hidden = 128, s.layers = 2, s.heads = 8, s.kv_heads = 2, s.head_size = 16, s.intermediate = 256;
-    s.vocab = 1000, s.context = 256, s.rope_theta = 1e6f, s.rms_eps = 1e-6f, s.qkv_bias = true, s.tied = true;
-    s.type = "qwen2";
-    s.bos_token_id = 1, s.eos_token_id = 2;
-    o.seed = 11;
-    o.out_dir = (fs::temp_directory_path() / "nbits_batch_decode_qwen").string();
-    fs::remove_all(o.out_dir);
-    modelgen::make_model(o);
-    return o.out_dir;
-  }();
+  static const std::string dir = testing::make_small_qwen2("nbits_batch_decode_qwen", 256, 11);
   return dir;
 }
 

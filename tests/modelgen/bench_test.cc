@@ -30,12 +30,31 @@ std::string make(const std::string& name, int64_t hidden, int64_t layers, int64_
   return o.out_dir;
 }
 
-TEST(Bench, JsonFields) {
+// One thread on a small int4 model (hidden 256, 2 layers), the bandwidth given (not measured).
+BenchOptions small_run(const std::string& name, int64_t prompt, int64_t decode, int reps) {
   BenchOptions o;
-  o.model_dir = make("small", 256, 2, 512, 500, 4);
+  o.model_dir = make(name, 256, 2, 512, 500, 4);
   o.threads = {1};
-  o.prompt = 9, o.decode = 5, o.reps = 2;
+  o.prompt = prompt, o.decode = decode, o.reps = reps;
   o.bandwidth_gbs = 10.0;
+  return o;
+}
+
+// The shortest run a user can ask for: one prompt token, one decoded token (the warm-up
+// must fit the context sized for them).
+TEST(Bench, OneTokenPromptAndOneDecodeStep) {
+  const BenchOptions o = small_run("one", 1, 1, 1);
+  const auto runs = run_bench(o);
+  ASSERT_EQ(runs.size(), 1u);
+  const auto j = bench_json(o, runs);
+  EXPECT_EQ(j["prompt_tokens"], 1);
+  EXPECT_EQ(j["decode_tokens"], 1);
+  EXPECT_GT(j["runs"][0]["prefill_tok_s"].get<double>(), 0.0);
+  EXPECT_GT(j["runs"][0]["decode_ms_median"].get<double>(), 0.0);
+}
+
+TEST(Bench, JsonFields) {
+  BenchOptions o = small_run("small", 9, 5, 2);
   o.profile = true;
   const auto runs = run_bench(o);
   const auto j = bench_json(o, runs);
@@ -102,23 +121,6 @@ TEST(Bench, JsonFields) {
 }
 
 #if !defined(__SANITIZE_ADDRESS__)
-// The shortest run a user can ask for: one prompt token, one decoded token (the warm-up
-// must fit the context sized for them).
-TEST(Bench, OneTokenPromptAndOneDecodeStep) {
-  BenchOptions o;
-  o.model_dir = make("one", 256, 2, 512, 500, 4);
-  o.threads = {1};
-  o.prompt = 1, o.decode = 1, o.reps = 1;
-  o.bandwidth_gbs = 10.0;
-  const auto runs = run_bench(o);
-  ASSERT_EQ(runs.size(), 1u);
-  const auto j = bench_json(o, runs);
-  EXPECT_EQ(j["prompt_tokens"], 1);
-  EXPECT_EQ(j["decode_tokens"], 1);
-  EXPECT_GT(j["runs"][0]["prefill_tok_s"].get<double>(), 0.0);
-  EXPECT_GT(j["runs"][0]["decode_ms_median"].get<double>(), 0.0);
-}
-
 TEST(Bench, DecodeIsNotFasterThanTheBandwidthFloor) {
   // ~217 MB of int8 weights: twice the largest last-level cache seen on the CI machines (a
   // 105 MiB L3 on the Xeon; 87 MB of weights fitted in it and decoded faster than DRAM allows).

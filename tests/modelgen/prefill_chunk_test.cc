@@ -6,34 +6,19 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "llm/generator.h"
 #include "llm/sampler.h"
-#include "modelgen/make_model.h"
 #include "support/logit_diff.h"
+#include "support/small_qwen.h"
 
 namespace nbits::llm {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::string model_dir() {
-  static const std::string dir = [] {
-    modelgen::MakeModelOptions o;
-    modelgen::ModelShape& s = o.shape;
-    s.hidden = 128, s.layers = 2, s.heads = 8, s.kv_heads = 2, s.head_size = 16, s.intermediate = 256;
-    s.vocab = 1000, s.context = 512, s.rope_theta = 1e6f, s.rms_eps = 1e-6f, s.qkv_bias = true, s.tied = true;
-    s.type = "qwen2";
-    s.bos_token_id = 1, s.eos_token_id = 2;
-    o.seed = 23;
-    o.out_dir = (fs::temp_directory_path() / "nbits_prefill_chunk_qwen").string();
-    fs::remove_all(o.out_dir);
-    modelgen::make_model(o);
-    return o.out_dir;
-  }();
+  static const std::string dir = testing::make_small_qwen2("nbits_prefill_chunk_qwen", 512, 23);
   return dir;
 }
 
