@@ -740,40 +740,60 @@ class ServePrefill : public ::testing::Test {
   }
 };
 
-TEST_F(ServePrefill, LongPromptDoesNotStallOtherStreams) {
-  // Two worker threads shared by both sessions. Without turns the prefill's back-to-back
-  // parallel sections kept the pool's mutex: the other stream got ~5 tokens in a 4-6 s prefill.
-  OwnServer s(mid_model_dir(), {"-t", "2", "--parallel", "2", "--ctx", "4096", "--prefill-chunk", "64"});
-  ASSERT_GT(s.p.port, 0) << s.p.log;
-  const size_t P = 3000, chunks = (P + 63) / 64;
+struct PrefillInterleave {
+  double window = 0, max_gap = 0;
+  size_t during = 0;
+};
+
+// A 3000-token prompt prefilled in 64-token chunks while another stream decodes: the prefill's
+// length, the other stream's text deltas during it and the longest wait between them.
+PrefillInterleave prefill_against_a_stream(int port) {
+  const size_t P = 3000;
   std::vector<Clock::time_point> b_times, a_times;
   std::thread b([&] {
-    timed_stream(s.p.port, {{"prompt", json::array({1, 400, 300})}, {"max_tokens", 1900}, {"temperature", 0}},
+    timed_stream(port, {{"prompt", json::array({1, 400, 300})}, {"max_tokens", 1900}, {"temperature", 0}},
                  &b_times);
   });
   while (b_times.size() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const auto a0 = Clock::now();
-  timed_stream(s.p.port, {{"prompt", random_ids(P, 7)}, {"max_tokens", 2}, {"temperature", 0}}, &a_times);
+  timed_stream(port, {{"prompt", random_ids(P, 7)}, {"max_tokens", 2}, {"temperature", 0}}, &a_times);
   b.join();
-  ASSERT_FALSE(a_times.empty());
+  PrefillInterleave r;
+  if (a_times.empty()) return r;
   const auto a1 = a_times.front();  // A's first text: its prefill is over
   std::vector<Clock::time_point> pts = {a0};
   for (auto t : b_times)
     if (t > a0 && t < a1) pts.push_back(t);
   pts.push_back(a1);
-  double max_gap = 0;
   for (size_t i = 1; i < pts.size(); ++i)
-    max_gap = std::max(max_gap, std::chrono::duration<double>(pts[i] - pts[i - 1]).count());
-  const double window = std::chrono::duration<double>(a1 - a0).count();
-  const size_t during = pts.size() - 2;
+    r.max_gap = std::max(r.max_gap, std::chrono::duration<double>(pts[i] - pts[i - 1]).count());
+  r.window = std::chrono::duration<double>(a1 - a0).count();
+  r.during = pts.size() - 2;
   std::printf(
       "prefill of %zu tokens (%zu chunks of 64): %.3f s; the other stream: %zu text deltas meanwhile, "
       "max gap %.3f s\n",
-      P, chunks, window, during, max_gap);
+      P, (P + 63) / 64, r.window, r.during, r.max_gap);
+  return r;
+}
+
+TEST_F(ServePrefill, LongPromptDoesNotStallOtherStreams) {
+  // Two worker threads shared by both sessions. Without turns the prefill's back-to-back
+  // parallel sections kept the pool's mutex: the other stream got ~5 tokens in a 4-6 s prefill.
+  OwnServer s(mid_model_dir(), {"-t", "2", "--parallel", "2", "--ctx", "4096", "--prefill-chunk", "64"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  const size_t chunks = (3000 + 63) / 64;
   // About a token per chunk (a delta can hold several tokens: byte tokens wait for a whole
-  // UTF-8 character), and no gap near the prefill's length.
-  EXPECT_GE(during, chunks / 4) << "the other stream stalled during the prefill";
-  EXPECT_LT(max_gap, window / 2) << "the other stream waited for most of the prefill";
+  // UTF-8 character), and no gap near the prefill's length. The prefill lasts about half a
+  // second on a fast core, so one scheduling hiccup of the 2-core CI machine (a parallel ctest
+  // job) can make one gap that long: a second measurement decides (a stall fails both).
+  auto ok = [&](const PrefillInterleave& r) {
+    return r.window > 0 && r.during >= chunks / 4 && r.max_gap < r.window / 2;
+  };
+  PrefillInterleave r = prefill_against_a_stream(s.p.port);
+  if (!ok(r)) r = prefill_against_a_stream(s.p.port);
+  ASSERT_GT(r.window, 0) << "the long prompt got no text";
+  EXPECT_GE(r.during, chunks / 4) << "the other stream stalled during the prefill";
+  EXPECT_LT(r.max_gap, r.window / 2) << "the other stream waited for most of the prefill";
 }
 
 TEST_F(ServePrefill, DisconnectDuringPrefillStopsItWithinAChunk) {
