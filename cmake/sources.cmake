@@ -16,7 +16,10 @@ endfunction()
 function(nbits_isa_flags_x86 files)
   foreach(f ${files})
     get_filename_component(n ${f} NAME_WE)
-    if(n MATCHES "_avx512vnni$")
+    if(n MATCHES "_amx$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
+        "-mamx-tile;-mamx-int8;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mfma;-mavx2;-mf16c")
+    elseif(n MATCHES "_avx512vnni$")
       set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
         "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mfma;-mavx2;-mf16c")
     elseif(n MATCHES "_avx512$")

@@ -9,6 +9,10 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
 #endif
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__riscv) || defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
@@ -33,6 +37,7 @@ std::string CpuFeatures::describe() const {
   add(avx512vl, "avx512vl");
   add(avx512dq, "avx512dq");
   add(avx512vnni, "avx512vnni");
+  add(amx_int8, "amx-int8");
   if (rvv) os << sep << "rvv(vlen=" << vlen_bits << ")", sep = " ";
   add(ime, "ime");
   add(neon, "neon");
@@ -48,6 +53,17 @@ static unsigned long long xgetbv0() {
   unsigned eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+
+// Linux hands out the AMX tile data state (XFEATURE 18) only on request, once per process; without
+// it the first tile instruction faults. Other systems: no AMX kernels.
+static bool amx_permitted() {
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 #endif
 
@@ -76,6 +92,9 @@ CpuFeatures detect_cpu_features() {
       f.avx512vl = (b >> 31) & 1;
       f.avx512vnni = (c >> 11) & 1;
     }
+    const bool tile_state = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+    const bool amx = ((d >> 24) & 1) && ((d >> 25) & 1);  // AMX-TILE, AMX-INT8
+    f.amx_int8 = amx && tile_state && amx_permitted();
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = (a >> 4) & 1;
 #elif defined(__riscv)
@@ -104,15 +123,16 @@ CpuFeatures detect_cpu_features() {
 
 // NBITS_ISA lowers the detected level for testing and comparison:
 //   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avx512 (AVX-512 without VNNI),
-//   avx512vnni (the AVX-512 kernels, VNNI included; no AVX-VNNI), rvv (no IME), ime; arm64:
-//   neon (no dotprod, i8mm, sve), dotprod (no i8mm, sve), i8mm (all detected). Anything else,
-//   or a level the CPU lacks, throws nbits::Error listing the levels it has.
+//   avx512vnni (the AVX-512 kernels, VNNI included; no AVX-VNNI, no AMX), amx (all of it), rvv (no IME), ime;
+//   arm64: neon (no dotprod, i8mm, sve), dotprod (no i8mm, sve), i8mm (all detected). Anything else, or a
+//   level the CPU lacks, throws nbits::Error listing the levels it has.
 // The levels NBITS_ISA may name on this CPU (those it can run), lowest first.
 static std::string available_levels(const CpuFeatures& f) {
   std::string r = "ref";
   if (f.avx2 && f.fma) r += ", avx2";
   if (f.avx512f && f.avx512bw && f.avx512vl) r += ", avx512";
   if (f.avx512vnni) r += ", avx512vnni";
+  if (f.amx_int8) r += ", amx";
   if (f.rvv) r += ", rvv";
   if (f.ime) r += ", ime";
   if (f.neon) r += ", neon";
@@ -134,11 +154,13 @@ static CpuFeatures apply_env_override(CpuFeatures f) {
   if (v == "ref" || v == "scalar") return CpuFeatures{};
   if (v == "avx2") {
     require(f.avx2 && f.fma);
-    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx_vnni = false;
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx_vnni = f.amx_int8 = false;
   } else if (v == "avx512" || v == "avx512vnni") {
     require(v == "avx512" ? f.avx512f && f.avx512bw && f.avx512vl : f.avx512vnni);
-    f.avx_vnni = false;
+    f.avx_vnni = f.amx_int8 = false;
     if (v == "avx512") f.avx512vnni = false;
+  } else if (v == "amx") {
+    require(f.amx_int8 && f.avx512vnni);
   } else if (v == "rvv") {
     require(f.rvv);
     f.ime = false;

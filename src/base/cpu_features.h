@@ -16,6 +16,9 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512dq = false;
   bool avx512vnni = false;
+  // AMX-TILE + AMX-INT8, the OS saving the tile state (XCR0) and, on Linux, this process granted
+  // the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM, asked for during detection).
+  bool amx_int8 = false;
   // RISC-V
   bool rvv = false;   // V extension 1.0
   int vlen_bits = 0;  // vector register width when rvv

@@ -466,20 +466,19 @@ const MatMulNBitsKernel* find_kernel_set(const char* name) {
   return nullptr;
 }
 
-// The AVX-512 VNNI set on a dense M grid: every remainder of its 4-row GEMM
-// tile up to M = 40, N = 200 (13 panels, the last one ragged: a panel left
-// over after the 2-panel GEMM tiles and the 4-panel (int4) and 8-panel (int8) GEMV groups), bits 4/8,
-// blocks 16..256, zero points, fp16 scales, 1 and 2 threads; and block 512 with all-positive activations,
-// where the activation block sums leave int16 (the vpmulld zero-point path). Bit for bit equal to the
-// reference. Skipped, with the reason, on other CPUs.
-TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
-  const MatMulNBitsKernel* k = find_kernel_set("x16_avx512vnni_int8");
-  if (k == nullptr) GTEST_SKIP() << "x16_avx512vnni_int8 is not built for this architecture";
+// Bit-for-bit equality with the reference of kernel set `name` on M rows in `ms`, N = 200 (13
+// panels, the last one ragged), bits 4/8, blocks 16..256 with odd K, zero points (where the set
+// takes them), fp16 scales, 1 and 2 threads; and block 512 with all-positive activations, where
+// the activation block sums leave int16 (the VNNI vpmulld zero-point path). Skipped, with the
+// reason, where the set is not built or the CPU lacks `needs`.
+void dense_grid_bit_exact(const char* name, const char* needs, const std::vector<int64_t>& ms) {
+  const MatMulNBitsKernel* k = find_kernel_set(name);
+  if (k == nullptr) GTEST_SKIP() << name << " is not built for this architecture";
   std::mt19937 rng(4242);
   RandomWeight probe(4, 32, 64, 16, false, rng);
   if (!k->supports(probe.w, cpu_features()))
-    GTEST_SKIP() << "x16_avx512vnni_int8 needs avx512f/bw/vl/dq + avx512vnni; this CPU (after NBITS_ISA): "
-                 << cpu_features().describe();
+    GTEST_SKIP() << name << " needs " << needs
+                 << "; this CPU (after NBITS_ISA): " << cpu_features().describe();
   struct Case {
     int bits, block;
     int64_t K;
@@ -490,15 +489,17 @@ TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
     for (int block : {16, 32, 64, 128, 256})
       for (bool asym : {false, true}) cases.push_back({bits, block, block + block / 2 + 1, asym, false});
   for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, true, true});
+  for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, false, true});
   const int64_t N = 200;
   ThreadPool pool1(1), pool2(2);
   int checked = 0;
   for (const Case& c : cases) {
     RandomWeight rw(c.bits, c.block, c.K, N, c.asym, rng);
+    if (!k->supports(rw.w, cpu_features())) continue;  // e.g. AMX: symmetric weights only
     const Fp16Rounded rounded(rw.w);
     std::vector<float> bias(static_cast<size_t>(N));
     for (auto& b : bias) b = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
-    for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) {
+    for (int64_t M : ms) {
       std::vector<float> A = random_a(M, c.K, rng);
       if (c.positive)
         for (auto& a : A) a = 0.5f + 0.5f * std::fabs(a);
@@ -523,6 +524,22 @@ TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+// The AVX-512 VNNI set: every remainder of its 4-row GEMM tile up to M = 40, and a panel left
+// over after its 2-panel GEMM tiles and 4-panel (int4) / 8-panel (int8) GEMV groups.
+TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
+  std::vector<int64_t> ms;
+  for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) ms.push_back(M);
+  dense_grid_bit_exact("x16_avx512vnni_int8", "avx512f/bw/vl/dq + avx512vnni", ms);
+}
+
+// The AMX set: 16-row tiles with and without the rows past them (which run on the VNNI tile),
+// M below one tile (VNNI only), and blocks over 64 (several tile products per block).
+TEST(MatMulNBitsKernels, AmxBitExactOnDenseMGrid) {
+  dense_grid_bit_exact("x16_amx_int8",
+                       "amx-tile + amx-int8 (with the kernel's tile-data permission) and avx512vnni",
+                       {1, 2, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65});
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ std::string stories(const std::string& rel) { return testing::shared_path("model
 // A random-weight Qwen2-shaped int4 export (block 32, accuracy level 4: int8 activations, qkv bias,
 // tied embedding), small enough for the tests.
 std::string qwen_model() {
-  static const std::string dir = testing::make_small_qwen2("nbits_batch_decode_qwen", 256, 11);
-  return dir;
+  static const testing::SmallQwen2 model("nbits_batch_decode_qwen", 256, 11);
+  return model.dir;
 }
 
 SamplerOptions row_sampling(size_t i) {

@@ -18,8 +18,8 @@ namespace nbits::llm {
 namespace {
 
 std::string model_dir() {
-  static const std::string dir = testing::make_small_qwen2("nbits_prefill_chunk_qwen", 512, 23);
-  return dir;
+  static const testing::SmallQwen2 model("nbits_prefill_chunk_qwen", 512, 23);
+  return model.dir;
 }
 
 struct Result {

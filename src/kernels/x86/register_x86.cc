@@ -1,6 +1,7 @@
 #include "kernels/x86/register_x86.h"
 
 #include "kernels/x16_matmul.h"
+#include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
 #include "kernels/x86/x16_avx512vnni.h"
 
@@ -13,6 +14,14 @@ bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
 
 bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
+}
+
+// AMX: symmetric weights (no zero points, or all equal, folded into default_zp()) without mins; an
+// int8 weight's codes minus the zero point must fit int8 (zero point 128).
+bool amx_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
+  if (!(cpu.amx_int8 && avx512vnni_ok(w, cpu)) || w.mins != nullptr) return false;
+  const int zp = w.zero_points == nullptr ? 1 << (w.bits - 1) : quant::uniform_zero_point(w);
+  return zp >= 0 && (w.bits == 4 || zp == 128);
 }
 
 // Kernel names: "h" after the format marks fp16 scales (q4x16h).
@@ -36,6 +45,20 @@ X16Int8Kernels avx512vnni_int8(int bits) {
   return {kF16 ? "qgemv_q8x16h_avx512vnni" : "qgemv_q8x16_avx512vnni",
           kF16 ? "qgemm_q8x16h_4x32_avx512vnni" : "qgemm_q8x16_4x32_avx512vnni", quantize_row_blocks_avx2,
           qgemv_q8x16_avx512vnni<kAsym, kF16>, qgemm_q8x16_avx512vnni<kAsym, kF16>};
+}
+
+// The VNNI set with the AMX GEMM (symmetric only: amx_ok).
+template <bool kF16>
+X16Int8Kernels amx_int8(int bits) {
+  X16Int8Kernels k = avx512vnni_int8<false, kF16>(bits);
+  if (bits == 4) {
+    k.gemm_name = kF16 ? "qgemm_q4x16h_16x16_amx" : "qgemm_q4x16_16x16_amx";
+    k.gemm = qgemm_q4x16_amx<kF16>;
+  } else {
+    k.gemm_name = kF16 ? "qgemm_q8x16h_16x16_amx" : "qgemm_q8x16_16x16_amx";
+    k.gemm = qgemm_q8x16_amx<kF16>;
+  }
+  return k;
 }
 
 template <bool kAsym, bool kF16>
@@ -66,6 +89,10 @@ std::unique_ptr<PackedMatMul> pack_avx512vnni_int8_with(const QuantizedMatrix& w
                        /*fold_uniform_zp=*/true);
 }
 
+std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);
+}
+
 std::unique_ptr<PackedMatMul> pack_avx2_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr)
     return make_x16_fp32(w, o, avx2_fp32<true, false>(w.bits), avx2_fp32<true, true>(w.bits));
@@ -76,12 +103,14 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return 
 std::unique_ptr<PackedMatMul> pack_avx512vnni_int8(const QuantizedMatrix& w) {
   return pack_avx512vnni_int8_with(w, {});
 }
+std::unique_ptr<PackedMatMul> pack_amx_int8(const QuantizedMatrix& w) { return pack_amx_int8_with(w, {}); }
 std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return pack_avx2_fp32_with(w, {}); }
 
 }  // namespace
 
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   // Most preferred first.
+  t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/false});
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
                pack_avx512vnni_int8_with, /*mins=*/true});
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});

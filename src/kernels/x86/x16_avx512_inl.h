@@ -1,0 +1,46 @@
+// Inline AVX-512 helpers of the x16 CompInt8 kernels (the VNNI and the AMX GEMM): block scales,
+// the zero-point term and the reference-order fp32 accumulation. Include only from files built
+// with the AVX-512 flags (*_avx512vnni.cc, *_amx.cc).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace nbits::kernels::x16_avx512 {
+
+// Scales of the 16 columns of the block at `blk`, as floats (fp16 widened exactly).
+template <bool kF16>
+inline __m512 load_scales16(const uint8_t* blk) {
+  if constexpr (kF16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+  return _mm512_loadu_ps(reinterpret_cast<const float*>(blk));
+}
+
+// -zp * qsum for the 16 columns (zp32: zero points as int32). Blocks of <= 256
+// (kWide false) have |qsum| <= 127 * 256, so both factors fit int16 (the high
+// halves of zp32 are 0) and one vpmaddwd gives the exact product; larger blocks
+// take vpmulld.
+template <bool kWide>
+inline __m512i neg_zp_times(__m512i zp32, int32_t qsum) {
+  const __m512i nq = _mm512_set1_epi32(-qsum);
+  if constexpr (kWide) return _mm512_mullo_epi32(zp32, nq);
+  return _mm512_madd_epi16(zp32, nq);
+}
+
+// acc += float(dot) * (sa * scales): the reference's exact operation order. The
+// empty asm keeps the compiler from contracting the multiply and add into an FMA.
+inline __m512 accumulate(__m512 acc, __m512i dot, float sa, __m512 scales) {
+  const __m512 s = _mm512_mul_ps(_mm512_set1_ps(sa), scales);
+  __m512 prod = _mm512_mul_ps(_mm512_cvtepi32_ps(dot), s);
+  __asm__("" : "+v"(prod));
+  return _mm512_add_ps(acc, prod);
+}
+
+// acc += mins * (sa * float(qsum)), the reference's min term (no contraction either).
+inline __m512 add_min_term(__m512 acc, __m512 mins, float sa, int32_t qsum) {
+  __m512 prod = _mm512_mul_ps(mins, _mm512_set1_ps(sa * static_cast<float>(qsum)));
+  __asm__("" : "+v"(prod));
+  return _mm512_add_ps(acc, prod);
+}
+
+}  // namespace nbits::kernels::x16_avx512
