@@ -468,7 +468,7 @@ const MatMulNBitsKernel* find_kernel_set(const char* name) {
 
 // Bit-for-bit equality with the reference of kernel set `name` on M rows in `ms`, N = 200 (13
 // panels, the last one ragged), bits 4/8, blocks 16..256 with odd K, zero points (where the set
-// takes them), fp16 scales, 1 and 2 threads; and block 512 with all-positive activations, where
+// takes them), block mins, fp16 scales, 1 and 2 threads; and block 512 with all-positive activations, where
 // the activation block sums leave int16 (the VNNI vpmulld zero-point path). Skipped, with the
 // reason, where the set is not built or the CPU lacks `needs`.
 void dense_grid_bit_exact(const char* name, const char* needs, const std::vector<int64_t>& ms) {
@@ -482,7 +482,7 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
   struct Case {
     int bits, block;
     int64_t K;
-    bool asym, positive;
+    bool asym, positive, mins = false, zp0 = false;
   };
   std::vector<Case> cases;
   for (int bits : {4, 8})
@@ -490,11 +490,14 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
       for (bool asym : {false, true}) cases.push_back({bits, block, block + block / 2 + 1, asym, false});
   for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, true, true});
   for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, false, true});
+  for (int block : {32, 128})  // block mins (GGUF Q4_1 / Q4_K: zero points all 0, or none)
+    for (bool zp0 : {false, true}) cases.push_back({4, block, 3 * block + 5, false, false, true, zp0});
   const int64_t N = 200;
   ThreadPool pool1(1), pool2(2);
   int checked = 0;
   for (const Case& c : cases) {
     RandomWeight rw(c.bits, c.block, c.K, N, c.asym, rng);
+    if (c.mins) rw.add_mins(c.zp0, rng);
     if (!k->supports(rw.w, cpu_features())) continue;  // e.g. AMX: symmetric weights only
     const Fp16Rounded rounded(rw.w);
     std::vector<float> bias(static_cast<size_t>(N));
@@ -507,7 +510,8 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
         const float* bp = (M & 1) != 0 ? bias.data() : nullptr;
         SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + " scales bits=" + std::to_string(c.bits) +
                      " block=" + std::to_string(c.block) + " K=" + std::to_string(c.K) +
-                     " M=" + std::to_string(M) + (c.asym ? " asym" : " sym"));
+                     " M=" + std::to_string(M) + (c.asym ? " asym" : " sym") +
+                     (c.mins ? (c.zp0 ? " mins zp0" : " mins") : ""));
         std::vector<float> want(static_cast<size_t>(M * N)), y1(want.size(), NAN), y2(want.size(), NAN);
         matmul_nbits_ref_int8(fp16 ? rounded.w : rw.w, A.data(), M, want.data(), bp);
         auto packed = k->pack_opts(rw.w, scales_opts(fp16));

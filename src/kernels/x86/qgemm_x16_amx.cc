@@ -101,9 +101,9 @@ void unpack_panel(const PackedX16& w, int64_t p, int8_t* dst) {
 // 1 KiB aliases it modulo 4 KiB). The 16 accumulators stay in registers. (Also measured, no
 // faster: the epilogue before the store in program order; the next block's tile loads issued a
 // block ahead; K in 16 KiB steps so that the B codes stay in L1; prefetching the next panel.)
-template <bool kF16>
-void tile16(const PackedX16& w, int64_t p, const int8_t* qa, const float* sa, const int8_t* codes, float* Y,
-            int64_t ldy, const float* bias) {
+template <bool kF16, bool kMins>
+void tile16(const PackedX16& w, int64_t p, const int8_t* qa, const float* sa, const int32_t* qsum,
+            const int8_t* codes, float* Y, int64_t ldy, const float* bias) {
   const int64_t kb = w.k_blocks, block = w.block, kp = kb * block;
   const int kt = static_cast<int>(std::min<int64_t>(block, 64));
   const int64_t chunks = block / kt;
@@ -140,6 +140,12 @@ void tile16(const PackedX16& w, int64_t p, const int8_t* qa, const float* sa, co
 #pragma GCC unroll 16
       for (int r = 0; r < 16; ++r)
         acc[r] = accumulate(acc[r], _mm512_load_si512(c[r]), sa[r * kb + e], scales);
+      if constexpr (kMins) {  // after each block's term, as the reference adds it
+        const __m512 mins =
+            _mm512_loadu_ps(reinterpret_cast<const float*>(blk0 + e * w.block_stride + w.mins_offset));
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) acc[r] = add_min_term(acc[r], mins, sa[r * kb + e], qsum[r * kb + e]);
+      }
     }
   }
   const bool add_bias = bias != nullptr;
@@ -162,8 +168,10 @@ void run(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa
     if (scratch.size() < static_cast<size_t>(kp) * 16) scratch.resize(static_cast<size_t>(kp) * 16);
     for (int64_t p = p0; p < p1; ++p) {
       unpack_panel<kBits>(w, p, scratch.data());
-      for (int64_t m = 0; m < mt; m += 16)
-        tile16<kF16>(w, p, qa + m * kp, sa + m * kb, scratch.data(), Y + m * ldy, ldy, bias);
+      for (int64_t m = 0; m < mt; m += 16) {
+        const auto tile = w.has_mins ? tile16<kF16, true> : tile16<kF16, false>;
+        tile(w, p, qa + m * kp, sa + m * kb, qsum + m * kb, scratch.data(), Y + m * ldy, ldy, bias);
+      }
     }
     _tile_release();
   }

@@ -16,10 +16,10 @@ bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
 }
 
-// AMX: symmetric weights (no zero points, or all equal, folded into default_zp()) without mins; an
-// int8 weight's codes minus the zero point must fit int8 (zero point 128).
+// AMX: no zero points, or all equal (folded into default_zp(): GGUF Q4_1 / Q4_K with their mins);
+// an int8 weight's codes minus the zero point must fit int8 (zero point 128).
 bool amx_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
-  if (!(cpu.amx_int8 && avx512vnni_ok(w, cpu)) || w.mins != nullptr) return false;
+  if (!(cpu.amx_int8 && avx512vnni_ok(w, cpu))) return false;
   const int zp = w.zero_points == nullptr ? 1 << (w.bits - 1) : quant::uniform_zero_point(w);
   return zp >= 0 && (w.bits == 4 || zp == 128);
 }
@@ -47,7 +47,7 @@ X16Int8Kernels avx512vnni_int8(int bits) {
           qgemv_q8x16_avx512vnni<kAsym, kF16>, qgemm_q8x16_avx512vnni<kAsym, kF16>};
 }
 
-// The VNNI set with the AMX GEMM (symmetric only: amx_ok).
+// The VNNI set with the AMX GEMM (uniform zero points only: amx_ok).
 template <bool kF16>
 X16Int8Kernels amx_int8(int bits) {
   X16Int8Kernels k = avx512vnni_int8<false, kF16>(bits);
@@ -110,7 +110,7 @@ std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return 
 
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   // Most preferred first.
-  t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/false});
+  t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/true});
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
                pack_avx512vnni_int8_with, /*mins=*/true});
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});

@@ -1,5 +1,5 @@
-// AMX-INT8 GEMM micro-kernels on x16-packed weights (quant/packed_x16.h), CompInt8, symmetric
-// weights (no zero points stored: PackedX16::default_zp()) without block mins. Declarations only:
+// AMX-INT8 GEMM micro-kernels on x16-packed weights (quant/packed_x16.h), CompInt8, weights
+// without stored zero points (PackedX16::default_zp()), with or without block mins. Declarations only:
 // safe to include from files built without ISA flags; call only when the CPU has AMX-TILE and
 // AMX-INT8 with the kernel's permission to use the tile state (CpuFeatures::amx_int8) and the
 // AVX-512 VNNI set (rows past the last 16-row tile run there).
