@@ -1,4 +1,5 @@
-// CompInt8 GEMM (M >= 16) on symmetric int4 and int8 x16 panels with AMX-INT8 (tdpbssd):
+// CompInt8 GEMM (M >= 16) with AMX-INT8 (tdpbssd) on int4 and int8 x16 panels without stored
+// zero points (none, or all equal and folded; block mins added after each block's term):
 // the tile unit multiplies 16 rows of int8 activations by 16 columns of int8 weights, K up
 // to 64 per instruction, into a 16 x 16 int32 tile.
 //
@@ -15,7 +16,9 @@
 //   b % 4 into its own 1 KiB buffer, and the epilogue of block b - 2 follows, so no vector load
 //   reads a tile store in flight or aliases the latest one modulo 4 KiB, and 16 fp32
 //   accumulators stay in registers. (A 2 x 2 tile of 32 x 32 outputs with the accumulators in
-//   memory ran no faster than the VNNI kernel.)
+//   memory ran no faster than the VNNI kernel; other variants: docs/PERFORMANCE.md, "AMX-INT8".)
+//   The epilogue's 4 vector operations per 16 outputs and block are the limit: per-block zero
+//   points (2 more) made this kernel no faster than VNNI, so those weights stay there.
 // * Rows past the last whole 16-row tile run on the VNNI tile kernel: bit-identical numerics.
 // GCC 12 reports _mm512_undefined_ps() (inside _mm512_cvtepi32_ps, _mm512_cvtph_ps) as
 // maybe-uninitialized (uninitialized once inlined into the epilogue): a false positive.
