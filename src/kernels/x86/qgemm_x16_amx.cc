@@ -30,6 +30,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/panel_prefetch.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx512_inl.h"
 #include "kernels/x86/x16_avx512vnni.h"
@@ -169,17 +170,11 @@ void run(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa
     configure(static_cast<int>(std::min<int64_t>(w.block, 64)));
     thread_local std::vector<int8_t> scratch;  // no allocation after the largest K seen
     if (scratch.size() < static_cast<size_t>(kp) * 16) scratch.resize(static_cast<size_t>(kp) * 16);
-    // The next panel's packed bytes, spread over this panel's row tiles, are prefetched: the
-    // unpack reads each panel once, from DRAM in a real prefill.
-    const size_t lines = w.panel_stride / 64, per_tile = (lines + mt / 16 - 1) / (mt / 16);
     for (int64_t p = p0; p < p1; ++p) {
       unpack_panel<kBits>(w, p, scratch.data());
-      const char* next = reinterpret_cast<const char*>(w.panel(std::min(p + 1, p1 - 1)));
+      const uint8_t* next = p + 1 < p1 ? w.panel(p + 1) : nullptr;  // read once: from DRAM
       for (int64_t m = 0; m < mt; m += 16) {
-        if (p + 1 < p1)
-          for (size_t l = static_cast<size_t>(m / 16) * per_tile, e = std::min(lines, l + per_tile); l < e;
-               ++l)
-            _mm_prefetch(next + l * 64, _MM_HINT_T0);
+        prefetch_slice(next, w.panel_stride, m / 16, mt / 16);
         const auto tile = w.has_mins ? tile16<kF16, true> : tile16<kF16, false>;
         tile(w, p, qa + m * kp, sa + m * kb, qsum + m * kb, scratch.data(), Y + m * ldy, ldy, bias);
       }

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/panel_prefetch.h"
 #include "kernels/x86/x16_avx512_inl.h"
 #include "kernels/x86/x16_avx512vnni.h"
 
@@ -167,20 +168,15 @@ void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
   static constexpr auto single =
       tiles<kBits, 1, kAsym, kF16, kWide, kMins>(std::make_integer_sequence<int, RT>{});
   const int64_t kb = w.k_blocks, kp = kb * w.block;
-  // M > 1: the next panel group's bytes, spread over this group's row tiles, are prefetched (the
-  // first row tile of a group reads it from DRAM in a real prefill; the rest from cache).
   const int64_t tiles_m = (M + RT - 1) / RT;
-  const size_t group_lines = static_cast<size_t>(PT) * w.panel_stride / 64;
-  const size_t per_tile = (group_lines + tiles_m - 1) / tiles_m;
   for (int64_t p = p0; p < p1;) {
     const bool full = p + PT <= p1;
     const int64_t next = p + (full ? PT : 1);
-    const size_t lines = static_cast<size_t>(std::min<int64_t>(PT, p1 - next)) * w.panel_stride / 64;
-    const char* np = reinterpret_cast<const char*>(w.panel(std::min(next, p1 - 1)));
+    // M > 1: the next panel group while this one's row tiles run (kernels/panel_prefetch.h).
+    const uint8_t* np = M > 1 && next < p1 ? w.panel(next) : nullptr;
+    const size_t next_bytes = static_cast<size_t>(std::min<int64_t>(PT, p1 - next)) * w.panel_stride;
     for (int64_t m = 0; m < M; m += RT) {
-      if (M > 1 && next < p1)
-        for (size_t l = static_cast<size_t>(m / RT) * per_tile, e = std::min(lines, l + per_tile); l < e; ++l)
-          _mm_prefetch(np + l * 64, _MM_HINT_T0);
+      prefetch_slice(np, next_bytes, m / RT, tiles_m);
       const Args a{&w, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias};
       (full ? grouped : single)[std::min<int64_t>(RT, M - m) - 1](a, p);
     }
