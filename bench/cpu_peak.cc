@@ -9,6 +9,10 @@
 // (32 MACs); counters: GMAC/s (wall clock) and MAC/cycle at the clock the `clock` benchmark
 // measured just before (run them in one process; a core that lowers its clock for wide vectors
 // shows that as fewer MACs per scalar-clock cycle). A set the CPU lacks reports an error row.
+// tdpbssd: AMX-INT8, four 16 x 16 int32 C tiles accumulating K = 64 products (16384 MACs each) of
+// two tiles loaded once, the tile unit's own peak. clock_amx: the add chain with one tdpbssd every
+// 64 adds (a core that lowers its clock while the tile unit runs, or stalls the chain on tile
+// instructions, shows it as fewer GHz than `clock`).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -17,6 +21,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "base/cpu_features.h"
 
 namespace {
 
@@ -47,6 +53,67 @@ void bm_clock(benchmark::State& st) {
 }
 
 constexpr int64_t kSteps = 1 << 20;
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Every tile 16 rows x 64 bytes (tiles 4 and 6 are the A and B operands).
+__attribute__((target("amx-tile,amx-int8"))) void amx_begin() {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
+  _tile_loadconfig(&c);
+  alignas(64) static int8_t ops[16 * 64] = {1};
+  _tile_loadd(4, ops, 64);
+  _tile_loadd(6, ops, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+}
+
+__attribute__((target("amx-tile,amx-int8"))) void dpbssd_tiles(int32_t* out) {
+  amx_begin();
+  for (int64_t i = 0; i < kSteps / 16; ++i) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 6);
+    _tile_dpbssd(2, 4, 6);
+    _tile_dpbssd(3, 4, 6);
+  }
+  alignas(64) int32_t c[16 * 16];
+  _tile_stored(0, c, 64);
+  _tile_release();
+  *out = c[0];
+}
+
+__attribute__((target("amx-tile,amx-int8"))) void bm_clock_amx(benchmark::State& st) {
+  if (!nbits::cpu_features().amx_int8) {
+    st.SkipWithError("this CPU (or its OS) gives no AMX-INT8");
+    return;
+  }
+  constexpr int64_t kAdds = 1 << 24;
+  amx_begin();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    uint64_t x = 0, y = 1;
+    benchmark::DoNotOptimize(y);
+    for (int64_t i = 0; i < kAdds; i += 64) {
+      for (int k = 0; k < 8; ++k)
+        __asm__ volatile(
+            "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+            "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0"
+            : "+r"(x)
+            : "r"(y));
+      _tile_dpbssd(0, 4, 6);
+    }
+    benchmark::DoNotOptimize(x);
+  }
+  st.counters["GHz"] =
+      static_cast<double>(kAdds) * static_cast<double>(st.iterations()) * 1e-9 / seconds_since(t0);
+  _tile_release();
+}
 
 // Rates over wall-clock time (steady_clock around the whole timed loop).
 void report(benchmark::State& st, double macs_per_step, double seconds) {
@@ -135,6 +202,11 @@ BENCHMARK_CAPTURE(bm_peak, vpdpbusd_ymm, dpbusd_ymm, __builtin_cpu_supports("avx
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bm_peak, maddubs_ymm, maddubs_ymm, __builtin_cpu_supports("avx2") != 0, "avx2", 12 * 32)
     ->Unit(benchmark::kMillisecond);
+// kSteps / 16 steps of four 16384-MAC products: 4096 MACs per kSteps unit.
+BENCHMARK_CAPTURE(bm_peak, tdpbssd, dpbssd_tiles, nbits::cpu_features().amx_int8,
+                  "amx-int8 (with the OS's permission)", 4096)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_clock_amx)->Name("clock_amx")->Unit(benchmark::kMillisecond);
 
 #else
 
