@@ -43,7 +43,7 @@ using namespace x16_avx512;  // NOLINT(google-build-using-namespace): the shared
 // 3 measured alike; 2 leaves the most slack either way.
 constexpr int kLag = 2;
 
-// Tile numbers: C tiles 0..3 (row tile r, panel j at 2r + j), A tiles 4, 5, B tiles 6, 7.
+// Tile numbers: C tiles 0..3 (block b on b % 4), A tiles 4, 5 and B tiles 6, 7 (b % 2).
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
