@@ -67,6 +67,7 @@ struct NBitsRow {
   int64_t bits = 4, block_size = -1, accuracy_level = 0;
   bool zero_points = false;
   std::string kernel;
+  std::string prefill_kernel;  // empty until a session loads
 };
 
 // load() makes the model (an ONNX file read, or a GGUF file synthesised): once to
@@ -162,7 +163,10 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
       std::map<std::string, graph::MatMulNBitsInfo> infos;
       for (const auto& i : session->matmul_nbits_info()) infos[i.node] = i;
       for (auto& row : rows)
-        if (auto it = infos.find(row.node); it != infos.end()) row.kernel = it->second.kernel;
+        if (auto it = infos.find(row.node); it != infos.end()) {
+          row.kernel = it->second.kernel;
+          row.prefill_kernel = it->second.prefill_kernel;
+        }
       std::map<std::pair<std::string, std::string>, int64_t> plan;  // (op type, kernel) -> nodes
       const auto entries = session->profile();
       for (const auto& e : entries) plan[{e.op_type, e.kernel.empty() ? "-" : e.kernel}]++;
@@ -197,7 +201,8 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
                      {"block_size", row.block_size},
                      {"accuracy_level", row.accuracy_level},
                      {"zero_points", row.zero_points},
-                     {"kernel", row.kernel}});
+                     {"kernel", row.kernel},
+                     {"prefill_kernel", row.prefill_kernel}});
   r["matmul_nbits"] = table;
 
   for (const auto& [level, count] : levels)
@@ -373,13 +378,15 @@ void print_text(const json& r) {
   }
   const json& t = r["matmul_nbits"];
   if (!t.empty()) {
-    std::printf("\nMatMulNBits (%zu):\n  %-44s %6s %6s %4s %5s %4s %3s  %s\n", t.size(), "node", "K", "N",
-                "bits", "block", "acc", "zp", "kernel");
+    std::printf("\nMatMulNBits (%zu):\n  %-44s %6s %6s %4s %5s %4s %3s  %-28s %s\n", t.size(), "node", "K",
+                "N", "bits", "block", "acc", "zp", "kernel (decode)", "prefill");
     for (const auto& row : t)
-      std::printf("  %-44s %6lld %6lld %4lld %5lld %4lld %3s  %s\n", str(row["node"]).c_str(),
-                  row["K"].get<long long>(), row["N"].get<long long>(), row["bits"].get<long long>(),
-                  row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
-                  row["zero_points"].get<bool>() ? "y" : "n", str(row["kernel"]).c_str());
+      std::printf(
+          "  %-44s %6lld %6lld %4lld %5lld %4lld %3s  %-28s %s\n", str(row["node"]).c_str(),
+          row["K"].get<long long>(), row["N"].get<long long>(), row["bits"].get<long long>(),
+          row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
+          row["zero_points"].get<bool>() ? "y" : "n", str(row["kernel"]).c_str(),
+          row["prefill_kernel"].get<std::string>().empty() ? "-" : str(row["prefill_kernel"]).c_str());
   }
   if (r.contains("session") && r["session"]["loads"].get<bool>()) {
     const json& s = r["session"];

@@ -68,7 +68,8 @@ struct MatMulNBitsInfo {
   int64_t K = 0, N = 0;
   int bits = 0, block_size = 0, accuracy_level = 0;
   bool zero_points = false, bias = false;
-  std::string kernel;  // kernel set chosen at load
+  std::string kernel;          // the kernel of one row (decode), chosen at load
+  std::string prefill_kernel;  // the kernel of several rows (prefill steps)
   size_t packed_bytes = 0;
   std::string group;  // the fused group node running this weight (MatMulNBitsGroup), "" when alone
 };

@@ -191,9 +191,10 @@ nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<Ben
     x["bandwidth_source"] = r.bandwidth_source;
     x["floor_ms"] = floor;
     x["fraction_of_floor"] = dec > 0 ? floor / dec : 0.0;
-    std::map<std::string, int> kernels;
-    for (const auto& m : r.matmuls) kernels[m.kernel]++;
+    std::map<std::string, int> kernels, prefill;
+    for (const auto& m : r.matmuls) kernels[m.kernel]++, prefill[m.prefill_kernel]++;
     x["matmul_kernels_at_load"] = kernels;
+    x["matmul_prefill_kernels_at_load"] = prefill;
     const int64_t budget = r.owned_weight_bytes + r.kv_cache_bytes + r.arena_bytes;
     x["peak_rss_bytes"] = r.peak_rss;
     x["peak_rss_load_bytes"] = r.peak_rss_load;

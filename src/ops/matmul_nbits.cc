@@ -22,6 +22,9 @@
 namespace nbits::ops {
 namespace {
 
+// Rows of a typical prefill step, for the kernel name a report gives (AMX takes whole 16s).
+constexpr int64_t kPrefillRows = 128;
+
 using graph::OpArgs;
 using graph::RunContext;
 
@@ -73,6 +76,7 @@ class MatMulNBitsOp final : public Op {
   std::vector<graph::MatMulNBitsInfo> nbits_info() const override {
     graph::MatMulNBitsInfo i = info_;
     i.kernel = packed_->kernel_name(1);
+    i.prefill_kernel = packed_->kernel_name(kPrefillRows);
     return {i};
   }
   size_t packed_weight_bytes() const override {
@@ -332,6 +336,7 @@ class MatMulNBitsGroupOp final : public Op {
     for (const auto& p : parts_) {
       r.push_back(p.info);
       r.back().kernel = p.packed->kernel_name(1);
+      r.back().prefill_kernel = p.packed->kernel_name(kPrefillRows);
       r.back().group = where_;
     }
     return r;

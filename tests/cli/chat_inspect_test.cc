@@ -102,6 +102,8 @@ TEST(CliInspect, ReportsKernelsAndAccuracyLevelWarnings) {
     EXPECT_EQ(a["block_size"], 32);
     EXPECT_FALSE(a["kernel"].get<std::string>().empty());
     EXPECT_NE(a["kernel"], b["kernel"]);  // fp32 dequantize vs int8 activations
+    // The kernel of a multi-row (prefill) run: the GEMM beside the GEMV of one row.
+    EXPECT_FALSE(b["prefill_kernel"].get<std::string>().empty());
   }
   EXPECT_EQ(acc0["matmul_nbits"][0]["K"], 64);
   EXPECT_EQ(acc0["matmul_nbits"][0]["N"], 256);

@@ -78,6 +78,7 @@ TEST(Bench, JsonFields) {
                         "floor_ms",
                         "fraction_of_floor",
                         "matmul_kernels_at_load",
+                        "matmul_prefill_kernels_at_load",
                         "profile_decode",
                         "peak_rss_bytes",
                         "peak_rss_load_bytes",
