@@ -47,3 +47,15 @@ function(nbits_isa_flags_arm64 files)
     endif()
   endforeach()
 endfunction()
+
+# riscv64 kernel files that use fixed-length vector types (sized RVV types in arrays and structs:
+# attention_rvv.cc) get -mrvv-vector-bits=zvl: vectors of the -march's zvl bits (256), checked at
+# run time before such a kernel is chosen. The other RVV kernels are vector-length agnostic.
+function(nbits_isa_flags_riscv files)
+  foreach(f ${files})
+    get_filename_component(n ${f} NAME_WE)
+    if(n MATCHES "^attention_rvv$")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-mrvv-vector-bits=zvl")
+    endif()
+  endforeach()
+endfunction()

@@ -16,6 +16,9 @@
 #if defined(NBITS_ARCH_X86)
 #include "kernels/x86/attention_x86.h"
 #endif
+#if defined(NBITS_ARCH_RISCV)
+#include "kernels/rvv/attention_rvv.h"
+#endif
 
 namespace nbits::kernels {
 namespace {
@@ -213,6 +216,9 @@ Kernels kernels_of(const char* isa) {
 Kernels avx512_kernels() { return {attention_tile_avx512(), attention_decode_avx512()}; }
 Kernels avx2_kernels() { return {attention_tile_avx2(), attention_decode_avx2()}; }
 #endif
+#if defined(NBITS_ARCH_RISCV)
+Kernels rvv_kernels() { return {attention_tile_rvv(), attention_decode_rvv()}; }
+#endif
 
 const Kernels* best_kernels() {
   static const Kernels k = [] {
@@ -220,6 +226,9 @@ const Kernels* best_kernels() {
     const CpuFeatures& f = cpu_features();
     if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c) return avx512_kernels();
     if (f.avx2 && f.fma && f.f16c) return avx2_kernels();
+#endif
+#if defined(NBITS_ARCH_RISCV)
+    if (attention_rvv_supported()) return rvv_kernels();
 #endif
     return kernels_of<Portable>("scalar");
   }();
@@ -452,6 +461,12 @@ bool attention_select_isa(const char* isa) {
   if (std::strcmp(isa, "avx2") == 0 && has2) return g_selected.store(&avx2), true;
   if (std::strcmp(isa, "avx512") == 0 && has2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)
     return g_selected.store(&avx512), true;
+#endif
+#if defined(NBITS_ARCH_RISCV)
+  if (std::strcmp(isa, "rvv") == 0 && attention_rvv_supported()) {
+    static const Kernels rvv = rvv_kernels();
+    return g_selected.store(&rvv), true;
+  }
 #endif
   if (std::strcmp(isa, "scalar") == 0) return g_selected.store(&portable), true;
   if (std::strcmp(isa, "best") == 0) return g_selected.store(nullptr), true;

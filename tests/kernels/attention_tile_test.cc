@@ -18,6 +18,9 @@
 #include "attention_reference.h"
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#if defined(NBITS_ARCH_RISCV)
+#include "kernels/rvv/attention_rvv.h"
+#endif
 
 namespace nbits::kernels {
 namespace {
@@ -423,12 +426,16 @@ TEST_P(AttentionTile, DecodeLanesFp16BitwiseLikeWidened) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512"),
+INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512", "rvv"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 TEST(AttentionTileDispatch, ReportsAnIsa) {
   const std::string isa = attention_isa();
-  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "scalar") << isa;
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "rvv" || isa == "scalar") << isa;
+#if defined(NBITS_ARCH_RISCV)
+  // RVV with VLEN 256 (QEMU's -cpu of tools/riscv/test.sh, the K1) runs the RVV kernels.
+  EXPECT_EQ(isa, attention_rvv_supported() ? "rvv" : "scalar");
+#endif
   EXPECT_GE(attention_tile_rows(), 16);
   EXPECT_LE(attention_tile_rows(), kAttentionMaxTileRows);
 }
