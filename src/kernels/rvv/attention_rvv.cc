@@ -28,15 +28,20 @@ inline VF exp8(VF x0) {
   VF r = __riscv_vfnmsac_vf_f32m1(x, 0.693359375f, n, kVl);
   r = __riscv_vfnmsac_vf_f32m1(r, -2.12194440e-4f, n, kVl);
   const VF r2 = __riscv_vfmul_vv_f32m1(r, r, kVl);
-  const VF a = __riscv_vfmacc_vf_f32m1(__riscv_vfmv_v_f_f32m1(5.0000001201e-1f, kVl), 1.6666665459e-1f, r, kVl);
-  const VF b = __riscv_vfmacc_vf_f32m1(__riscv_vfmv_v_f_f32m1(4.1665795894e-2f, kVl), 8.3334519073e-3f, r, kVl);
-  const VF c = __riscv_vfmacc_vf_f32m1(__riscv_vfmv_v_f_f32m1(1.3981999507e-3f, kVl), 1.9875691500e-4f, r, kVl);
+  const VF a =
+      __riscv_vfmacc_vf_f32m1(__riscv_vfmv_v_f_f32m1(5.0000001201e-1f, kVl), 1.6666665459e-1f, r, kVl);
+  const VF b =
+      __riscv_vfmacc_vf_f32m1(__riscv_vfmv_v_f_f32m1(4.1665795894e-2f, kVl), 8.3334519073e-3f, r, kVl);
+  const VF c =
+      __riscv_vfmacc_vf_f32m1(__riscv_vfmv_v_f_f32m1(1.3981999507e-3f, kVl), 1.9875691500e-4f, r, kVl);
   const VF p = __riscv_vfmadd_vv_f32m1(__riscv_vfmadd_vv_f32m1(c, r2, b, kVl), r2, a, kVl);
   const VF e = __riscv_vfadd_vf_f32m1(__riscv_vfmadd_vv_f32m1(p, r2, r, kVl), 1.0f, kVl);
   const vint32m1_t n1 = __riscv_vsra_vx_i32m1(ni, 1, kVl);
   const vint32m1_t n2 = __riscv_vsub_vv_i32m1(ni, n1, kVl);
-  const VF s1 = __riscv_vreinterpret_v_i32m1_f32m1(__riscv_vsll_vx_i32m1(__riscv_vadd_vx_i32m1(n1, 127, kVl), 23, kVl));
-  const VF s2 = __riscv_vreinterpret_v_i32m1_f32m1(__riscv_vsll_vx_i32m1(__riscv_vadd_vx_i32m1(n2, 127, kVl), 23, kVl));
+  const VF s1 =
+      __riscv_vreinterpret_v_i32m1_f32m1(__riscv_vsll_vx_i32m1(__riscv_vadd_vx_i32m1(n1, 127, kVl), 23, kVl));
+  const VF s2 =
+      __riscv_vreinterpret_v_i32m1_f32m1(__riscv_vsll_vx_i32m1(__riscv_vadd_vx_i32m1(n2, 127, kVl), 23, kVl));
   const VF y = __riscv_vfmul_vv_f32m1(__riscv_vfmul_vv_f32m1(e, s1, kVl), s2, kVl);
   return __riscv_vmerge_vvm_f32m1(y, x0, __riscv_vmfne_vv_f32m1_b32(x0, x0, kVl), kVl);
 }
@@ -88,14 +93,17 @@ struct Rvv {
     const R z = zero();
     R r = __riscv_vfredusum_vs_f32m1_f32m1(a[0], z, kVl);
     for (int j = 1; j < 4; ++j)
-      r = __riscv_vslideup_vx_f32m1(r, __riscv_vfredusum_vs_f32m1_f32m1(a[j], z, kVl), static_cast<size_t>(j), kVl);
+      r = __riscv_vslideup_vx_f32m1(r, __riscv_vfredusum_vs_f32m1_f32m1(a[j], z, kVl), static_cast<size_t>(j),
+                                    kVl);
     return r;
   }
   static R fold_groups(const R* z) { return __riscv_vslideup_vx_f32m1(z[0], z[1], 4, kVl); }
   static float hmax(R x) {
     return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredmax_vs_f32m1_f32m1(x, set1(-INFINITY), kVl));
   }
-  static float hsum(R x) { return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(x, zero(), kVl)); }
+  static float hsum(R x) {
+    return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(x, zero(), kVl));
+  }
   static R iota() { return __riscv_vfcvt_f_xu_v_f32m1(__riscv_vid_v_u32m1(kVl), kVl); }
 };
 
