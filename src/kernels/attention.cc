@@ -19,6 +19,9 @@
 #if defined(NBITS_ARCH_RISCV)
 #include "kernels/rvv/attention_rvv.h"
 #endif
+#if defined(NBITS_ARCH_ARM64)
+#include "kernels/arm64/attention_neon.h"
+#endif
 
 namespace nbits::kernels {
 namespace {
@@ -219,6 +222,9 @@ Kernels avx2_kernels() { return {attention_tile_avx2(), attention_decode_avx2()}
 #if defined(NBITS_ARCH_RISCV)
 Kernels rvv_kernels() { return {attention_tile_rvv(), attention_decode_rvv()}; }
 #endif
+#if defined(NBITS_ARCH_ARM64)
+Kernels neon_kernels() { return {attention_tile_neon(), attention_decode_neon()}; }
+#endif
 
 const Kernels* best_kernels() {
   static const Kernels k = [] {
@@ -230,7 +236,11 @@ const Kernels* best_kernels() {
 #if defined(NBITS_ARCH_RISCV)
     if (attention_rvv_supported()) return rvv_kernels();
 #endif
+#if defined(NBITS_ARCH_ARM64)
+    return neon_kernels();  // AArch64 always has NEON
+#else
     return kernels_of<Portable>("scalar");
+#endif
   }();
   return &k;
 }
@@ -461,6 +471,12 @@ bool attention_select_isa(const char* isa) {
   if (std::strcmp(isa, "avx2") == 0 && has2) return g_selected.store(&avx2), true;
   if (std::strcmp(isa, "avx512") == 0 && has2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)
     return g_selected.store(&avx512), true;
+#endif
+#if defined(NBITS_ARCH_ARM64)
+  if (std::strcmp(isa, "neon") == 0) {
+    static const Kernels neon = neon_kernels();
+    return g_selected.store(&neon), true;
+  }
 #endif
 #if defined(NBITS_ARCH_RISCV)
   if (std::strcmp(isa, "rvv") == 0 && attention_rvv_supported()) {

@@ -208,7 +208,9 @@ void score_block(const Decode& d, const float* kp, int64_t nb, int64_t Bc) {
       V::store(s + j, e);
       sum = V::add(sum, e);
     }
-    d.l[g] = d.l[g] * a + V::hsum(sum);
+    // One fused step on every ISA (GCC contracts a * b + c in the -mfma x86 files; arm64 keeps
+    // contraction off), so the NEON and AVX2 kernels compute the same bits.
+    d.l[g] = std::fma(d.l[g], a, V::hsum(sum));
   };
   for (int g = 0; g < nq; ++g) {
     const float* q = d.qs + g * d.qstride;

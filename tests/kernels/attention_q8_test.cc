@@ -250,7 +250,7 @@ void check_cases(bool decode, uint32_t seed, const char* isa) {
 TEST_P(AttentionQ8, TileMatchesReference) { check_cases(false, 51, GetParam()); }
 TEST_P(AttentionQ8, DecodeMatchesReference) { check_cases(true, 53, GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(Isa, AttentionQ8, ::testing::Values("scalar", "avx2", "avx512", "rvv"),
+INSTANTIATE_TEST_SUITE_P(Isa, AttentionQ8, ::testing::Values("scalar", "avx2", "avx512", "rvv", "neon"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 // attend_group (heads above the tile buffers, NBITS_ATTENTION=group) and its partials over int8 rows:

@@ -426,12 +426,15 @@ TEST_P(AttentionTile, DecodeLanesFp16BitwiseLikeWidened) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512", "rvv"),
+INSTANTIATE_TEST_SUITE_P(Isa, AttentionTile, ::testing::Values("scalar", "avx2", "avx512", "rvv", "neon"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 TEST(AttentionTileDispatch, ReportsAnIsa) {
   const std::string isa = attention_isa();
-  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "rvv" || isa == "scalar") << isa;
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "rvv" || isa == "neon" || isa == "scalar") << isa;
+#if defined(NBITS_ARCH_ARM64)
+  EXPECT_EQ(isa, "neon");
+#endif
 #if defined(NBITS_ARCH_RISCV)
   // RVV with VLEN 256 (QEMU's -cpu of tools/riscv/test.sh, the K1) runs the RVV kernels.
   EXPECT_EQ(isa, attention_rvv_supported() ? "rvv" : "scalar");

@@ -83,7 +83,7 @@ if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then
       qemu max "$B/vector_ops_parity" > "$B/vector_ops_arm64.txt"
       diff "$B/vector_ops_x86.txt" "$B/vector_ops_arm64.txt" ||
         { echo "NEON vector helpers differ from the x86 build's (lines above: x86 <, arm64 >)"; exit 1; }
-      echo "-- vector helpers: NEON == x86 bit for bit ($(wc -l < "$B/vector_ops_x86.txt") helpers)"
+      echo "-- vector helpers and attention kernels: NEON == x86 AVX2 bit for bit ($(wc -l < "$B/vector_ops_x86.txt") lines)"
     else
       [ "${CI:-}" = true ] && { echo "missing $X86_DIR/libnbits_kernels.a (x86 build next to $X86)"; exit 1; }
       echo "(vector helper parity skipped: no $X86_DIR/libnbits_kernels.a)"

@@ -1,7 +1,9 @@
 // Prints an FNV-1a hash of every kernels/vector_ops.h result over deterministic inputs (lengths
-// 0..70 and a few long ones, every tail), one line per helper. tools/arm64/test.sh builds it for
-// x86 (AVX2 helpers) and for aarch64 (NEON helpers, run under QEMU) and requires equal lines: the
-// NEON port computes the AVX2 path's bits.
+// 0..70 and a few long ones, every tail), one line per helper, and of the attention tile and decode
+// kernels (kernels/attention.h: the AVX2 ones on x86, NEON on arm64) over fp32 / fp16 / int8 caches.
+// tools/arm64/test.sh builds it for x86 and for aarch64 (run under QEMU) and requires equal lines:
+// the NEON ports compute the AVX2 paths' bits.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/attention.h"
 #include "kernels/vector_ops.h"
 
 using namespace nbits;
@@ -102,10 +105,64 @@ int main() {
         vec_accumulate_rows_f16(p.data(), nx, rows, M16.data(), rows, n, acc16.data(), n);
         ar16.add(acc16);
       }
+      // Attention: decode (G heads, one position) and causal tiles of P positions, every cache type.
+#if defined(__aarch64__)
+  const char* attn_isa = "neon";
+#else
+  const char* attn_isa = "avx2";
+#endif
+  if (!attention_select_isa(attn_isa)) {
+    std::fprintf(stderr, "no %s attention kernels here\n", attn_isa);
+    return 1;
+  }
+  Hash att_dec, att_tile;
+  for (int64_t H : {64, 80, 17})
+    for (int64_t n : {1, 7, 64, 65, 300}) {
+      const int64_t G = 7, P = std::min<int64_t>(n, 5);
+      const auto K = vec(n * H, 1.0f), V = vec(n * H, 1.0f), q = vec(G * P * H, 1.0f);
+      std::vector<uint16_t> K16(K.size()), V16(V.size());
+      for (size_t i = 0; i < K.size(); ++i) K16[i] = float_to_fp16(K[i]), V16[i] = float_to_fp16(V[i]);
+      const int64_t rb = kv_q8_row_bytes(H);
+      std::vector<int8_t> K8(static_cast<size_t>(n * rb)), V8(K8.size());
+      for (int64_t j = 0; j < n; ++j) {
+        quantize_kv_q8_row(K.data() + j * H, H, K8.data() + j * rb);
+        quantize_kv_q8_row(V.data() + j * H, H, V8.data() + j * rb);
+      }
+      AttentionParams ap;
+      ap.head_size = H;
+      ap.scale = 0.125f;
+      std::vector<float> o(static_cast<size_t>(G * P * H));
+      attend_decode(q.data(), H, G, K.data(), V.data(), n, ap, o.data(), H);
+      att_dec.add(o);
+      attend_decode(q.data(), H, G, K16.data(), V16.data(), n, ap, o.data(), H);
+      att_dec.add(o);
+      attend_decode(q.data(), H, G, K8.data(), V8.data(), n, ap, o.data(), H);
+      att_dec.add(o);
+      // Rows (position p, head g) see keys [0, n - P + p + 1).
+      std::vector<const float*> qp;
+      std::vector<float*> op;
+      std::vector<int64_t> lo, hi;
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t g = 0; g < G; ++g) {
+          qp.push_back(q.data() + (p * G + g) * H);
+          op.push_back(o.data() + (p * G + g) * H);
+          lo.push_back(0);
+          hi.push_back(n - P + p + 1);
+        }
+      const AttentionRows rows{qp.data(), op.data(), lo.data(), hi.data(), G * P};
+      attend_rows(rows, K.data(), V.data(), ap);
+      att_tile.add(o);
+      attend_rows(rows, K16.data(), V16.data(), ap);
+      att_tile.add(o);
+      attend_rows(rows, K8.data(), V8.data(), ap);
+      att_tile.add(o);
+    }
   const struct {
     const char* name;
     const Hash& h;
-  } all[] = {{"dot", dot},
+  } all[] = {{"attention_decode", att_dec},
+             {"attention_tile", att_tile},
+             {"dot", dot},
              {"axpy", axpy},
              {"rms_norm", rms},
              {"softmax", softmax},
