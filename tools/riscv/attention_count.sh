@@ -13,7 +13,7 @@ PLUGIN_SRC=../shared/tools/riscv/insncount.c
 [ -f $B/libnbits_kernels.a ] || { echo "run tools/riscv/test.sh first (needs $B)"; exit 1; }
 gcc -O2 -shared -fPIC -fvisibility=hidden -o $B/libinsncount.so "$PLUGIN_SRC"
 clang++-22 --target=riscv64-linux-gnu -std=c++20 -O2 -march=rv64gcv_zba_zbb_zbs_zvl256b_zfh_zvfh \
-  -DNBITS_ARCH_RISCV=1 -Isrc -fuse-ld=lld tools/riscv/attention_count.cc \
+  -DNBITS_ARCH_RISCV=1 -Isrc -fuse-ld=lld tools/attention_count.cc \
   $B/libnbits_kernels.a $B/libnbits_base.a -lpthread -o $B/attention_count
 CPU="rv64,v=true,vlen=256,elen=64,vext_spec=v1.0,Zfh=true"
 # Multiply-adds of the layer: q.k and p.V for every (query head, key) pair.

@@ -1,8 +1,10 @@
 // Counts the guest instructions of one Qwen2.5-0.5B decoder layer's attention under QEMU (14 query
-// heads on 2 kv heads, head 64), between the insncount plugin's region markers, for the kernels of
-// one ISA (kernels::attention_select_isa). Built and run by tools/riscv/attention_count.sh.
+// heads on 2 kv heads, head 64), between the insncount plugins' region markers (riscv64:
+// ../shared/tools/riscv/insncount.c, aarch64: tools/arm64/insncount_a64.c), for the kernels of one
+// ISA (kernels::attention_select_isa). Built and run by tools/riscv/attention_count.sh and
+// tools/arm64/attention_count.sh.
 //   usage: attention_count ISA CACHE MODE N
-//   ISA scalar|rvv; CACHE f32|f16|q8; MODE decode (one position after N cached keys) or
+//   ISA scalar|rvv|neon; CACHE f32|f16|q8; MODE decode (one position after N cached keys) or
 //   prefill (N positions attending causally to themselves, the tile kernel).
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +19,14 @@
 
 using namespace nbits;
 using namespace nbits::kernels;
+
+#if defined(__aarch64__)
+#define REGION_BEGIN() asm volatile("hint #122")
+#define REGION_END() asm volatile("hint #123")
+#else
+#define REGION_BEGIN() asm volatile("slti x0, x0, 0x7a1")
+#define REGION_END() asm volatile("slti x0, x0, 0x7a2")
+#endif
 
 namespace {
 
@@ -67,9 +77,9 @@ double run(const std::string& mode, int64_t n) {
     std::vector<float> q(static_cast<size_t>(kGroup * kHead)), out(q.size());
     for (auto& x : q) x = u(rng);
     for (int64_t h = 0; h < kKvHeads; ++h) {
-      asm volatile("slti x0, x0, 0x7a1");  // region begin
+      REGION_BEGIN();
       attend_decode(q.data(), kHead, kGroup, caches[h].K.data(), caches[h].V.data(), n, p, out.data(), kHead);
-      asm volatile("slti x0, x0, 0x7a2");  // region end
+      REGION_END();
       for (float x : out) check += x;
     }
     return check;
@@ -88,9 +98,9 @@ double run(const std::string& mode, int64_t n) {
   }
   const AttentionRows ar{qp.data(), op.data(), lo.data(), hi.data(), rows};
   for (int64_t h = 0; h < kKvHeads; ++h) {
-    asm volatile("slti x0, x0, 0x7a1");
+    REGION_BEGIN();
     attend_rows(ar, caches[h].K.data(), caches[h].V.data(), p);
-    asm volatile("slti x0, x0, 0x7a2");
+    REGION_END();
     for (float x : out) check += x;
   }
   return check;
@@ -100,7 +110,7 @@ double run(const std::string& mode, int64_t n) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: attention_count scalar|rvv f32|f16|q8 decode|prefill N\n");
+    std::fprintf(stderr, "usage: attention_count scalar|rvv|neon f32|f16|q8 decode|prefill N\n");
     return 2;
   }
   const std::string isa = argv[1], cache = argv[2], mode = argv[3];
