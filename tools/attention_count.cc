@@ -1,8 +1,7 @@
 // Counts the guest instructions of one Qwen2.5-0.5B decoder layer's attention under QEMU (14 query
 // heads on 2 kv heads, head 64), between the insncount plugins' region markers (riscv64:
 // ../shared/tools/riscv/insncount.c, aarch64: tools/arm64/insncount_a64.c), for the kernels of one
-// ISA (kernels::attention_select_isa). Built and run by tools/riscv/attention_count.sh and
-// tools/arm64/attention_count.sh.
+// ISA (kernels::attention_select_isa). Built and run by tools/attention_count.sh.
 //   usage: attention_count ISA CACHE MODE N
 //   ISA scalar|rvv|neon; CACHE f32|f16|q8; MODE decode (one position after N cached keys) or
 //   prefill (N positions attending causally to themselves, the tile kernel).
