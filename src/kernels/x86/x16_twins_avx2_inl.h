@@ -220,10 +220,14 @@ void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, c
 // CompInt8 int4 M>=2 GEMM tile of R rows x the panel's 16 columns: both 8-column
 // halves share each row's activation broadcasts (4 maddubs per pair of broadcasts
 // instead of 2); the fp32 accumulators live in memory, touched once per block.
-template <int R, bool kAsym, bool kF16>
+// G > 0: the block's code groups (block / 8, a multiple of kQ4GroupsPerI16) known at
+// compile time, so the loops unroll and the int16 sums of a block of 32 never leave
+// registers (G = 0: any block size, counted at run time).
+template <int R, int G, bool kAsym, bool kF16>
 void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const float* sa, const int32_t* qsum,
                         float* Y, int64_t ldy, const float* bias) {
-  const int64_t kb = w.k_blocks, kp = kb * w.block, groups = w.block / 8;
+  static_assert(G % kQ4GroupsPerI16 == 0);
+  const int64_t kb = w.k_blocks, kp = kb * w.block, groups = G > 0 ? G : w.block / 8;
   alignas(32) float acc[R][16] = {};
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const uint8_t* blk = w.panel(p);
@@ -231,37 +235,47 @@ void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const f
     const uint8_t* codes = blk + w.header_bytes;
     const int8_t* q = qa + b * w.block;
     __m256i d0[R], d1[R];
-    init_dots<R, kAsym>(d0, blk + w.zp_offset, w.default_zp(), 0, qsum + b, kb);
-    init_dots<R, kAsym>(d1, blk + w.zp_offset + 8, w.default_zp(), 0, qsum + b, kb);
+    for (int r = 0; r < R; ++r) d0[r] = d1[r] = _mm256_setzero_si256();
     for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
       __m256i s0[R], s1[R];
-      for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_si256();
-      const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
-      for (int64_t g = g0; g < g1; ++g, codes += 64, q += 8) {
-        // Low nibbles (k 0..3) for every row, then the high ones (k 4..7): two code
-        // vectors live at a time, so the 2R int16 accumulators stay in registers.
-        for (int half = 0; half < 2; ++half) {
-          __m256i c0 = load_codes(codes), c1 = load_codes(codes + 32);
-          if (half == 1) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
-          c0 = _mm256_and_si256(c0, m4), c1 = _mm256_and_si256(c1, m4);
-          for (int r = 0; r < R; ++r) {
-            const __m256i a = bcast4(q + r * kp + 4 * half);
-            // Saturating adds (never saturate: |sum| <= 4 groups x 4 x 15 x 127) that
-            // GCC cannot reassociate into temporaries.
-            s0[r] = _mm256_adds_epi16(s0[r], _mm256_maddubs_epi16(c0, a));
-            s1[r] = _mm256_adds_epi16(s1[r], _mm256_maddubs_epi16(c1, a));
+      // Group g's low nibbles (k 0..3, half 0) or high ones (k 4..7) for every row: two
+      // code vectors live at a time, so the 2R int16 sums stay in registers. The first
+      // step of a run sets the sums; the others add with saturating adds (never
+      // saturate: |sum| <= 4 groups x 4 x 15 x 127) that GCC cannot reassociate.
+      const auto step = [&](int64_t g, int half, auto first) {
+        __m256i c0 = load_codes(codes + 64 * g), c1 = load_codes(codes + 64 * g + 32);
+        if (half == 1) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
+        c0 = _mm256_and_si256(c0, m4), c1 = _mm256_and_si256(c1, m4);
+        for (int r = 0; r < R; ++r) {
+          const __m256i a = bcast4(q + r * kp + 8 * g + 4 * half);
+          const __m256i m0 = _mm256_maddubs_epi16(c0, a), m1 = _mm256_maddubs_epi16(c1, a);
+          if constexpr (decltype(first)::value) {
+            s0[r] = m0, s1[r] = m1;
+          } else {
+            s0[r] = _mm256_adds_epi16(s0[r], m0), s1[r] = _mm256_adds_epi16(s1[r], m1);
           }
         }
+      };
+      step(g0, 0, std::true_type{});
+      step(g0, 1, std::false_type{});
+      const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
+      for (int64_t g = g0 + 1; g < g1; ++g) {
+        step(g, 0, std::false_type{});
+        step(g, 1, std::false_type{});
       }
       for (int r = 0; r < R; ++r) {
         d0[r] = _mm256_add_epi32(d0[r], widen(s0[r]));
         d1[r] = _mm256_add_epi32(d1[r], widen(s1[r]));
       }
     }
+    // The zero-point term, -(zp - 0) * qsum per row, added to the exact dots.
+    __m256i z0[R], z1[R];
+    init_dots<R, kAsym>(z0, blk + w.zp_offset, w.default_zp(), 0, qsum + b, kb);
+    init_dots<R, kAsym>(z1, blk + w.zp_offset + 8, w.default_zp(), 0, qsum + b, kb);
     const __m256 sc0 = load_scales8<kF16>(blk, 0), sc1 = load_scales8<kF16>(blk, 1);
     for (int r = 0; r < R; ++r) {
-      __m256 a0 = accumulate(_mm256_load_ps(acc[r]), d0[r], sa[r * kb + b], sc0);
-      __m256 a1 = accumulate(_mm256_load_ps(acc[r] + 8), d1[r], sa[r * kb + b], sc1);
+      __m256 a0 = accumulate(_mm256_load_ps(acc[r]), _mm256_add_epi32(d0[r], z0[r]), sa[r * kb + b], sc0);
+      __m256 a1 = accumulate(_mm256_load_ps(acc[r] + 8), _mm256_add_epi32(d1[r], z1[r]), sa[r * kb + b], sc1);
       if (w.has_mins) {
         a0 = add_min_term(a0, load_mins8(blk + w.mins_offset, 0), sa[r * kb + b], qsum[r * kb + b]);
         a1 = add_min_term(a1, load_mins8(blk + w.mins_offset, 1), sa[r * kb + b], qsum[r * kb + b]);
@@ -275,17 +289,28 @@ void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const f
     store16(Y + r * ldy, bias, n0, w.N, _mm256_load_ps(acc[r]), _mm256_load_ps(acc[r] + 8));
 }
 
+// The int4 GEMM over panels [p0, p1) in row tiles of 4, the tile compiled for G groups per block.
+template <int G, bool kAsym, bool kF16>
+void qgemm_q4x16_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
+                        const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
+  for (int64_t p = p0; p < p1; ++p)
+    for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
+      qgemm_q4x16_tile16<decltype(rows)::value, G, kAsym, kF16>(w, p, qa + m * kp, sa + m * kb, qsum + m * kb,
+                                                                Y + m * ldy, ldy, bias);
+    });
+}
+
 // CompInt8 M>=2 GEMM: int4 in tiles of 4 rows x 16 columns, int8 in 4 x 8.
 template <int Bits, bool kAsym, bool kF16>
 void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   if constexpr (Bits == 4) {
-    for (int64_t p = p0; p < p1; ++p)
-      for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
-        qgemm_q4x16_tile16<decltype(rows)::value, kAsym, kF16>(w, p, qa + m * kp, sa + m * kb, qsum + m * kb,
-                                                               Y + m * ldy, ldy, bias);
-      });
+    // Blocks of 32 (onnxruntime-genai's and GGUF's) and 64 get their own unrolled tiles.
+    if (w.block == 32) return qgemm_q4x16_panels<4, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    if (w.block == 64) return qgemm_q4x16_panels<8, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    qgemm_q4x16_panels<0, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
   } else {
     for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
       qgemm_q8x16_tile8<decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
