@@ -103,6 +103,10 @@ class Op {
   // needs at load (MatMulNBits packs B, scales, zero points, bias): the session
   // then lets the file pages behind that initializer go.
   virtual bool reads_constant_at_run(size_t /*input*/) const { return true; }
+  // True when run() reads constant input i through the model file's mapping; false when it
+  // reads a mapped table only by copy (a Gather's pread of embedding rows): the pages that
+  // other readers touched at load (a tied lm_head packing the same table) may then go.
+  virtual bool maps_constant_at_run(size_t input) const { return reads_constant_at_run(input); }
   // True when run() honours Tensor::rows on input (or output) i.
   virtual bool takes_row_pointers(bool /*output*/, size_t /*i*/) const { return false; }
 };

@@ -9,6 +9,7 @@
 #include "graph/fuse_dynamic_quantize.h"
 #include "graph/rewrites.h"
 #include "graph/session_impl.h"
+#include "ops/ops.h"
 
 namespace nbits::graph::detail {
 
@@ -49,7 +50,7 @@ int SessionImpl::add_constant(const onnx::Tensor& init) {
     p = store.data();
   } else if (reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) != 0) {
     // Misaligned raw_data: a small one is copied now, a large one when an op that reads it
-    // typed is built (align_constant); a Gather and a re-quantizing MatMul read it in place.
+    // typed is built (align_constant); a Gather and a packing MatMul read it in place.
     if (init.bytes.size() >= onnx::Tensor::kMisalignedViewBytes) {
       v.misaligned = true;
     } else {
@@ -64,13 +65,14 @@ int SessionImpl::add_constant(const onnx::Tensor& init) {
 }
 
 // Whether constant `t`, input `i` of `node`, may stay a misaligned view: the ops that read it
-// bytewise (a Gather copies rows; a MatMul re-quantizing a 2-D float B reads it by memcpy).
+// bytewise (a Gather copies rows; a MatMul packing or re-quantizing a 2-D float B reads it by memcpy).
 bool reads_misaligned(const onnx::Node& node, size_t i, const Tensor& t, const SessionOptions& options) {
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
   if (node.op_type == "Gather") return i == 0;
+  // A MatMul packing (or re-quantizing) a 2-D float B reads it by memcpy (kernels::pack_float_x16).
   if (node.op_type == "MatMul")
-    return i == 1 && options.requantize_float != 0 && t.shape.rank == 2 &&
-           (t.dtype == DType::kF32 || t.dtype == DType::kF16 || t.dtype == DType::kBF16);
+    return i == 1 && t.shape.rank == 2 && t.numel() > 0 &&
+           (options.requantize_float != 0 || ops::matmul_packs_constant_b(options, t.dtype));
   return false;
 }
 
@@ -183,10 +185,11 @@ void SessionImpl::build() {
     if (all_const) {
       const bool view = op->alias_input() >= 0;  // the folded value is a view of an input
       fold(node, std::move(op), in, out);
-      for (int i : in) consumed_at_load(i, view);
+      for (int i : in) consumed_at_load(i, view, view);
       continue;
     }
-    for (size_t i = 0; i < in.size(); ++i) consumed_at_load(in[i], op->reads_constant_at_run(i));
+    for (size_t i = 0; i < in.size(); ++i)
+      consumed_at_load(in[i], op->reads_constant_at_run(i), op->maps_constant_at_run(i));
     PlanNode p;
     p.name = node.name;
     p.op_type = node.op_type;

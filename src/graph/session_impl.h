@@ -143,7 +143,7 @@ class SessionImpl final : public Session {
   // session_pages.cc
   const MappedFile* mapping_of(const void* p, size_t n) const;
   const MappedFile* mapping_of(const Tensor& t) const { return mapping_of(t.data, t.bytes()); }
-  void consumed_at_load(int value, bool read_at_run);
+  void consumed_at_load(int value, bool read_at_run, bool maps_at_run);
   bool release_owned(const void* p, size_t n);
   void release_folded(int value);
   void release_merged_ranges();
@@ -161,6 +161,7 @@ class SessionImpl final : public Session {
   std::map<std::string, int> loads_left_;  // constant -> node inputs not yet built
   std::set<std::string> keep_half_;        // fp16/bf16 initializers not widened (graph/rewrites.h)
   std::vector<bool> read_at_run_;          // by value id: some op reads it at run time
+  std::vector<bool> mapped_at_run_;        // by value id: some op reads it through the mapping at run
   struct Range {
     const MappedFile* file;
     const uint8_t* p;

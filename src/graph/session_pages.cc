@@ -19,13 +19,24 @@ const MappedFile* SessionImpl::mapping_of(const void* p, size_t n) const {
 // One node input referring to initializer `value` has been built. Once every
 // reader is built and none reads it at run time (they packed or folded it), the
 // file pages behind it are dropped, so peak memory is the packed weights, not
-// packed + original.
-void SessionImpl::consumed_at_load(int value, bool read_at_run) {
+// packed + original. When the readers at run only copy from the file (a Gather's
+// pread of embedding rows), the pages a packing reader touched (the tied lm_head
+// packed from the same table) are dropped too: the value stays in use, not resident.
+void SessionImpl::consumed_at_load(int value, bool read_at_run, bool maps_at_run) {
   if (value < 0 || values_[value].kind != Kind::kConstant) return;
-  if (read_at_run_.size() <= static_cast<size_t>(value)) read_at_run_.resize(value + 1, false);
+  if (read_at_run_.size() <= static_cast<size_t>(value)) {
+    read_at_run_.resize(value + 1, false);
+    mapped_at_run_.resize(value + 1, false);
+  }
   if (read_at_run) read_at_run_[value] = true;
+  if (read_at_run && maps_at_run) mapped_at_run_[value] = true;
   auto it = loads_left_.find(values_[value].name);
-  if (it == loads_left_.end() || --it->second > 0 || read_at_run_[value]) return;
+  if (it == loads_left_.end() || --it->second > 0) return;
+  if (read_at_run_[value]) {
+    if (!mapped_at_run_[value])
+      if (const MappedFile* f = mapping_of(values_[value].t)) f->release(values_[value].t.data, values_[value].t.bytes());
+    return;
+  }
   if (shared_->model.graph.initializer(values_[value].name) == nullptr) return release_folded(value);
   const Tensor& t = values_[value].t;
   if (const MappedFile* f = mapping_of(t)) {

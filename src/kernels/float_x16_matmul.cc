@@ -14,7 +14,7 @@
 namespace nbits::kernels {
 
 PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool,
-                              bool b_nk) {
+                              bool b_nk, const std::function<void(const void*, size_t)>& consumed) {
   PackedFloatX16 w;
   w.elem = elem;
   w.K = K;
@@ -40,11 +40,19 @@ PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem
         std::memset(dst + static_cast<size_t>(k * 16 + cols) * es, 0, static_cast<size_t>(16 - cols) * es);
       }
     }
+    if (b_nk && consumed) {  // rows [16 p0, 16 p1) of B [N, K]
+      const int64_t n1 = std::min<int64_t>(N, p1 * 16);
+      consumed(src + static_cast<size_t>(p0 * 16 * K) * es, static_cast<size_t>((n1 - p0 * 16) * K) * es);
+    }
+  };
+  // Chunks of at most 64 panels (a few MB of a wide lm_head), so consumed() frees as it goes.
+  auto pack_chunks = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p += 64) pack_panels(p, std::min(p1, p + 64));
   };
   if (pool != nullptr)
-    pool->parallel_range(w.panels, 1, pack_panels);
+    pool->parallel_range(w.panels, 1, pack_chunks);
   else
-    pack_panels(0, w.panels);
+    pack_chunks(0, w.panels);
   return w;
 }
 

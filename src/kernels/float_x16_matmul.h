@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -33,8 +34,12 @@ struct PackedFloatX16 {
 // in parallel when a pool is given.
 // b_nk: B is stored [N, K] (the transpose of the usual [K, N]: a tied embedding read as the
 // lm_head, packed without a transposed copy).
+// consumed (b_nk only): called with each range of B's bytes once its panels are packed (from
+// the worker that packed them), so a caller may let the file pages behind it go as packing
+// proceeds: the peak is then the packed copy, not packed + original.
 PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool = nullptr,
-                              bool b_nk = false);
+                              bool b_nk = false,
+                              const std::function<void(const void*, size_t)>& consumed = {});
 
 // Y[m, 16p + j] = sum_k A[m, k] * B[k, 16p + j] for m < M, panels [p0, p1) (columns
 // past N are not written). A rows `lda` floats apart, Y rows `ldy`.

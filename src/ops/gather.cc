@@ -29,6 +29,8 @@ class TableRows {
   void copy(const uint8_t* p, size_t n, uint8_t* dst) const {
     if (file_ == nullptr || !file_->read(p, n, dst)) std::memcpy(dst, p, n);
   }
+  // Whether rows are read by copy from the mapped file (never through the mapping).
+  bool copies_from_file() const { return file_ != nullptr; }
   // Row bytes [p, p + n): p itself for a table read in place, else a copy in buf.
   const uint8_t* row(const uint8_t* p, size_t n, std::vector<uint8_t>& buf) const {
     if (file_ == nullptr) return p;
@@ -87,6 +89,7 @@ class GatherOp final : public Op {
       }
     }
   }
+  bool maps_constant_at_run(size_t input) const override { return input != 0 || !table_.copies_from_file(); }
 
  private:
   std::string where_;

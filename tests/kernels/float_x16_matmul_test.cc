@@ -7,8 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <mutex>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "base/fp16.h"
@@ -94,6 +98,42 @@ TEST(FloatX16MatMul, PackPadsColumnsPastN) {
       EXPECT_EQ(f.panel<float>(0)[k * 16 + j], F[static_cast<size_t>(k * 20 + j)]);
       EXPECT_EQ(f.panel<float>(1)[k * 16 + j], j < 4 ? F[static_cast<size_t>(k * 20 + 16 + j)] : 0.0f);
     }
+}
+
+
+// B stored [N, K] (a tied embedding): packed equal to its transpose packed as [K, N], from a
+// misaligned view, and consumed() reports every byte of B exactly once, in ranges of whole rows.
+TEST(FloatX16MatMul, PackNkEqualsTransposeAndReportsConsumedRows) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (const Case& c : std::vector<Case>{{1, 5, 3}, {1, 33, 17}, {1, 64, 16 * 64 * 2 + 9}}) {
+    std::vector<float> nk(static_cast<size_t>(c.N * c.K)), kn(nk.size());
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t k = 0; k < c.K; ++k) kn[k * c.N + n] = nk[n * c.K + k] = d(rng);
+    std::vector<uint8_t> raw(nk.size() * 4 + 1);  // B one byte past an aligned address
+    std::memcpy(raw.data() + 1, nk.data(), nk.size() * 4);
+    ThreadPool three(3);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
+      std::vector<std::pair<size_t, size_t>> seen;  // (offset, bytes)
+      std::mutex mu;
+      const PackedFloatX16 a = pack_float_x16(raw.data() + 1, c.K, c.N, X16Float::kF32, pool, true,
+                                              [&](const void* p, size_t n) {
+                                                std::lock_guard<std::mutex> lock(mu);
+                                                seen.emplace_back(static_cast<const uint8_t*>(p) - raw.data() - 1, n);
+                                              });
+      const PackedFloatX16 b = pack_float_x16(kn.data(), c.K, c.N, X16Float::kF32);
+      ASSERT_EQ(a.data.size(), b.data.size());
+      EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0) << "N=" << c.N << " K=" << c.K;
+      std::sort(seen.begin(), seen.end());
+      size_t at = 0;
+      for (const auto& [off, n] : seen) {
+        EXPECT_EQ(off, at);
+        EXPECT_EQ(n % static_cast<size_t>(c.K * 4), 0u);
+        at = off + n;
+      }
+      EXPECT_EQ(at, nk.size() * 4);
+    }
+  }
 }
 
 }  // namespace
