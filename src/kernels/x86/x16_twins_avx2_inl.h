@@ -307,9 +307,10 @@ void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   if constexpr (Bits == 4) {
-    // Blocks of 32 (onnxruntime-genai's and GGUF's) and 64 get their own unrolled tiles.
+    // Blocks of 32 (onnxruntime-genai's and GGUF's), 64 and 128 get their own unrolled tiles.
     if (w.block == 32) return qgemm_q4x16_panels<4, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     if (w.block == 64) return qgemm_q4x16_panels<8, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    if (w.block == 128) return qgemm_q4x16_panels<16, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     qgemm_q4x16_panels<0, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
   } else {
     for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
