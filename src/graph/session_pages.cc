@@ -34,7 +34,8 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run, bool maps_at_run
   if (it == loads_left_.end() || --it->second > 0) return;
   if (read_at_run_[value]) {
     if (!mapped_at_run_[value])
-      if (const MappedFile* f = mapping_of(values_[value].t)) f->release(values_[value].t.data, values_[value].t.bytes());
+      if (const MappedFile* f = mapping_of(values_[value].t))
+        f->release(values_[value].t.data, values_[value].t.bytes());
     return;
   }
   if (shared_->model.graph.initializer(values_[value].name) == nullptr) return release_folded(value);

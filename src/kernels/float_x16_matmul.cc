@@ -13,8 +13,8 @@
 
 namespace nbits::kernels {
 
-PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool,
-                              bool b_nk, const std::function<void(const void*, size_t)>& consumed) {
+PackedFloatX16 pack_float_x16(const void* B, int64_t K, int64_t N, X16Float elem, ThreadPool* pool, bool b_nk,
+                              const std::function<void(const void*, size_t)>& consumed) {
   PackedFloatX16 w;
   w.elem = elem;
   w.K = K;

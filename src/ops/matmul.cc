@@ -174,15 +174,17 @@ std::unique_ptr<Op> make_matmul(OpBuild& b) {
   }
   b.require_type(1, {DType::kF32}, "B");
   b.set_outputs(DType::kF32);
-  if (B != nullptr && B->shape.rank == 2 && B->numel() > 0 && matmul_packs_constant_b(b.options, DType::kF32)) {
+  if (B != nullptr && B->shape.rank == 2 && B->numel() > 0 &&
+      matmul_packs_constant_b(b.options, DType::kF32)) {
     // A tied embedding's file pages go as its panels are packed (the Gather reads its rows by
     // pread at run; the session drops the rest once every reader is built).
     const MappedFile* file = b_nk && b.mapping ? b.mapping(B->data, B->bytes()) : nullptr;
     const auto consumed = [file](const void* p, size_t n) { file->release(p, n); };
     return std::make_unique<PackedWeightMatMulOp>(
-        b.where(), kernels::pack_float_x16(B->data, K, N, kernels::X16Float::kF32, b.pool, b_nk,
-                                           file != nullptr ? std::function<void(const void*, size_t)>(consumed)
-                                                           : std::function<void(const void*, size_t)>()));
+        b.where(),
+        kernels::pack_float_x16(B->data, K, N, kernels::X16Float::kF32, b.pool, b_nk,
+                                file != nullptr ? std::function<void(const void*, size_t)>(consumed)
+                                                : std::function<void(const void*, size_t)>()));
   }
   return std::make_unique<MatMulOp>(b.where());
 }

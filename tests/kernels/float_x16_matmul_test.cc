@@ -100,7 +100,6 @@ TEST(FloatX16MatMul, PackPadsColumnsPastN) {
     }
 }
 
-
 // B stored [N, K] (a tied embedding): packed equal to its transpose packed as [K, N], from a
 // misaligned view, and consumed() reports every byte of B exactly once, in ranges of whole rows.
 TEST(FloatX16MatMul, PackNkEqualsTransposeAndReportsConsumedRows) {
@@ -116,11 +115,11 @@ TEST(FloatX16MatMul, PackNkEqualsTransposeAndReportsConsumedRows) {
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
       std::vector<std::pair<size_t, size_t>> seen;  // (offset, bytes)
       std::mutex mu;
-      const PackedFloatX16 a = pack_float_x16(raw.data() + 1, c.K, c.N, X16Float::kF32, pool, true,
-                                              [&](const void* p, size_t n) {
-                                                std::lock_guard<std::mutex> lock(mu);
-                                                seen.emplace_back(static_cast<const uint8_t*>(p) - raw.data() - 1, n);
-                                              });
+      const PackedFloatX16 a =
+          pack_float_x16(raw.data() + 1, c.K, c.N, X16Float::kF32, pool, true, [&](const void* p, size_t n) {
+            std::lock_guard<std::mutex> lock(mu);
+            seen.emplace_back(static_cast<const uint8_t*>(p) - raw.data() - 1, n);
+          });
       const PackedFloatX16 b = pack_float_x16(kn.data(), c.K, c.N, X16Float::kF32);
       ASSERT_EQ(a.data.size(), b.data.size());
       EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0) << "N=" << c.N << " K=" << c.K;

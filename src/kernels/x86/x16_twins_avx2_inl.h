@@ -291,8 +291,8 @@ void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const f
 
 // The int4 GEMM over panels [p0, p1) in row tiles of 4, the tile compiled for G groups per block.
 template <int G, bool kAsym, bool kF16>
-void qgemm_q4x16_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
-                        const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+void qgemm_q4x16_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                        const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   for (int64_t p = p0; p < p1; ++p)
     for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
