@@ -1037,30 +1037,39 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
             if (!q_x) r.reset();
           }
       }
-    if (!r || !q_x) continue;
-    k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, width(*r), chain, &k_partial);
-    if (!k_x || k_partial != q_partial) continue;
-    // Each distinct rotary (Gemma-3: rope_local_base_freq on sliding layers, rope_theta on the
-    // others) gets its own cos/sin tables.
-    size_t rope_index = ropes.size();
-    for (size_t i = 0; i < ropes.size(); ++i)
-      if (ropes[i].inv_freq == r->inv_freq && ropes[i].cos_scale == r->cos_scale &&
-          ropes[i].sin_scale == r->sin_scale)
-        rope_index = i;
+    if (r && q_x) {
+      k_x = trace_rotary(m, ks->fresh_rotated, r->cos4, r->sin4, width(*r), chain, &k_partial);
+      if (!k_x || k_partial != q_partial) continue;
+    } else {
+      // No rotary on this layer (SmolLM3's NoPE layers): q and k are the heads themselves, which
+      // trace_head below requires (Transpose(Reshape(projection))): a rotary in a form not
+      // matched above leaves an Add or Concat there and the layer is not fused.
+      r.reset();
+      q_x = q_rot;
+      k_x = ks->fresh_rotated;
+    }
     const auto qh = trace_head(m, *q_x);
     const auto kh = trace_head(m, *k_x);
     const auto vh = trace_head(m, vs->fresh_rotated);
     if (!qh || !kh || !vh || vh->per_head.size() != 0) continue;
     const int64_t D = qh->head_dim;
     if (kh->head_dim != D || vh->head_dim != D || kh->heads != vh->heads || qh->heads % kh->heads != 0 ||
-        (q_partial ? static_cast<int64_t>(r->inv_freq.size()) * 2 > D
-                   : static_cast<int64_t>(r->inv_freq.size()) * 2 != D))
+        (r && (q_partial ? static_cast<int64_t>(r->inv_freq.size()) * 2 > D
+                         : static_cast<int64_t>(r->inv_freq.size()) * 2 != D)))
       continue;
+    // Each distinct rotary (Gemma-3: rope_local_base_freq on sliding layers, rope_theta on the
+    // others) gets its own cos/sin tables.
+    size_t rope_index = ropes.size();
+    if (r)
+      for (size_t i = 0; i < ropes.size(); ++i)
+        if (ropes[i].inv_freq == r->inv_freq && ropes[i].cos_scale == r->cos_scale &&
+            ropes[i].sin_scale == r->sin_scale)
+          rope_index = i;
     int64_t window = -1;
     const auto src = causal_mask_source(m, g, mask, &window);
     if (!src || (!mask_input.empty() && *src != mask_input)) continue;
     mask_input = *src;
-    if (rope_index == ropes.size()) ropes.push_back(*r);
+    if (r && rope_index == ropes.size()) ropes.push_back(*r);
 
     Layer l;
     l.out_reshape = m.index(orr->outputs[0]);
@@ -1084,18 +1093,11 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
     l.gqa.name = orr->name + "/GroupQueryAttention";
     l.gqa.op_type = "GroupQueryAttention";
     l.gqa.domain = "com.microsoft";
-    l.gqa.inputs = {q_in,
-                    k_in,
-                    vh->flat,
-                    ks->past,
-                    vs->past,
-                    kSeqlens,
-                    kTotal,
-                    rope_table("cos", rope_index),
-                    rope_table("sin", rope_index)};
+    l.gqa.inputs = {q_in, k_in, vh->flat, ks->past, vs->past, kSeqlens, kTotal};
+    if (r) l.gqa.inputs.insert(l.gqa.inputs.end(), {rope_table("cos", rope_index), rope_table("sin", rope_index)});
     l.gqa.outputs = {orr->outputs[0], ks->present, vs->present};
     l.gqa.attributes = {int_attribute("num_heads", qh->heads), int_attribute("kv_num_heads", kh->heads),
-                        float_attribute("scale", scale), int_attribute("do_rotary", 1),
+                        float_attribute("scale", scale), int_attribute("do_rotary", r ? 1 : 0),
                         int_attribute("rotary_interleaved", 0)};
     if (window > 0) l.gqa.attributes.push_back(int_attribute("local_window_size", window));
     if (softcap > 0) l.gqa.attributes.push_back(float_attribute("softcap", softcap));

@@ -94,7 +94,19 @@ def hf_config_for_457(src, dst):
 # bends these random weights' scores and logits (Gemma-2's own 50 / 30 would leave them linear).
 EXTRA_FAMILIES = {"gemma3": ("Gemma3TextConfig", dict(head_dim=16)),
                   "gemma2cap": ("Gemma2Config", dict(head_dim=16, sliding_window=16, query_pre_attn_scalar=16,
-                                                     attn_logit_softcapping=2.0, final_logit_softcapping=5.0))}
+                                                     attn_logit_softcapping=2.0, final_logit_softcapping=5.0)),
+                  # SmolLM3: NoPE layers (no_rope_layers[i] == 0: layer i has no rotary), tied embeddings.
+                  "smollm3": ("SmolLM3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                                    no_rope_layers=[1, 0])),
+                  # Llama-3.2: llama3 rope scaling (frequencies with wavelengths above
+                  # original_max_position_embeddings / low_freq_factor divided by factor, those between
+                  # it and / high_freq_factor blended), tied embeddings. The wavelengths of head_dim 16
+                  # at theta 500000 span all three regimes for an original context of 64.
+                  "llama32": ("LlamaConfig", dict(head_dim=16, tie_word_embeddings=True,
+                                                  rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
+                                                                   "factor": 32.0, "low_freq_factor": 1.0,
+                                                                   "high_freq_factor": 4.0,
+                                                                   "original_max_position_embeddings": 64}))}
 
 
 # Families converted from a llama2.c checkpoint of ../shared by llama2c_to_hf.py (real trained
