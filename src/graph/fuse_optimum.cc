@@ -1094,7 +1094,8 @@ int fuse_optimum_attention(std::vector<onnx::Node>& nodes, onnx::Model& model, i
     l.gqa.op_type = "GroupQueryAttention";
     l.gqa.domain = "com.microsoft";
     l.gqa.inputs = {q_in, k_in, vh->flat, ks->past, vs->past, kSeqlens, kTotal};
-    if (r) l.gqa.inputs.insert(l.gqa.inputs.end(), {rope_table("cos", rope_index), rope_table("sin", rope_index)});
+    if (r)
+      l.gqa.inputs.insert(l.gqa.inputs.end(), {rope_table("cos", rope_index), rope_table("sin", rope_index)});
     l.gqa.outputs = {orr->outputs[0], ks->present, vs->present};
     l.gqa.attributes = {int_attribute("num_heads", qh->heads), int_attribute("kv_num_heads", kh->heads),
                         float_attribute("scale", scale), int_attribute("do_rotary", r ? 1 : 0),
