@@ -69,6 +69,26 @@ void add_sampling_flags(Flags& f, int64_t default_n) {
   f.i64("--seed", "S", "sampling seed", 0, 0);
 }
 
+bool float_weights_note(const graph::Session& session, FILE* out) {
+  size_t quantized = 0;
+  for (const graph::MatMulNBitsInfo& i : session.matmul_nbits_info()) quantized += i.packed_bytes;
+  const size_t packed = session.packed_weight_bytes();
+  if (quantized == 0 || packed <= 2 * quantized) return false;
+  const double floats = static_cast<double>(packed - quantized);
+  auto mb = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, bytes >= 1e8 ? "%.0f MB" : "%.3g MB", bytes / 1e6);
+    return std::string(buf);
+  };
+  std::fprintf(out,
+               "note: %s of float MatMul weights (e.g. a tied fp32 lm_head) are read every token, %.1fx "
+               "the %s of quantized ones; --requantize-float q4 (or q8) re-quantizes them at load: "
+               "faster decode, slightly different logits\n",
+               mb(floats).c_str(), floats / static_cast<double>(quantized),
+               mb(static_cast<double>(quantized)).c_str());
+  return true;
+}
+
 ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   graph::SessionOptions so;
   so.threads = static_cast<int>(f.get_i64("--threads"));
@@ -86,6 +106,7 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
       !(given.size() > 5 && given.compare(given.size() - 5, 5, ".onnx") == 0))
     std::fprintf(stderr, "model: %s (--variant picks another of the folder's decoders)\n",
                  m.config.model_path().c_str());
+  if (so.requantize_float == 0) float_weights_note(*m.session, stderr);
   ModelSetup setup;
   setup.tokenizer = std::move(m.tokenizer);
   setup.generator = std::make_unique<llm::Generator>(m.config, std::move(m.session), ctx);

@@ -25,6 +25,11 @@ void add_sampling_flags(Flags& f, int64_t default_n = 128);
 // Loads the folder named by -m (a model.onnx path selects its folder).
 ModelSetup load_model_setup(const Flags& f, bool need_tokenizer);
 
+// A quantized model whose float MatMul weights (packed at load) exceed its quantized ones: the
+// tied fp32 lm_head of onnx-community model_q4.onnx files, which then sets the decode speed. Prints
+// one line to `out` pointing at --requantize-float and returns true; false (nothing printed) else.
+bool float_weights_note(const graph::Session& session, FILE* out);
+
 // Sampling: greedy unless sampling is on (--temp > 0 given, or the config's
 // search.do_sample when --temp is absent); knobs default to the config's.
 llm::SamplerOptions sampling_options(const Flags& f, const llm::GenaiConfig& config);

@@ -180,7 +180,31 @@ TEST(CliRun, OptimumFolderVariants) {
     const bool named =
         r.err.find("model: " + folder + "/onnx/model_q4.onnx (--variant picks another") != std::string::npos;
     EXPECT_EQ(named, stem == "model_q4") << r.err;
+    // stories260K's q4 file: its fp32 embedding is smaller than the quantized weights (no note).
+    EXPECT_EQ(r.err.find("float MatMul weights"), std::string::npos) << r.err;
   }
+}
+
+// A q4 file whose tied fp32 lm_head outweighs its quantized weights (make.py's smollm3: vocab 512
+// x hidden 64 fp32 against two small layers) says so once on stderr, pointing at
+// --requantize-float; with it given, the lm_head is quantized and nothing is said.
+TEST(CliRun, FloatLmHeadNote) {
+  NBITS_REQUIRE_BIN();
+  const char* home = std::getenv("HOME");
+  const std::string cache = std::getenv("NBITS_CACHE") ? std::getenv("NBITS_CACHE")
+                                                       : std::string(home ? home : "/root") + "/.cache/nbits";
+  const std::string model = cache + "/optimum-models/smollm3/onnx/model_q4.onnx";
+  NBITS_REQUIRE_SHARED(model);
+  const RunResult keep = run_nbits({"run", "-m", model, "--ids", "1,2,3", "-n", "2", "--format", "json"});
+  ASSERT_EQ(keep.exit_code, 0) << keep.err;
+  EXPECT_NE(keep.err.find("MB of float MatMul weights (e.g. a tied fp32 lm_head) are read every token"),
+            std::string::npos)
+      << keep.err;
+  EXPECT_NE(keep.err.find("--requantize-float q4"), std::string::npos) << keep.err;
+  const RunResult q4 = run_nbits(
+      {"run", "-m", model, "--ids", "1,2,3", "-n", "2", "--format", "json", "--requantize-float", "q4"});
+  ASSERT_EQ(q4.exit_code, 0) << q4.err;
+  EXPECT_EQ(q4.err.find("float MatMul weights"), std::string::npos) << q4.err;
 }
 
 }  // namespace
