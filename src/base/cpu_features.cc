@@ -122,7 +122,8 @@ CpuFeatures detect_cpu_features() {
 }
 
 // NBITS_ISA lowers the detected level for testing and comparison:
-//   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avx512 (AVX-512 without VNNI),
+//   ref (no SIMD kernels), avx2 (no AVX-512, no AVX-VNNI), avxvnni (AVX2 + AVX-VNNI, no AVX-512),
+//   avx512 (AVX-512 without VNNI),
 //   avx512vnni (the AVX-512 kernels, VNNI included; no AVX-VNNI, no AMX), amx (all of it), rvv (no IME), ime;
 //   arm64: neon (no dotprod, i8mm, sve), dotprod (no i8mm, sve), i8mm (all detected). Anything else, or a
 //   level the CPU lacks, throws nbits::Error listing the levels it has.
@@ -130,6 +131,7 @@ CpuFeatures detect_cpu_features() {
 static std::string available_levels(const CpuFeatures& f) {
   std::string r = "ref";
   if (f.avx2 && f.fma) r += ", avx2";
+  if (f.avx2 && f.fma && f.avx_vnni) r += ", avxvnni";
   if (f.avx512f && f.avx512bw && f.avx512vl) r += ", avx512";
   if (f.avx512vnni) r += ", avx512vnni";
   if (f.amx_int8) r += ", amx";
@@ -155,6 +157,9 @@ static CpuFeatures apply_env_override(CpuFeatures f) {
   if (v == "avx2") {
     require(f.avx2 && f.fma);
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.avx_vnni = f.amx_int8 = false;
+  } else if (v == "avxvnni") {
+    require(f.avx2 && f.fma && f.avx_vnni);
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = f.avx512vnni = f.amx_int8 = false;
   } else if (v == "avx512" || v == "avx512vnni") {
     require(v == "avx512" ? f.avx512f && f.avx512bw && f.avx512vl : f.avx512vnni);
     f.avx_vnni = f.amx_int8 = false;

@@ -4,6 +4,7 @@
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
 #include "kernels/x86/x16_avx512vnni.h"
+#include "kernels/x86/x16_avxvnni.h"
 
 namespace nbits::kernels {
 namespace {
@@ -15,6 +16,8 @@ bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
 bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
 }
+
+bool avxvnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.avx_vnni && avx2_ok(w, cpu); }
 
 // AMX: no zero points, or all equal (folded into default_zp(): GGUF Q4_1 / Q4_K with their mins);
 // an int8 weight's codes minus the zero point must fit int8 (zero point 128).
@@ -45,6 +48,17 @@ X16Int8Kernels avx512vnni_int8(int bits) {
   return {kF16 ? "qgemv_q8x16h_avx512vnni" : "qgemv_q8x16_avx512vnni",
           kF16 ? "qgemm_q8x16h_4x32_avx512vnni" : "qgemm_q8x16_4x32_avx512vnni", quantize_row_blocks_avx2,
           qgemv_q8x16_avx512vnni<kAsym, kF16>, qgemm_q8x16_avx512vnni<kAsym, kF16>};
+}
+
+template <bool kAsym, bool kF16>
+X16Int8Kernels avxvnni_int8(int bits) {
+  if (bits == 4)
+    return {kF16 ? "qgemv_q4x16h_avxvnni" : "qgemv_q4x16_avxvnni",
+            kF16 ? "qgemm_q4x16h_4x16_avxvnni" : "qgemm_q4x16_4x16_avxvnni", quantize_row_blocks_avx2,
+            qgemv_q4x16_avxvnni<kAsym, kF16>, qgemm_q4x16_avxvnni<kAsym, kF16>};
+  return {kF16 ? "qgemv_q8x16h_avxvnni" : "qgemv_q8x16_avxvnni",
+          kF16 ? "qgemm_q8x16h_4x16_avxvnni" : "qgemm_q8x16_4x16_avxvnni", quantize_row_blocks_avx2,
+          qgemv_q8x16_avxvnni<kAsym, kF16>, qgemm_q8x16_avxvnni<kAsym, kF16>};
 }
 
 // The VNNI set with the AMX GEMM (uniform zero points only: amx_ok).
@@ -89,6 +103,13 @@ std::unique_ptr<PackedMatMul> pack_avx512vnni_int8_with(const QuantizedMatrix& w
                        /*fold_uniform_zp=*/true);
 }
 
+std::unique_ptr<PackedMatMul> pack_avxvnni_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
+    return make_x16_int8(w, o, avxvnni_int8<true, false>(w.bits), avxvnni_int8<true, true>(w.bits));
+  return make_x16_int8(w, o, avxvnni_int8<false, false>(w.bits), avxvnni_int8<false, true>(w.bits),
+                       /*fold_uniform_zp=*/true);
+}
+
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);
 }
@@ -103,6 +124,9 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return 
 std::unique_ptr<PackedMatMul> pack_avx512vnni_int8(const QuantizedMatrix& w) {
   return pack_avx512vnni_int8_with(w, {});
 }
+std::unique_ptr<PackedMatMul> pack_avxvnni_int8(const QuantizedMatrix& w) {
+  return pack_avxvnni_int8_with(w, {});
+}
 std::unique_ptr<PackedMatMul> pack_amx_int8(const QuantizedMatrix& w) { return pack_amx_int8_with(w, {}); }
 std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return pack_avx2_fp32_with(w, {}); }
 
@@ -113,6 +137,8 @@ void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/true});
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
                pack_avx512vnni_int8_with, /*mins=*/true});
+  t.push_back({"x16_avxvnni_int8", Compute::kInt8, avxvnni_ok, pack_avxvnni_int8, pack_avxvnni_int8_with,
+               /*mins=*/true});
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});
   t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32, pack_avx2_fp32_with});
 }

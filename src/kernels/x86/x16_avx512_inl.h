@@ -43,4 +43,44 @@ inline __m512 add_min_term(__m512 acc, __m512 mins, float sa, int32_t qsum) {
   return _mm512_add_ps(acc, prod);
 }
 
+// The vector type of the VNNI tile (x16_vnni_tile_inl.h): a zmm, 16 columns, one 64-byte code
+// group per vector.
+struct Zmm {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int kLanes = 16;
+  static F zero() { return _mm512_setzero_ps(); }
+  static I bytes(char c) { return _mm512_set1_epi8(c); }
+  static I bcast(int32_t v) { return _mm512_set1_epi32(v); }
+  static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  static I srli16_4(I x) { return _mm512_srli_epi16(x, 4); }
+  static I dpbusd(I d, I u8, I s8) { return _mm512_dpbusd_epi32(d, u8, s8); }
+  // The 16 zero points (bytes at p) as int32.
+  static I zero_points(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  template <bool kWide>
+  static I neg_zp_times(I zp32, int32_t qsum) {
+    return x16_avx512::neg_zp_times<kWide>(zp32, qsum);
+  }
+  template <bool kF16>
+  static F scales(const uint8_t* p) {
+    return load_scales16<kF16>(p);
+  }
+  static F loadf(const uint8_t* p) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static F accumulate(F acc, I dot, float sa, F scales) {
+    return x16_avx512::accumulate(acc, dot, sa, scales);
+  }
+  static F add_min_term(F acc, F mins, float sa, int32_t qsum) {
+    return x16_avx512::add_min_term(acc, mins, sa, qsum);
+  }
+  // y[0, cnt) = v (+ bias[0, cnt)).
+  static void store(float* y, F v, const float* bias, int64_t cnt) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << cnt) - 1);
+    if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias));
+    _mm512_mask_storeu_ps(y, mask, v);
+  }
+};
+
 }  // namespace nbits::kernels::x16_avx512

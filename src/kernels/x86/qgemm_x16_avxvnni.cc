@@ -1,0 +1,95 @@
+// CompInt8 GEMV (M = 1) and GEMM (M >= 2) on int4 and int8 x16 panels, AVX-VNNI: the VNNI tile
+// (x16_vnni_tile_inl.h) on ymm, 8 columns per vector, so a 64-byte code group is two vectors
+// and a panel two columns of accumulators. 16 ymm registers: the GEMM tile is R rows x 1 panel
+// (2R int32 + 2R fp32 accumulators), the GEMV runs 4 panels at once. Measured on a Sapphire
+// Rapids core (bench_matmul_nbits, docs/PERFORMANCE.md): 4 x 1 beat 2 x 1, 3 x 1, 6 x 1 and
+// 2 x 2 panels; 4 GEMV panels beat 1 and 2.
+#include <immintrin.h>
+
+#include "kernels/x86/x16_avx2_inl.h"
+#include "kernels/x86/x16_avxvnni.h"
+#include "kernels/x86/x16_vnni_tile_inl.h"
+
+namespace nbits::kernels {
+namespace {
+
+// The vector type of the VNNI tile: a ymm, 8 columns (half a code group).
+struct Ymm {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kLanes = 8;
+  static F zero() { return _mm256_setzero_ps(); }
+  static I bytes(char c) { return _mm256_set1_epi8(c); }
+  static I bcast(int32_t v) { return _mm256_set1_epi32(v); }
+  static I load(const uint8_t* p) { return avx2::load_codes(p); }
+  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  static I srli16_4(I x) { return _mm256_srli_epi16(x, 4); }
+  static I dpbusd(I d, I u8, I s8) { return _mm256_dpbusd_avx_epi32(d, u8, s8); }
+  static I zero_points(const uint8_t* p) { return avx2::load_zp8(p); }
+  // -zp * qsum: blocks of <= 256 have |qsum| <= 127 * 256, so both factors fit int16 (the high
+  // halves of zp32 are 0) and one vpmaddwd gives the exact product; larger blocks take vpmulld.
+  template <bool kWide>
+  static I neg_zp_times(I zp32, int32_t qsum) {
+    const I nq = _mm256_set1_epi32(-qsum);
+    if constexpr (kWide) return _mm256_mullo_epi32(zp32, nq);
+    return _mm256_madd_epi16(zp32, nq);
+  }
+  template <bool kF16>
+  static F scales(const uint8_t* p) {
+    return avx2::load_scales8<kF16>(p, 0);
+  }
+  static F loadf(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static F accumulate(F acc, I dot, float sa, F scales) { return avx2::accumulate(acc, dot, sa, scales); }
+  static F add_min_term(F acc, F mins, float sa, int32_t qsum) {
+    return avx2::add_min_term(acc, mins, sa, qsum);
+  }
+  static void store(float* y, F v, const float* bias, int64_t cnt) { avx2::store8(y, v, bias, cnt); }
+};
+
+using x16_vnni::run_tiles;
+
+#ifndef NBITS_AVXVNNI_ROWS
+#define NBITS_AVXVNNI_ROWS 4
+#endif
+#ifndef NBITS_AVXVNNI_PANELS
+#define NBITS_AVXVNNI_PANELS 1
+#endif
+#ifndef NBITS_AVXVNNI_GEMV_PANELS
+#define NBITS_AVXVNNI_GEMV_PANELS 4
+#endif
+constexpr int kRows = NBITS_AVXVNNI_ROWS, kPanels = NBITS_AVXVNNI_PANELS;
+constexpr int kGemvPanels = NBITS_AVXVNNI_GEMV_PANELS;
+
+}  // namespace
+
+template <bool kAsym, bool kF16>
+void qgemv_q4x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                         const int32_t* qsum, float* y, const float* bias) {
+  run_tiles<Ymm, 4, 1, kGemvPanels, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+}
+template <bool kAsym, bool kF16>
+void qgemv_q8x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                         const int32_t* qsum, float* y, const float* bias) {
+  run_tiles<Ymm, 8, 1, kGemvPanels, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+}
+template <bool kAsym, bool kF16>
+void qgemm_q4x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  run_tiles<Ymm, 4, kRows, kPanels, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+template <bool kAsym, bool kF16>
+void qgemm_q8x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  run_tiles<Ymm, 8, kRows, kPanels, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+
+NBITS_X16_INSTANTIATE(qgemv_q4x16_avxvnni, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                      const int32_t*, float*, const float*);
+NBITS_X16_INSTANTIATE(qgemv_q8x16_avxvnni, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                      const int32_t*, float*, const float*);
+NBITS_X16_INSTANTIATE(qgemm_q4x16_avxvnni, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+                      const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_X16_INSTANTIATE(qgemm_q8x16_avxvnni, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+                      const float*, const int32_t*, float*, int64_t, const float*);
+
+}  // namespace nbits::kernels

@@ -1,0 +1,183 @@
+// The x16 CompInt8 VNNI micro-kernels (GEMV and GEMM), written once over a vector type V:
+// AVX-512 VNNI (V = x16_avx512::Zmm: 16 columns, one 64-byte code group per vector;
+// qgemm_x16_avx512vnni.cc) and AVX-VNNI, the VEX form of AVX2-class cores (V = Ymm: 8 columns,
+// a code group is two vectors; qgemm_x16_avxvnni.cc). A panel is 16 / V::kLanes vectors.
+//
+// vpdpbusd(codes, broadcast of 4 int8 activations) adds the exact sum(code * a) of each column
+// to its own int32 lane (int4: the low and the high nibbles are two such groups): no horizontal
+// sums. Each block's int32 accumulator starts at -zp * sum(qa) (the zero point, or
+// PackedX16::default_zp(), times the activation block sum), so after the block it holds the
+// reference's exact dot; fp32 accumulation then follows the reference order. Block mins
+// (has_mins, GGUF Q4_1/Q4_K/Q5_K) come right after each block's term as
+// acc += min * (sa * float(qsum)), from the same block sums: no second pass over A or Y.
+//
+// Register tile: R rows x P panels, R * P * (16 / kLanes) independent int32 accumulators per
+// block plus as many fp32 accumulators over blocks. Include only from a file compiled with V's
+// ISA flags, after V's definition.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "kernels/panel_prefetch.h"
+#include "quant/packed_x16.h"
+
+namespace nbits::kernels::x16_vnni {
+
+using quant::PackedX16;
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+struct Args {
+  const PackedX16* w;
+  const int8_t* qa;  // row 0 of the tile
+  const float* sa;
+  const int32_t* qsum;
+  float* Y;
+  int64_t ldy;
+  const float* bias;
+};
+
+// Rows [0, R) of the tile (qa rows k_blocks*block apart, sa / qsum rows k_blocks apart) times
+// panels [p, p + P). Vector j of a row covers columns 16 * (p + j / H) + kLanes * (j % H).
+// G > 0: the code groups of a block (block / (8 or 4)), known at compile time so the group loop
+// unrolls; G = 0: counted at run time.
+template <class V, int kBits, int R, int P, int G, bool kAsym, bool kF16, bool kWide, bool kMins>
+void tile(const Args& a, int64_t p) {
+  using I = typename V::I;
+  using F = typename V::F;
+  constexpr int L = V::kLanes, H = 16 / L, J = P * H;
+  constexpr int kGroupK = kBits == 4 ? 8 : 4;
+  constexpr int kScaleBytes = kF16 ? 2 : 4;
+  const PackedX16& w = *a.w;
+  const int32_t default_zp = w.default_zp();
+  const int64_t kb = w.k_blocks, kp = kb * w.block, groups = G > 0 ? G : w.block / kGroupK;
+  const size_t ps = w.panel_stride;
+  // Byte offset of vector j's part of a panel-relative field whose elements are `bytes` wide.
+  const auto at = [ps](int j, size_t bytes) { return (j / H) * ps + (j % H) * L * bytes; };
+  const I m4 = V::bytes(0x0f);
+  F acc[R][J];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) acc[r][j] = V::zero();
+  const uint8_t* blk = w.panel(p);
+  for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
+    I d[R][J];
+    if constexpr (kAsym) {
+      for (int j = 0; j < J; ++j) {
+        const I zp32 = V::zero_points(blk + at(j, 1) + w.zp_offset);
+        for (int r = 0; r < R; ++r) d[r][j] = V::template neg_zp_times<kWide>(zp32, a.qsum[r * kb + b]);
+      }
+    } else {
+      for (int r = 0; r < R; ++r) {
+        const I init = V::bcast(-default_zp * a.qsum[r * kb + b]);
+        for (int j = 0; j < J; ++j) d[r][j] = init;
+      }
+    }
+    const uint8_t* codes = blk + w.header_bytes;
+    const int8_t* q = a.qa + b * w.block;
+#pragma GCC unroll 8
+    for (int64_t g = 0; g < groups; ++g, codes += 64, q += kGroupK) {
+      if constexpr (R == 1)  // the GEMV streams the weights once: prefetch ahead of each panel
+        for (int j = 0; j < P; ++j)
+          _mm_prefetch(reinterpret_cast<const char*>(codes + j * ps) + 4096, _MM_HINT_T0);
+      I x[J];
+      for (int j = 0; j < J; ++j) x[j] = V::load(codes + at(j, 4));
+      if constexpr (kBits == 4) {
+        I hi[J];
+        for (int j = 0; j < J; ++j) {
+          hi[j] = V::and_(V::srli16_4(x[j]), m4);
+          x[j] = V::and_(x[j], m4);
+        }
+        for (int r = 0; r < R; ++r) {
+          const I alo = V::bcast(load_i32(q + r * kp));
+          const I ahi = V::bcast(load_i32(q + r * kp + 4));
+          for (int j = 0; j < J; ++j) {
+            d[r][j] = V::dpbusd(d[r][j], x[j], alo);
+            d[r][j] = V::dpbusd(d[r][j], hi[j], ahi);
+          }
+        }
+      } else {
+        for (int r = 0; r < R; ++r) {
+          const I av = V::bcast(load_i32(q + r * kp));
+          for (int j = 0; j < J; ++j) d[r][j] = V::dpbusd(d[r][j], x[j], av);
+        }
+      }
+    }
+    for (int j = 0; j < J; ++j) {
+      const F scales = V::template scales<kF16>(blk + at(j, kScaleBytes));
+      for (int r = 0; r < R; ++r) acc[r][j] = V::accumulate(acc[r][j], d[r][j], a.sa[r * kb + b], scales);
+      if constexpr (kMins) {
+        const F mins = V::loadf(blk + at(j, 4) + w.mins_offset);
+        for (int r = 0; r < R; ++r)
+          acc[r][j] = V::add_min_term(acc[r][j], mins, a.sa[r * kb + b], a.qsum[r * kb + b]);
+      }
+    }
+  }
+  for (int j = 0; j < J; ++j) {
+    const int64_t n0 = (p + j / H) * 16 + (j % H) * L;
+    if (n0 >= w.N) return;
+    const int64_t cnt = std::min<int64_t>(L, w.N - n0);
+    for (int r = 0; r < R; ++r)
+      V::store(a.Y + r * a.ldy + n0, acc[r][j], a.bias != nullptr ? a.bias + n0 : nullptr, cnt);
+  }
+}
+
+using TileFn = void (*)(const Args&, int64_t);
+
+// tile<R = 1..sizeof...(I), P, G> indexed by R - 1.
+template <class V, int kBits, int P, int G, bool kAsym, bool kF16, bool kWide, bool kMins, int... I>
+constexpr std::array<TileFn, sizeof...(I)> tiles(std::integer_sequence<int, I...>) {
+  return {&tile<V, kBits, I + 1, P, G, kAsym, kF16, kWide, kMins>...};
+}
+
+// Panels [p0, p1) in steps of PT (the last few one at a time), rows in tiles of up to RT; each
+// panel group is used by every row tile while it is in cache. Blocks of 32 (genai's, Optimum's
+// and GGUF's) run tiles compiled for their group count.
+template <class V, int kBits, int RT, int PT, bool kAsym, bool kF16, bool kWide = false, bool kMins = false,
+          int G = -1>
+void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
+               const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  if constexpr (!kMins)
+    if (w.has_mins)
+      return run_tiles<V, kBits, RT, PT, kAsym, kF16, kWide, true>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  if constexpr (kAsym && !kWide)
+    if (w.block > 256)
+      return run_tiles<V, kBits, RT, PT, kAsym, kF16, true, kMins>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  if constexpr (G < 0) {
+    constexpr int kG32 = kBits == 4 ? 4 : 8;
+    if (w.block == 32)
+      return run_tiles<V, kBits, RT, PT, kAsym, kF16, kWide, kMins, kG32>(w, p0, p1, M, qa, sa, qsum, Y, ldy,
+                                                                          bias);
+    return run_tiles<V, kBits, RT, PT, kAsym, kF16, kWide, kMins, 0>(w, p0, p1, M, qa, sa, qsum, Y, ldy,
+                                                                     bias);
+  } else {
+    static constexpr auto grouped =
+        tiles<V, kBits, PT, G, kAsym, kF16, kWide, kMins>(std::make_integer_sequence<int, RT>{});
+    static constexpr auto single =
+        tiles<V, kBits, 1, G, kAsym, kF16, kWide, kMins>(std::make_integer_sequence<int, RT>{});
+    const int64_t kb = w.k_blocks, kp = kb * w.block;
+    const int64_t tiles_m = (M + RT - 1) / RT;
+    for (int64_t p = p0; p < p1;) {
+      const bool full = p + PT <= p1;
+      const int64_t next = p + (full ? PT : 1);
+      // M > 1: the next panel group while this one's row tiles run (kernels/panel_prefetch.h).
+      const uint8_t* np = M > 1 && next < p1 ? w.panel(next) : nullptr;
+      const size_t next_bytes = static_cast<size_t>(std::min<int64_t>(PT, p1 - next)) * w.panel_stride;
+      for (int64_t m = 0; m < M; m += RT) {
+        prefetch_slice(np, next_bytes, m / RT, tiles_m);
+        const Args a{&w, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias};
+        (full ? grouped : single)[std::min<int64_t>(RT, M - m) - 1](a, p);
+      }
+      p += full ? PT : 1;
+    }
+  }
+}
+
+}  // namespace nbits::kernels::x16_vnni
