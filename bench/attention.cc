@@ -2,7 +2,8 @@
 // heads, head 64, fp32 cache), one thread: the per-position attend_group path ("group", what the op
 // ran before the tile kernel, and for one-position decode until the keys kernel) against the
 // flash-style tile kernel ("tile", kernels::attend_rows) and, for decode, the kernel with the keys
-// across the lanes ("keys", kernels::attend_decode), the way the op calls them. prefill/S: causal
+// across the lanes ("keys", kernels::attend_decode), the way the op calls them ("tile_whole": whole
+// positions per tile, the op's grouping before the flat one). prefill/S: causal
 // attention of S new tokens (time per layer); decode/n: one token against n cached keys, the caches
 // of 24 layers rotated so K/V stream from memory; decode_f16/n, decode_q8/n: the same over an fp16
 // and an int8 (--kv-cache q8) cache;
@@ -81,22 +82,25 @@ void run_group(Layer& x, int64_t past, std::vector<float>& scratch) {
     }
 }
 
-void run_tile(Layer& x, int64_t past) {
+// The tile kernel as the op calls it: a kv head's rows (position-major, then head) cut into whole
+// tiles, which may end inside a position (flat); whole = false: whole positions per tile (7 heads x
+// 4 positions = 28 of AVX-512's 32 rows), the op's grouping before.
+void run_tile(Layer& x, int64_t past, bool whole = false) {
   const AttentionParams p = params();
-  const int64_t sq = std::max<int64_t>(1, attention_tile_rows() / kG);
+  const int64_t tile = whole ? std::max<int64_t>(1, attention_tile_rows() / kG) * kG : attention_tile_rows();
   const float* q[kAttentionMaxTileRows];
   float* out[kAttentionMaxTileRows];
   int64_t lo[kAttentionMaxTileRows], hi[kAttentionMaxTileRows];
   for (int64_t kvh = 0; kvh < kNkv; ++kvh)
-    for (int64_t s0 = 0; s0 < x.S; s0 += sq) {
+    for (int64_t f0 = 0; f0 < x.S * kG; f0 += tile) {
       int64_t n = 0;
-      for (int64_t s = s0; s < std::min(x.S, s0 + sq); ++s)
-        for (int64_t h = kvh * kG; h < (kvh + 1) * kG; ++h, ++n) {
-          q[n] = x.q.data() + (s * kNq + h) * kH;
-          out[n] = x.out.data() + (s * kNq + h) * kH;
-          lo[n] = 0;
-          hi[n] = past + s + 1;
-        }
+      for (int64_t f = f0; f < std::min(x.S * kG, f0 + tile); ++f, ++n) {
+        const int64_t s = f / kG, h = kvh * kG + f % kG;
+        q[n] = x.q.data() + (s * kNq + h) * kH;
+        out[n] = x.out.data() + (s * kNq + h) * kH;
+        lo[n] = 0;
+        hi[n] = past + s + 1;
+      }
       attend_rows(AttentionRows{q, out, lo, hi, n}, x.K.data() + kvh * x.L * kH, x.V.data() + kvh * x.L * kH,
                   p);
     }
@@ -114,15 +118,17 @@ void run_keys(Layer& x, int64_t past) {
 
 enum class Kernel { kGroup, kTile, kKeys };
 
-void BM_prefill(benchmark::State& st, bool tile) {
+enum class Prefill { kGroup, kTile, kTileWhole };
+
+void BM_prefill(benchmark::State& st, Prefill kernel) {
   const int64_t S = st.range(0);
   Layer x(S, S, 1);
   std::vector<float> scratch(kG * S);
   for (auto _ : st) {
-    if (tile)
-      run_tile(x, 0);
-    else
+    if (kernel == Prefill::kGroup)
       run_group(x, 0, scratch);
+    else
+      run_tile(x, 0, kernel == Prefill::kTileWhole);
     benchmark::DoNotOptimize(x.out.data());
   }
   st.counters["tok/s"] =
@@ -221,8 +227,21 @@ void BM_decode_hot(benchmark::State& st, Kernel kernel) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK_CAPTURE(BM_prefill, group, false)->Arg(128)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_prefill, tile, true)->Arg(128)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_prefill, group, Prefill::kGroup)
+    ->Arg(128)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_prefill, tile, Prefill::kTile)
+    ->Arg(128)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_prefill, tile_whole, Prefill::kTileWhole)
+    ->Arg(128)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_decode, group, Kernel::kGroup)
     ->Arg(1)
     ->Arg(1024)

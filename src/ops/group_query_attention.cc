@@ -225,11 +225,15 @@ class GroupQueryAttentionOp final : public Op {
       return attend_long_heads(g, ctx, kv, threads, ap, out);
     if (S == 1) return attend_decode(g, ctx, kv, threads, longest, ap, out);
 
-    // One task = the query rows of a tile: hc query heads of one kv head at sq consecutive
-    // positions (hc * sq <= the kernel's tile rows), so each K/V block is read once for all of them.
+    // One task = the query rows of a tile, so each K/V block is read once for all of them. When a
+    // kv head's G query heads fit a tile, its rows (position-major, then head) are cut into whole
+    // tiles that may end inside a position (Qwen2.5: 32 rows = 4 4/7 positions of 7 heads, no lane
+    // left empty; a row's keys, blocks and result do not depend on the tile's other rows when
+    // they all start at key 0); else hc heads at one position per tile.
     const int64_t tile_rows = kernels::attention_tile_rows();
+    const bool flat = G <= tile_rows;
     const int64_t hc = std::min(G, tile_rows), hchunks = (G + hc - 1) / hc;
-    const int64_t sq = std::max<int64_t>(1, tile_rows / hc), stiles = (S + sq - 1) / sq;
+    const int64_t stiles = flat ? (S * G + tile_rows - 1) / tile_rows : S;
     const int64_t tasks = g.B * Nkv * hchunks * stiles;
     // Decode at long context has fewer tasks than threads: split each task's keys into parts
     // (each thread streams its share of K/V) and merge the partial softmaxes.
@@ -245,19 +249,20 @@ class GroupQueryAttentionOp final : public Op {
     auto task_rows = [&](int64_t t, TaskRows& tr) {
       const int64_t st = t % stiles, c = (t / stiles) % hchunks, kvh = (t / (stiles * hchunks)) % Nkv,
                     b = t / (stiles * hchunks * Nkv);
+      // Rows f in [f0, f1) of (position f / nh, head h0 + f % nh).
       const int64_t h0 = kvh * G + c * hc, nh = std::min(hc, G - c * hc);
-      const int64_t s0 = st * sq, ns = std::min(sq, S - s0);
+      const int64_t f0 = flat ? st * tile_rows : st * nh,
+                    f1 = flat ? std::min(f0 + tile_rows, S * nh) : f0 + nh;
       int64_t n = 0;
-      for (int64_t s = s0; s < s0 + ns; ++s) {
+      for (int64_t f = f0; f < f1; ++f, ++n) {
+        const int64_t s = f / nh, h = h0 + f % nh;
         const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
-        for (int64_t h = h0; h < h0 + nh; ++h, ++n) {
-          const int64_t row = ((b * S + s) * Nq + h) * H;
-          tr.q[n] = qbuf.data() + row;
-          tr.out[n] = out + row;
-          tr.lo[n] = start;
-          tr.hi[n] = end;
-        }
+        const int64_t row = ((b * S + s) * Nq + h) * H;
+        tr.q[n] = qbuf.data() + row;
+        tr.out[n] = out + row;
+        tr.lo[n] = start;
+        tr.hi[n] = end;
       }
       tr.rows.q = tr.q;
       tr.rows.out = tr.out;

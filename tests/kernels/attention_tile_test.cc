@@ -175,6 +175,35 @@ TEST_P(AttentionTile, PartialsMergeLikeOnePass) {
       }
 }
 
+// Causal rows that all start at key 0 give the same bits whichever rows share their tile: the key
+// blocks start at 0 for every tile, and keys past a row's end are masked to an exact 0. The op
+// cuts a kv head's (position, head) rows into whole tiles that end inside a position, so a row's
+// result must not depend on that cut.
+TEST_P(AttentionTile, RowsDoNotDependOnTheirTileMates) {
+  std::mt19937 rng(31);
+  const int64_t G = 7, S = 9, n = 300, H = 64, rows = S * G;
+  AttentionParams p;
+  p.head_size = H;
+  p.scale = 0.125f;
+  const auto q = rand_vec(rows * H, rng, -2.0f, 2.0f);
+  const auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
+  std::vector<float> flat(rows * H), alone(rows * H);
+  std::vector<const float*> qp(rows);
+  std::vector<float*> pf(rows), pa(rows);
+  std::vector<int64_t> lo(rows, 0), hi(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    qp[r] = q.data() + r * H;
+    pf[r] = flat.data() + r * H;
+    pa[r] = alone.data() + r * H;
+    hi[r] = n - S + r / G + 1;
+  }
+  attend_rows(AttentionRows{qp.data(), pf.data(), lo.data(), hi.data(), rows}, K.data(), V.data(), p);
+  for (int64_t s = 0; s < S; ++s)  // one position's G heads per call
+    attend_rows(AttentionRows{qp.data() + s * G, pa.data() + s * G, lo.data() + s * G, hi.data() + s * G, G},
+                K.data(), V.data(), p);
+  ASSERT_EQ(flat, alone);
+}
+
 // fp16 cache: exactly what the fp32 kernel computes on the widened rows.
 TEST_P(AttentionTile, Fp16CacheBitwiseLikeWidened) {
   std::mt19937 rng(5);
