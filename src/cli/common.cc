@@ -282,6 +282,7 @@ std::string Flags::get_str(const std::string& name) const { return spec(name).va
 int64_t Flags::get_i64(const std::string& name) const { return spec(name).ival; }
 double Flags::get_f64(const std::string& name) const { return spec(name).fval; }
 bool Flags::get_flag(const std::string& name) const { return spec(name).given; }
+bool Flags::given(const std::string& name) const { return spec(name).given; }
 std::vector<int64_t> Flags::get_ints(const std::string& name) const { return spec(name).ivals; }
 std::string Flags::get_positional(size_t i) const {
   return i < positional_values_.size() ? positional_values_[i] : "";

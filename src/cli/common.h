@@ -45,7 +45,8 @@ class Flags {
   // nullopt: go on. 0: --help was printed. 2: a usage error was printed.
   std::optional<int> parse(const std::vector<std::string>& args);
 
-  bool has(const std::string& name) const;  // given on the command line (or has a default)
+  bool has(const std::string& name) const;    // given on the command line (or has a default)
+  bool given(const std::string& name) const;  // given on the command line
   std::string get_str(const std::string& name) const;
   int64_t get_i64(const std::string& name) const;
   double get_f64(const std::string& name) const;

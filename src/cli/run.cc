@@ -13,16 +13,24 @@
 #include "cli/scoring.h"
 #include "llm/generator.h"
 #include "llm/stream_generate.h"
+#include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nbits::cli {
 namespace {
 
 int run_main(const std::vector<std::string>& args) {
-  Flags f("run", "-m DIR [-p TEXT | --ids 1,2,3] [options]",
-          "Generates text from an onnxruntime-genai model folder (model.onnx, genai_config.json,\n"
-          "tokenizer.json). Streams the text to stdout; timings go to stderr.");
+  std::vector<std::string> formats = {"auto"};
+  for (const auto& n : builtin_chat_formats()) formats.push_back(n);
+  Flags f("run", "-m MODEL [-p TEXT | --ids 1,2,3] [options]",
+          "Generates text from a model (an onnxruntime-genai or Optimum folder, or a .gguf file).\n"
+          "Streams the text to stdout; timings go to stderr. -p is continued as raw text; with --chat\n"
+          "it is one user message rendered through the model's chat template (instruct models).");
   f.str("-p,--prompt", "TEXT", "prompt text (BOS added when the tokenizer says so)");
+  f.flag("--chat", "-p is a user message: render it with the chat template and answer it");
+  f.str("--system", "TEXT", "with --chat: a system message before it");
+  f.choice("--chat-format", formats, "with --chat: auto = the tokenizer's chat template, or a built-in one",
+           "auto");
   f.ints("--ids", "1,2,3", "prompt token ids, used as given (instead of -p)");
   f.choice("--format", {"text", "json"}, "text: stream text; json: one JSON object at the end", "text");
   f.flag("--no-bos", "do not add the tokenizer's special tokens (BOS) to -p");
@@ -38,6 +46,10 @@ int run_main(const std::vector<std::string>& args) {
   add_sampling_flags(f);
   if (auto rc = f.parse(args)) return *rc;
   if (f.has("--prompt") && f.has("--ids")) return f.usage_error("give -p or --ids, not both");
+  const bool chat = f.get_flag("--chat");
+  if (chat && !f.has("--prompt")) return f.usage_error("--chat needs the user message as -p TEXT");
+  if (!chat && (f.given("--system") || f.given("--chat-format")))
+    return f.usage_error("--system and --chat-format go with --chat");
   const bool json = f.get_str("--format") == "json";
   if ((f.has("--logprobs") || f.has("--teacher-force")) && !json)
     return f.usage_error("--logprobs and --teacher-force write JSON: add --format json");
@@ -50,6 +62,14 @@ int run_main(const std::vector<std::string>& args) {
       NBITS_CHECK(id >= 0 && id <= INT32_MAX, "--ids: token id ", id, " is out of range");
       prompt.push_back(static_cast<int32_t>(id));
     }
+  } else if (chat) {
+    std::vector<ChatMessage> messages;
+    if (f.has("--system")) messages.push_back({"system", f.get_str("--system")});
+    messages.push_back({"user", f.get_str("--prompt")});
+    // The template writes the special tokens (BOS among them) itself.
+    prompt = m.tokenizer->encode(
+        render_chat(*m.tokenizer, messages, /*add_generation_prompt=*/true, f.get_str("--chat-format")),
+        /*add_special=*/false);
   } else {
     prompt = m.tokenizer->encode(f.get_str("--prompt"), !f.get_flag("--no-bos"));
   }
@@ -120,7 +140,7 @@ int run_main(const std::vector<std::string>& args) {
     stream.emplace(*m.tokenizer, /*skip_special=*/true);
     std::string echo;
     for (int32_t id : prompt) echo += stream->push(id);
-    if (!json) {
+    if (!json && !chat) {  // with --chat only the answer is printed
       std::fwrite(echo.data(), 1, echo.size(), stdout);
       std::fflush(stdout);
     }
@@ -154,6 +174,11 @@ int run_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %zu tokens, %.3f ms/token\n",
                  static_cast<long long>(prompt.size()), st.prefill_tok_s(), result.ids.size(),
                  st.decode_ms_per_token());
+    // An instruct model given raw text often ends at once: say what to try.
+    if (!chat && text.empty() && m.tokenizer && !m.tokenizer->chat_template().empty())
+      std::fputs(
+          "note: the model ended without text; it has a chat template: for an instruct model add --chat\n",
+          stderr);
   }
   if (f.get_flag("--profile")) print_profile(m.generator->session(), stderr);
   return 0;

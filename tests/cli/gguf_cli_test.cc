@@ -29,6 +29,43 @@ TEST(CliGguf, RunGeneratesTextFromTheGgufTokenizer) {
   EXPECT_EQ(j["text"].get<std::string>().rfind(" Paris", 0), 0u) << j["text"];
 }
 
+// run --chat: -p is one user message rendered through the GGUF's chat template (ChatML here, with
+// SmolLM2's default system message unless --system gives one); only the answer is printed. A raw
+// question that ends at once on an instruct model gets a note pointing at --chat.
+TEST(CliGguf, RunChatRendersTheTemplate) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  const std::string q = "What is the capital of France?";
+  const RunResult raw = run_nbits({"run", "-m", smollm2_gguf(), "-p", q, "-n", "8", "--temp", "0"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_NE(raw.err.find("add --chat"), std::string::npos) << raw.err;
+  const RunResult c = run_nbits(
+      {"run", "-m", smollm2_gguf(), "--chat", "-p", q, "-n", "8", "--temp", "0", "--format", "json"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const auto j = nlohmann::json::parse(c.out);
+  const auto ids = j["prompt_ids"].get<std::vector<int>>();
+  const RunResult t = run_nbits({"tokenize", "-m", smollm2_gguf(), "--text", q});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  // <|im_start|>system\n ... <|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n
+  ASSERT_GE(ids.size(), 12u);
+  EXPECT_EQ(std::vector<int>(ids.begin(), ids.begin() + 3), (std::vector<int>{1, 9690, 198}));
+  EXPECT_EQ(std::vector<int>(ids.end() - 4, ids.end()), (std::vector<int>{1, 520, 9531, 198}));
+  std::string joined;
+  for (int id : ids) joined += std::to_string(id) + ",";
+  EXPECT_NE(joined.find("1,4093,198," + t.out.substr(0, t.out.size() - 1) + ",2,198,"), std::string::npos)
+      << joined;
+  EXPECT_FALSE(j["ids"].empty());
+  EXPECT_NE(j["ids"][0], 2) << "the answer is not an immediate <|im_end|>";
+  const RunResult sys = run_nbits({"run", "-m", smollm2_gguf(), "--chat", "--system", "Be brief.", "-p", q,
+                                   "-n", "1", "--format", "json"});
+  ASSERT_EQ(sys.exit_code, 0) << sys.err;
+  EXPECT_LT(nlohmann::json::parse(sys.out)["prompt_ids"].size(), ids.size())
+      << "--system replaces the default";
+  const RunResult bad = run_nbits({"run", "-m", smollm2_gguf(), "--system", "x", "-p", q});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("go with --chat"), std::string::npos) << bad.err;
+}
+
 // tokenize/detokenize take the GGUF's own vocabulary (llama.cpp's ids: it keeps "\n\n  " whole
 // before a digit where the HF tokenizer.json splits off a space).
 TEST(CliGguf, TokenizeAndDetokenizeUseTheGgufVocabulary) {
