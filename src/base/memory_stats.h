@@ -16,4 +16,9 @@ MemoryStats memory_stats();
 // /proc/self/clear_refs); false when the kernel does not allow it.
 bool reset_peak_memory();
 
+// Gives the heap's free pages back to the OS (glibc's malloc_trim; nothing elsewhere), so the RSS
+// after a model is destroyed is the program's again: a later measurement in the same process
+// (bench's next thread count) then starts from it, not from what the allocator kept.
+void release_free_heap();
+
 }  // namespace nbits

@@ -78,6 +78,7 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     so.threads = t;
     so.profile = opt.profile;
     std::fprintf(stderr, "bench: loading %s with %d thread(s)\n", opt.model_dir.c_str(), t);
+    release_free_heap();  // what the previous thread count's model left in the heap
     reset_peak_memory();
     r.rss_before_load = static_cast<int64_t>(memory_stats().rss_bytes);
     Stopwatch sw;
