@@ -24,21 +24,18 @@
 #include <immintrin.h>
 
 #include "base/cpu_features.h"
+#include "kernels/x86/amx_tile_config.h"
 
 namespace {
+
+using nbits::kernels::AmxTileConfig;
 
 constexpr int kK = 896, kBlock = 32, kBlocks = kK / kBlock, kM = 128, kPanels = 304, kLd = 4864;
 enum Part { kLoads = 1, kTdp = 2, kStore = 4, kEpilogue = 8, kAlu = 16 };
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // C tiles 0..3, A tiles 4, 5 (16 x 32 bytes), B tiles 6, 7 (8 x 64 bytes): the kernel's layout.
 __attribute__((target("amx-tile,amx-int8"))) void configure() {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t = 0; t < 4; ++t) c.rows[t] = 16, c.colsb[t] = 64;
   for (int t = 4; t < 6; ++t) c.rows[t] = 16, c.colsb[t] = kBlock;
   for (int t = 6; t < 8; ++t) c.rows[t] = kBlock / 4, c.colsb[t] = 64;

@@ -23,8 +23,11 @@
 #include <immintrin.h>
 
 #include "base/cpu_features.h"
+#include "kernels/x86/amx_tile_config.h"
 
 namespace {
+
+using nbits::kernels::AmxTileConfig;
 
 double g_ghz = 0;  // the last `clock` measurement
 
@@ -54,15 +57,9 @@ void bm_clock(benchmark::State& st) {
 
 constexpr int64_t kSteps = 1 << 20;
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // Every tile 16 rows x 64 bytes (tiles 4 and 6 are the A and B operands).
 __attribute__((target("amx-tile,amx-int8"))) void amx_begin() {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t = 0; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
   _tile_loadconfig(&c);
   alignas(64) static int8_t ops[16 * 64] = {1};

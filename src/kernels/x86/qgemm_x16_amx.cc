@@ -31,9 +31,10 @@
 #include <vector>
 
 #include "kernels/panel_prefetch.h"
+#include "kernels/x86/amx_tile_config.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx512_inl.h"
-#include "kernels/x86/x16_avx512vnni.h"
+#include "kernels/x86/x16_vnni.h"
 
 namespace nbits::kernels {
 namespace {
@@ -44,17 +45,9 @@ using namespace x16_avx512;  // NOLINT(google-build-using-namespace): the shared
 constexpr int kLag = 2;
 
 // Tile numbers: C tiles 0..3 (block b on b % 4), A tiles 4, 5 and B tiles 6, 7 (b % 2).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // kt: K values per tile product (min(block, 64)); A tiles 16 x kt bytes, B tiles kt / 4 x 64.
 void configure(int kt) {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t = 0; t < 4; ++t) c.rows[t] = 16, c.colsb[t] = 64;
   for (int t = 4; t < 6; ++t) c.rows[t] = 16, c.colsb[t] = static_cast<uint16_t>(kt);
   for (int t = 6; t < 8; ++t) c.rows[t] = static_cast<uint8_t>(kt / 4), c.colsb[t] = 64;

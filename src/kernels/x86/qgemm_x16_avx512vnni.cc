@@ -7,13 +7,12 @@
 #include <immintrin.h>
 
 #include "kernels/x86/x16_avx512_inl.h"
-#include "kernels/x86/x16_avx512vnni.h"
+#include "kernels/x86/x16_vnni.h"
 #include "kernels/x86/x16_vnni_tile_inl.h"
 
 namespace nbits::kernels {
 namespace {
 using x16_avx512::Zmm;
-using x16_vnni::run_tiles;
 
 #ifndef NBITS_VNNI_ROWS
 #define NBITS_VNNI_ROWS 4
@@ -34,34 +33,6 @@ constexpr int kGemvPanelsQ4 = NBITS_VNNI_GEMV_PANELS_Q4, kGemvPanelsQ8 = NBITS_V
 
 }  // namespace
 
-template <bool kAsym, bool kF16>
-void qgemv_q4x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
-                            const int32_t* qsum, float* y, const float* bias) {
-  run_tiles<Zmm, 4, 1, kGemvPanelsQ4, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
-}
-template <bool kAsym, bool kF16>
-void qgemv_q8x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
-                            const int32_t* qsum, float* y, const float* bias) {
-  run_tiles<Zmm, 8, 1, kGemvPanelsQ8, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
-}
-template <bool kAsym, bool kF16>
-void qgemm_q4x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
-                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  run_tiles<Zmm, 4, kRows, kPanels, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-}
-template <bool kAsym, bool kF16>
-void qgemm_q8x16_avx512vnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
-                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  run_tiles<Zmm, 8, kRows, kPanels, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-}
-
-NBITS_X16_INSTANTIATE(qgemv_q4x16_avx512vnni, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                      const int32_t*, float*, const float*);
-NBITS_X16_INSTANTIATE(qgemv_q8x16_avx512vnni, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                      const int32_t*, float*, const float*);
-NBITS_X16_INSTANTIATE(qgemm_q4x16_avx512vnni, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                      const float*, const int32_t*, float*, int64_t, const float*);
-NBITS_X16_INSTANTIATE(qgemm_q8x16_avx512vnni, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                      const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_X16_VNNI_DEFINE(avx512vnni, Zmm, kRows, kPanels, kGemvPanelsQ4, kGemvPanelsQ8);
 
 }  // namespace nbits::kernels

@@ -7,7 +7,7 @@
 #include <immintrin.h>
 
 #include "kernels/x86/x16_avx2_inl.h"
-#include "kernels/x86/x16_avxvnni.h"
+#include "kernels/x86/x16_vnni.h"
 #include "kernels/x86/x16_vnni_tile_inl.h"
 
 namespace nbits::kernels {
@@ -46,8 +46,6 @@ struct Ymm {
   static void store(float* y, F v, const float* bias, int64_t cnt) { avx2::store8(y, v, bias, cnt); }
 };
 
-using x16_vnni::run_tiles;
-
 #ifndef NBITS_AVXVNNI_ROWS
 #define NBITS_AVXVNNI_ROWS 4
 #endif
@@ -62,34 +60,6 @@ constexpr int kGemvPanels = NBITS_AVXVNNI_GEMV_PANELS;
 
 }  // namespace
 
-template <bool kAsym, bool kF16>
-void qgemv_q4x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
-                         const int32_t* qsum, float* y, const float* bias) {
-  run_tiles<Ymm, 4, 1, kGemvPanels, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
-}
-template <bool kAsym, bool kF16>
-void qgemv_q8x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
-                         const int32_t* qsum, float* y, const float* bias) {
-  run_tiles<Ymm, 8, 1, kGemvPanels, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
-}
-template <bool kAsym, bool kF16>
-void qgemm_q4x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
-                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  run_tiles<Ymm, 4, kRows, kPanels, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-}
-template <bool kAsym, bool kF16>
-void qgemm_q8x16_avxvnni(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
-                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  run_tiles<Ymm, 8, kRows, kPanels, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-}
-
-NBITS_X16_INSTANTIATE(qgemv_q4x16_avxvnni, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                      const int32_t*, float*, const float*);
-NBITS_X16_INSTANTIATE(qgemv_q8x16_avxvnni, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                      const int32_t*, float*, const float*);
-NBITS_X16_INSTANTIATE(qgemm_q4x16_avxvnni, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                      const float*, const int32_t*, float*, int64_t, const float*);
-NBITS_X16_INSTANTIATE(qgemm_q8x16_avxvnni, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                      const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_X16_VNNI_DEFINE(avxvnni, Ymm, kRows, kPanels, kGemvPanels, kGemvPanels);
 
 }  // namespace nbits::kernels

@@ -3,8 +3,7 @@
 #include "kernels/x16_matmul.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
-#include "kernels/x86/x16_avx512vnni.h"
-#include "kernels/x86/x16_avxvnni.h"
+#include "kernels/x86/x16_vnni.h"
 
 namespace nbits::kernels {
 namespace {
@@ -39,27 +38,21 @@ X16Int8Kernels avx2_int8(int bits) {
           qgemv_q8x16_avx2<kAsym, kF16>, qgemm_q8x16_4x8_avx2<kAsym, kF16>};
 }
 
-template <bool kAsym, bool kF16>
-X16Int8Kernels avx512vnni_int8(int bits) {
-  if (bits == 4)
-    return {kF16 ? "qgemv_q4x16h_avx512vnni" : "qgemv_q4x16_avx512vnni",
-            kF16 ? "qgemm_q4x16h_4x32_avx512vnni" : "qgemm_q4x16_4x32_avx512vnni", quantize_row_blocks_avx2,
-            qgemv_q4x16_avx512vnni<kAsym, kF16>, qgemm_q4x16_avx512vnni<kAsym, kF16>};
-  return {kF16 ? "qgemv_q8x16h_avx512vnni" : "qgemv_q8x16_avx512vnni",
-          kF16 ? "qgemm_q8x16h_4x32_avx512vnni" : "qgemm_q8x16_4x32_avx512vnni", quantize_row_blocks_avx2,
-          qgemv_q8x16_avx512vnni<kAsym, kF16>, qgemm_q8x16_avx512vnni<kAsym, kF16>};
-}
-
-template <bool kAsym, bool kF16>
-X16Int8Kernels avxvnni_int8(int bits) {
-  if (bits == 4)
-    return {kF16 ? "qgemv_q4x16h_avxvnni" : "qgemv_q4x16_avxvnni",
-            kF16 ? "qgemm_q4x16h_4x16_avxvnni" : "qgemm_q4x16_4x16_avxvnni", quantize_row_blocks_avx2,
-            qgemv_q4x16_avxvnni<kAsym, kF16>, qgemm_q4x16_avxvnni<kAsym, kF16>};
-  return {kF16 ? "qgemv_q8x16h_avxvnni" : "qgemv_q8x16_avxvnni",
-          kF16 ? "qgemm_q8x16h_4x16_avxvnni" : "qgemm_q8x16_4x16_avxvnni", quantize_row_blocks_avx2,
-          qgemv_q8x16_avxvnni<kAsym, kF16>, qgemm_q8x16_avxvnni<kAsym, kF16>};
-}
+// The VNNI sets (x16_vnni.h): kernel names carry the GEMM tile (rows x columns).
+#define NBITS_X16_VNNI_SET(isa, tile)                                                                        \
+  template <bool kAsym, bool kF16>                                                                           \
+  X16Int8Kernels isa##_int8(int bits) {                                                                      \
+    if (bits == 4)                                                                                           \
+      return {kF16 ? "qgemv_q4x16h_" #isa : "qgemv_q4x16_" #isa,                                             \
+              kF16 ? "qgemm_q4x16h_" tile "_" #isa : "qgemm_q4x16_" tile "_" #isa, quantize_row_blocks_avx2, \
+              qgemv_q4x16_##isa<kAsym, kF16>, qgemm_q4x16_##isa<kAsym, kF16>};                               \
+    return {kF16 ? "qgemv_q8x16h_" #isa : "qgemv_q8x16_" #isa,                                               \
+            kF16 ? "qgemm_q8x16h_" tile "_" #isa : "qgemm_q8x16_" tile "_" #isa, quantize_row_blocks_avx2,   \
+            qgemv_q8x16_##isa<kAsym, kF16>, qgemm_q8x16_##isa<kAsym, kF16>};                                 \
+  }
+NBITS_X16_VNNI_SET(avx512vnni, "4x32")
+NBITS_X16_VNNI_SET(avxvnni, "4x16")
+#undef NBITS_X16_VNNI_SET
 
 // The VNNI set with the AMX GEMM (uniform zero points only: amx_ok).
 template <bool kF16>
@@ -89,26 +82,21 @@ X16Fp32Kernels avx2_fp32(int bits) {
 // Zero points that are all equal (GGUF Q4_1 / Q4_K: all 0) are folded into the
 // symmetric kernels' default_zp(): no zero-point bytes, the same block stride as Q4_0
 // plus the mins. The int8 kernels (AVX2 and VNNI) apply w.mins (has_mins) themselves.
-std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+// The four instantiations (explicit zero points or not, fp32 or fp16 scales) of one set above.
+template <X16Int8Kernels (*Asym32)(int), X16Int8Kernels (*Asym16)(int), X16Int8Kernels (*Sym32)(int),
+          X16Int8Kernels (*Sym16)(int)>
+std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avx2_int8<true, false>(w.bits), avx2_int8<true, true>(w.bits));
-  return make_x16_int8(w, o, avx2_int8<false, false>(w.bits), avx2_int8<false, true>(w.bits),
-                       /*fold_uniform_zp=*/true);
+    return make_x16_int8(w, o, Asym32(w.bits), Asym16(w.bits));
+  return make_x16_int8(w, o, Sym32(w.bits), Sym16(w.bits), /*fold_uniform_zp=*/true);
 }
-
-std::unique_ptr<PackedMatMul> pack_avx512vnni_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
-  if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avx512vnni_int8<true, false>(w.bits), avx512vnni_int8<true, true>(w.bits));
-  return make_x16_int8(w, o, avx512vnni_int8<false, false>(w.bits), avx512vnni_int8<false, true>(w.bits),
-                       /*fold_uniform_zp=*/true);
-}
-
-std::unique_ptr<PackedMatMul> pack_avxvnni_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
-  if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avxvnni_int8<true, false>(w.bits), avxvnni_int8<true, true>(w.bits));
-  return make_x16_int8(w, o, avxvnni_int8<false, false>(w.bits), avxvnni_int8<false, true>(w.bits),
-                       /*fold_uniform_zp=*/true);
-}
+#define NBITS_PACK_INT8(set)                                                                \
+  pack_int8_with<set##_int8<true, false>, set##_int8<true, true>, set##_int8<false, false>, \
+                 set##_int8<false, true>>
+constexpr auto pack_avx2_int8_with = NBITS_PACK_INT8(avx2);
+constexpr auto pack_avx512vnni_int8_with = NBITS_PACK_INT8(avx512vnni);
+constexpr auto pack_avxvnni_int8_with = NBITS_PACK_INT8(avxvnni);
+#undef NBITS_PACK_INT8
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);
