@@ -530,7 +530,7 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
   EXPECT_GT(checked, 0);
 }
 
-// The AVX-512 VNNI set: every remainder of its 4-row GEMM tile up to M = 40, and a panel left
+// The AVX-512 VNNI set: every remainder of its 6-row GEMM tile up to M = 40, and a panel left
 // over after its 2-panel GEMM tiles and 4-panel (int4) / 8-panel (int8) GEMV groups.
 TEST(MatMulNBitsKernels, Avx512VnniBitExactOnDenseMGrid) {
   std::vector<int64_t> ms;

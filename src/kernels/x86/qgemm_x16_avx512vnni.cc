@@ -14,8 +14,10 @@ namespace nbits::kernels {
 namespace {
 using x16_avx512::Zmm;
 
+// GEMM tile: 6 rows x 2 panels (12 int32 + 12 fp32 accumulators of the 32 zmm); measured against
+// 4x2, 4x3, 5x2, 3x3 and 8x1 (docs/PERFORMANCE.md, "AVX-512 VNNI GEMM tile").
 #ifndef NBITS_VNNI_ROWS
-#define NBITS_VNNI_ROWS 4
+#define NBITS_VNNI_ROWS 6
 #endif
 #ifndef NBITS_VNNI_PANELS
 #define NBITS_VNNI_PANELS 2

@@ -50,7 +50,7 @@ X16Int8Kernels avx2_int8(int bits) {
             kF16 ? "qgemm_q8x16h_" tile "_" #isa : "qgemm_q8x16_" tile "_" #isa, quantize_row_blocks_avx2,   \
             qgemv_q8x16_##isa<kAsym, kF16>, qgemm_q8x16_##isa<kAsym, kF16>};                                 \
   }
-NBITS_X16_VNNI_SET(avx512vnni, "4x32")
+NBITS_X16_VNNI_SET(avx512vnni, "6x32")
 NBITS_X16_VNNI_SET(avxvnni, "4x16")
 #undef NBITS_X16_VNNI_SET
 
