@@ -3,6 +3,7 @@
 #include "kernels/x16_matmul.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
+#include "kernels/x86/x16_fp32_avx512.h"
 #include "kernels/x86/x16_vnni.h"
 
 namespace nbits::kernels {
@@ -14,6 +15,10 @@ bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
 
 bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
+}
+
+bool avx512_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
+  return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && avx2_ok(w, cpu);
 }
 
 bool avxvnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.avx_vnni && avx2_ok(w, cpu); }
@@ -79,6 +84,17 @@ X16Fp32Kernels avx2_fp32(int bits) {
           fgemm_q8x16_4x8_avx2<kAsym, kF16>};
 }
 
+template <bool kAsym, bool kF16>
+X16Fp32Kernels avx512_fp32(int bits) {
+  if (bits == 4)
+    return {kF16 ? "fgemv_q4x16h_avx512" : "fgemv_q4x16_avx512",
+            kF16 ? "fgemm_q4x16h_6x32_avx512" : "fgemm_q4x16_6x32_avx512", fgemv_q4x16_avx512<kAsym, kF16>,
+            fgemm_q4x16_6x32_avx512<kAsym, kF16>};
+  return {kF16 ? "fgemv_q8x16h_avx512" : "fgemv_q8x16_avx512",
+          kF16 ? "fgemm_q8x16h_6x32_avx512" : "fgemm_q8x16_6x32_avx512", fgemv_q8x16_avx512<kAsym, kF16>,
+          fgemm_q8x16_6x32_avx512<kAsym, kF16>};
+}
+
 // Zero points that are all equal (GGUF Q4_1 / Q4_K: all 0) are folded into the
 // symmetric kernels' default_zp(): no zero-point bytes, the same block stride as Q4_0
 // plus the mins. The int8 kernels (AVX2 and VNNI) apply w.mins (has_mins) themselves.
@@ -102,11 +118,19 @@ std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const
   return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);
 }
 
-std::unique_ptr<PackedMatMul> pack_avx2_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
-  if (w.zero_points != nullptr)
-    return make_x16_fp32(w, o, avx2_fp32<true, false>(w.bits), avx2_fp32<true, true>(w.bits));
-  return make_x16_fp32(w, o, avx2_fp32<false, false>(w.bits), avx2_fp32<false, true>(w.bits));
+// The two instantiations (fp32 or fp16 scales) of one CompFp32 set above, by zero points.
+template <X16Fp32Kernels (*Asym32)(int), X16Fp32Kernels (*Asym16)(int), X16Fp32Kernels (*Sym32)(int),
+          X16Fp32Kernels (*Sym16)(int)>
+std::unique_ptr<PackedMatMul> pack_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr) return make_x16_fp32(w, o, Asym32(w.bits), Asym16(w.bits));
+  return make_x16_fp32(w, o, Sym32(w.bits), Sym16(w.bits));
 }
+#define NBITS_PACK_FP32(set)                                                                \
+  pack_fp32_with<set##_fp32<true, false>, set##_fp32<true, true>, set##_fp32<false, false>, \
+                 set##_fp32<false, true>>
+constexpr auto pack_avx2_fp32_with = NBITS_PACK_FP32(avx2);
+constexpr auto pack_avx512_fp32_with = NBITS_PACK_FP32(avx512);
+#undef NBITS_PACK_FP32
 
 std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return pack_avx2_int8_with(w, {}); }
 std::unique_ptr<PackedMatMul> pack_avx512vnni_int8(const QuantizedMatrix& w) {
@@ -117,6 +141,9 @@ std::unique_ptr<PackedMatMul> pack_avxvnni_int8(const QuantizedMatrix& w) {
 }
 std::unique_ptr<PackedMatMul> pack_amx_int8(const QuantizedMatrix& w) { return pack_amx_int8_with(w, {}); }
 std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return pack_avx2_fp32_with(w, {}); }
+std::unique_ptr<PackedMatMul> pack_avx512_fp32(const QuantizedMatrix& w) {
+  return pack_avx512_fp32_with(w, {});
+}
 
 }  // namespace
 
@@ -128,6 +155,7 @@ void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   t.push_back({"x16_avxvnni_int8", Compute::kInt8, avxvnni_ok, pack_avxvnni_int8, pack_avxvnni_int8_with,
                /*mins=*/true});
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});
+  t.push_back({"x16_avx512_fp32", Compute::kFp32, avx512_ok, pack_avx512_fp32, pack_avx512_fp32_with});
   t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32, pack_avx2_fp32_with});
 }
 

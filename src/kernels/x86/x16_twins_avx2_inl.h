@@ -72,6 +72,32 @@ void fgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const
   }
 }
 
+// Blocks [b0, b1) of panel p of w dequantized as the reference does, (q - zp) * scale in fp32, into
+// out[(k - b0 * block) * 16 + column] (the GEMMs that reuse one dequantized panel for every row).
+template <int Bits, bool kAsym, bool kF16>
+void dequantize_panel(const PackedX16& w, int64_t p, int64_t b0, int64_t b1, float* out) {
+  using W = X16Width<Bits>;
+  const int64_t groups = w.block / W::kPerGroup;
+  const __m256i sel[4] = {dword_byte_sel(0), dword_byte_sel(1), dword_byte_sel(2), dword_byte_sel(3)};
+  const uint8_t* blk = w.panel(p) + b0 * w.block_stride;
+  for (int64_t b = b0; b < b1; ++b, blk += w.block_stride) {
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* codes = blk + w.header_bytes + 32 * h;
+      const __m256 s = load_scales8<kF16>(blk, h);
+      const __m256 z = zp_ps<kAsym>(blk + w.zp_offset + 8 * h, w.default_zp());
+      float* o = out + (b - b0) * w.block * 16 + 8 * h;
+      for (int64_t g = 0; g < groups; ++g, codes += 64) {
+        __m256i u[2];
+        unpack_codes<Bits>(load_codes(codes), u);
+        for (int j = 0; j < W::kPerGroup; ++j, o += 16) {
+          const __m256 q = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(u[j >> 2], sel[j & 3]));
+          _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_sub_ps(q, z), s));
+        }
+      }
+    }
+  }
+}
+
 // CompFp32 M>=2 GEMM tile of R rows x 8 columns (half h of panel p): each weight is
 // dequantized once, (q - zp) * scale as the reference does, and used for every row.
 template <int Bits, int R, bool kAsym, bool kF16>
