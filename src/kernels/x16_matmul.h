@@ -12,6 +12,20 @@ namespace nbits::kernels {
 using X16Int8Kernels = PanelInt8Kernels<quant::PackedX16>;
 using X16Fp32Kernels = PanelFp32Kernels<quant::PackedX16>;
 
+// Defines isa_fp32<kAsym, kF16>(bits): the CompFp32 set of fgemv_q{4,8}x16_<isa> and
+// fgemm_q{4,8}x16_<tile>_<isa>, named with "h" after the format for fp16 scales.
+#define NBITS_X16_FP32_SET(isa, tile)                                                   \
+  template <bool kAsym, bool kF16>                                                      \
+  X16Fp32Kernels isa##_fp32(int bits) {                                                 \
+    if (bits == 4)                                                                      \
+      return {kF16 ? "fgemv_q4x16h_" #isa : "fgemv_q4x16_" #isa,                        \
+              kF16 ? "fgemm_q4x16h_" #tile "_" #isa : "fgemm_q4x16_" #tile "_" #isa,    \
+              fgemv_q4x16_##isa<kAsym, kF16>, fgemm_q4x16_##tile##_##isa<kAsym, kF16>}; \
+    return {kF16 ? "fgemv_q8x16h_" #isa : "fgemv_q8x16_" #isa,                          \
+            kF16 ? "fgemm_q8x16h_" #tile "_" #isa : "fgemm_q8x16_" #tile "_" #isa,      \
+            fgemv_q8x16_##isa<kAsym, kF16>, fgemm_q8x16_##tile##_##isa<kAsym, kF16>};   \
+  }
+
 // Packs `w` as x16 and wraps it with the given micro-kernels.
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k);

@@ -48,16 +48,7 @@ X16Int8Kernels int8_kernels(int bits) {
   }
 }
 
-template <bool kAsym, bool kF16>
-X16Fp32Kernels fp32_kernels(int bits) {
-  if (bits == 4)
-    return {kF16 ? "fgemv_q4x16h_neon" : "fgemv_q4x16_neon",
-            kF16 ? "fgemm_q4x16h_4x8_neon" : "fgemm_q4x16_4x8_neon", fgemv_q4x16_neon<kAsym, kF16>,
-            fgemm_q4x16_4x8_neon<kAsym, kF16>};
-  return {kF16 ? "fgemv_q8x16h_neon" : "fgemv_q8x16_neon",
-          kF16 ? "fgemm_q8x16h_4x8_neon" : "fgemm_q8x16_4x8_neon", fgemv_q8x16_neon<kAsym, kF16>,
-          fgemm_q8x16_4x8_neon<kAsym, kF16>};
-}
+NBITS_X16_FP32_SET(neon, 4x8)
 
 template <Level L>
 std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
@@ -73,8 +64,8 @@ std::unique_ptr<PackedMatMul> pack_int8(const QuantizedMatrix& w) {
 
 std::unique_ptr<PackedMatMul> pack_fp32_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr)
-    return make_x16_fp32(w, o, fp32_kernels<true, false>(w.bits), fp32_kernels<true, true>(w.bits));
-  return make_x16_fp32(w, o, fp32_kernels<false, false>(w.bits), fp32_kernels<false, true>(w.bits));
+    return make_x16_fp32(w, o, neon_fp32<true, false>(w.bits), neon_fp32<true, true>(w.bits));
+  return make_x16_fp32(w, o, neon_fp32<false, false>(w.bits), neon_fp32<false, true>(w.bits));
 }
 
 std::unique_ptr<PackedMatMul> pack_fp32(const QuantizedMatrix& w) { return pack_fp32_with(w, {}); }

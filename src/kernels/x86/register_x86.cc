@@ -73,27 +73,8 @@ X16Int8Kernels amx_int8(int bits) {
   return k;
 }
 
-template <bool kAsym, bool kF16>
-X16Fp32Kernels avx2_fp32(int bits) {
-  if (bits == 4)
-    return {kF16 ? "fgemv_q4x16h_avx2" : "fgemv_q4x16_avx2",
-            kF16 ? "fgemm_q4x16h_4x8_avx2" : "fgemm_q4x16_4x8_avx2", fgemv_q4x16_avx2<kAsym, kF16>,
-            fgemm_q4x16_4x8_avx2<kAsym, kF16>};
-  return {kF16 ? "fgemv_q8x16h_avx2" : "fgemv_q8x16_avx2",
-          kF16 ? "fgemm_q8x16h_4x8_avx2" : "fgemm_q8x16_4x8_avx2", fgemv_q8x16_avx2<kAsym, kF16>,
-          fgemm_q8x16_4x8_avx2<kAsym, kF16>};
-}
-
-template <bool kAsym, bool kF16>
-X16Fp32Kernels avx512_fp32(int bits) {
-  if (bits == 4)
-    return {kF16 ? "fgemv_q4x16h_avx512" : "fgemv_q4x16_avx512",
-            kF16 ? "fgemm_q4x16h_6x32_avx512" : "fgemm_q4x16_6x32_avx512", fgemv_q4x16_avx512<kAsym, kF16>,
-            fgemm_q4x16_6x32_avx512<kAsym, kF16>};
-  return {kF16 ? "fgemv_q8x16h_avx512" : "fgemv_q8x16_avx512",
-          kF16 ? "fgemm_q8x16h_6x32_avx512" : "fgemm_q8x16_6x32_avx512", fgemv_q8x16_avx512<kAsym, kF16>,
-          fgemm_q8x16_6x32_avx512<kAsym, kF16>};
-}
+NBITS_X16_FP32_SET(avx2, 4x8)
+NBITS_X16_FP32_SET(avx512, 6x32)
 
 // Zero points that are all equal (GGUF Q4_1 / Q4_K: all 0) are folded into the
 // symmetric kernels' default_zp(): no zero-point bytes, the same block stride as Q4_0
