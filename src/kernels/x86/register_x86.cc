@@ -73,7 +73,7 @@ X16Int8Kernels amx_int8(int bits) {
   return k;
 }
 
-NBITS_X16_FP32_SET(avx2, 4x8)
+NBITS_X16_FP32_SET(avx2, 6x16)
 NBITS_X16_FP32_SET(avx512, 6x32)
 
 // Zero points that are all equal (GGUF Q4_1 / Q4_K: all 0) are folded into the

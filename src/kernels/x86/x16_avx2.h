@@ -47,12 +47,21 @@ template <bool kAsym, bool kF16>
 void fgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,
                       const float* bias);
 
-// CompFp32, M >= 2: tiles of 4 rows x 8 columns.
+// CompFp32, M >= 2: tiles of 4 rows x 8 columns, each tile dequantizing its weights.
 template <bool kAsym, bool kF16>
 void fgemm_q4x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
                           float* Y, int64_t ldy, const float* bias);
 template <bool kAsym, bool kF16>
 void fgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
                           float* Y, int64_t ldy, const float* bias);
+
+// CompFp32, M >= 2: each panel dequantized once for all rows (fgemm_x16_dequant_inl.h), tiles of
+// 6 rows x 16 columns; below 4 rows the 4x8 tiles above.
+template <bool kAsym, bool kF16>
+void fgemm_q4x16_6x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
+                           float* Y, int64_t ldy, const float* bias);
+template <bool kAsym, bool kF16>
+void fgemm_q8x16_6x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
+                           float* Y, int64_t ldy, const float* bias);
 
 }  // namespace nbits::kernels

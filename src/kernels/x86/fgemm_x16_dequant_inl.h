@@ -1,0 +1,110 @@
+// The CompFp32 M>=2 GEMM on int4 / int8 x16 panels that dequantizes each weight once for all
+// rows, written once over a vector type V (include only from the files that instantiate it:
+// kernels/x86/fgemm_x16_6x32_avx512.cc (zmm: a step is 2 panels) and fgemm_x16_6x16_avx2.cc (ymm:
+// a step is 1 panel)).
+//
+// For each step of panels, kChunkK values of k at a time are dequantized as the reference does,
+// (q - zp) * scale in fp32 (avx2::dequantize_panel), into the thread's scratch ([panel][k][16],
+// in L1), and every row of A then runs over that chunk in tiles of kRows rows x 2 vectors: 12
+// accumulators, each lane one column's fp32 fma chain over k in order (carried through Y between
+// chunks), 2 weight loads and kRows broadcasts per k. The AVX2 4x8 GEMM dequantizes every weight
+// again for each tile of 4 rows (4 vector operations per 4 FMAs); below kMinRows rows it still
+// runs (a choice, not a measurement: there the shared dequantization serves 2-3 rows).
+//
+// V provides: R, kLanes (16 or 8), zero(), set1(float), load(const float*), fmadd(a, b, c),
+// add(a, b), load_cols(const float*, n) (n of kLanes floats, the rest 0) and store_cols(float*, R, n).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/x86/x16_twins_avx2_inl.h"
+
+namespace nbits::kernels::fgemm_dequant {
+
+constexpr int64_t kMinRows = 4;
+constexpr int64_t kChunkK = 256;  // k per pass: a step's 16-32 KiB of dequantized weights stay in L1
+// Rows per tile: 6 and 8 measured level on AVX-512 (mlp_up 7.5-7.6 ms either way, M = 128, hot).
+constexpr int kRows = 6;
+
+// Y[r][n0 + c] for R rows over NV vectors of columns of the dequantized chunk wp (panels of kc x 16
+// floats, consecutive): the sums start from 0 (first) or from Y, and get the bias once (last).
+template <class V, int R, int NV>
+void tile(const float* wp, int64_t kc, const float* A, int64_t lda, float* Y, int64_t ldy, int64_t n0,
+          int64_t N, const float* bias, bool first, bool last) {
+  using Vec = typename V::R;
+  constexpr int L = V::kLanes;
+  Vec acc[R][NV];
+  int cols[NV];
+  const float* wv[NV];  // vector v's columns at k = 0: panel v * L / 16, offset v * L % 16
+  for (int v = 0; v < NV; ++v) {
+    cols[v] = static_cast<int>(std::clamp<int64_t>(N - (n0 + L * v), 0, L));
+    wv[v] = wp + (v * L / 16) * kc * 16 + v * L % 16;
+    for (int r = 0; r < R; ++r)
+      acc[r][v] = first ? V::zero() : V::load_cols(Y + r * ldy + n0 + L * v, cols[v]);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    Vec row[NV];
+    for (int v = 0; v < NV; ++v) row[v] = V::load(wv[v] + k * 16);
+    for (int r = 0; r < R; ++r) {
+      const Vec a = V::set1(A[r * lda + k]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = V::fmadd(a, row[v], acc[r][v]);
+    }
+  }
+  for (int v = 0; v < NV; ++v) {
+    const int64_t n = n0 + L * v;
+    if (last && bias != nullptr) {
+      const Vec b = V::load_cols(bias + n, cols[v]);
+      for (int r = 0; r < R; ++r) acc[r][v] = V::add(acc[r][v], b);
+    }
+    for (int r = 0; r < R; ++r) V::store_cols(Y + r * ldy + n, acc[r][v], cols[v]);
+  }
+}
+
+template <class V>
+using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, int64_t,
+                        const float*, bool, bool);
+
+template <class V, int NV>
+TileFn<V> rows_tile(int rows) {
+  constexpr TileFn<V> tiles[kRows] = {tile<V, 1, NV>, tile<V, 2, NV>, tile<V, 3, NV>,
+                                      tile<V, 4, NV>, tile<V, 5, NV>, tile<V, 6, NV>};
+  return tiles[rows - 1];
+}
+
+template <class V, int Bits, bool kAsym, bool kF16>
+void fgemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda, float* Y,
+           int64_t ldy, const float* bias) {
+  if (M < kMinRows) return avx2::fgemm_x16<Bits, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);
+  constexpr int64_t kStep = 2 * V::kLanes / 16;  // panels per step: 2 vectors of columns
+  const int64_t chunk_blocks = std::max<int64_t>(1, kChunkK / w.block);
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(kStep * chunk_blocks * w.block * 16))
+    scratch.resize(kStep * chunk_blocks * w.block * 16);
+  float* wp = scratch.data();
+  auto run = [&](int64_t p, int64_t b0) {
+    const int64_t b1 = std::min(w.k_blocks, b0 + chunk_blocks), kc = (b1 - b0) * w.block;
+    const int64_t np = std::min(kStep, p1 - p);
+    for (int64_t i = 0; i < np; ++i)
+      avx2::dequantize_panel<Bits, kAsym, kF16>(w, p + i, b0, b1, wp + i * kc * 16);
+    const bool two = np * 16 == 2 * V::kLanes;
+    for (int64_t m = 0; m < M; m += kRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, M - m));
+      (two ? rows_tile<V, 2>(rows) : rows_tile<V, 1>(rows))(wp, kc, A + m * lda + b0 * w.block, lda,
+                                                            Y + m * ldy, ldy, p * 16, w.N, bias, b0 == 0,
+                                                            b1 == w.k_blocks);
+    }
+  };
+  // Every step of panels streams A's chunk columns (M x kChunkK), every chunk the steps' columns
+  // of Y: the smaller of A and Y is the one streamed again (measured on AVX-512: mlp_down,
+  // K = 4864, 1.17x with chunks outermost; mlp_up, N = 4864, 1.06x with panels outermost).
+  if (w.K > w.N) {
+    for (int64_t b0 = 0; b0 < w.k_blocks; b0 += chunk_blocks)
+      for (int64_t p = p0; p < p1; p += kStep) run(p, b0);
+  } else {
+    for (int64_t p = p0; p < p1; p += kStep)
+      for (int64_t b0 = 0; b0 < w.k_blocks; b0 += chunk_blocks) run(p, b0);
+  }
+}
+
+}  // namespace nbits::kernels::fgemm_dequant
