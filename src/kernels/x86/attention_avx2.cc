@@ -5,22 +5,13 @@
 #include "base/fp16.h"
 #include "kernels/x86/attention_x86.h"
 #include "kernels/x86/exp_avx2.h"
+#include "kernels/x86/f32_vec_inl.h"
 
 namespace nbits::kernels {
 namespace {
 
-struct Avx2 {
-  using R = __m256;
-  static constexpr int kLanes = 8, kAcc = 8;
-  static R zero() { return _mm256_setzero_ps(); }
-  static R set1(float x) { return _mm256_set1_ps(x); }
-  static R load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, R x) { _mm256_storeu_ps(p, x); }
-  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
-  static R add(R a, R b) { return _mm256_add_ps(a, b); }
-  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
-  static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
-  static R max(R a, R b) { return _mm256_max_ps(a, b); }
+struct Avx2 : x86::F32Ymm {
+  static constexpr int kAcc = 8;
   static R exp(R x) { return x86::exp8(x); }
   static R lt_select(R a, R b, R x, R y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
   static void widen(const uint16_t* h, float* f, int64_t n) {
@@ -38,11 +29,6 @@ struct Avx2 {
   }
   // The decode kernel's: 6 heads x 2 column vectors of accumulators (of the 16 registers).
   static constexpr int kDecodeHeads = 6, kDecodeQRegs = 4;
-  static __m256i lanes_below(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  static R load_partial(const float* p, int n) { return _mm256_maskload_ps(p, lanes_below(n)); }
-  static void store_partial(float* p, R x, int n) { _mm256_maskstore_ps(p, lanes_below(n), x); }
   // fold4: hadd pairs twice; half h of the result holds the sums of a[0..3] over their half h.
   // fold_groups: the halves of the 2 groups added.
   static R fold4(const R* a) {

@@ -4,6 +4,7 @@
 
 #include "base/fp16.h"
 #include "kernels/x86/attention_x86.h"
+#include "kernels/x86/f32_vec_inl.h"
 
 namespace nbits::kernels {
 namespace {
@@ -27,18 +28,8 @@ inline __m512 exp16(__m512 x) {
   return _mm512_maskz_scalef_ps(0xFFFF, e, n);
 }
 
-struct Avx512 {
-  using R = __m512;
-  static constexpr int kLanes = 16, kAcc = 16;
-  static R zero() { return _mm512_setzero_ps(); }
-  static R set1(float x) { return _mm512_set1_ps(x); }
-  static R load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, R x) { _mm512_storeu_ps(p, x); }
-  static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
-  static R add(R a, R b) { return _mm512_add_ps(a, b); }
-  static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
-  static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
-  static R max(R a, R b) { return _mm512_maskz_max_ps(0xFFFF, a, b); }
+struct Avx512 : x86::F32Zmm {
+  static constexpr int kAcc = 16;
   static R exp(R x) { return exp16(x); }
   static R lt_select(R a, R b, R x, R y) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
@@ -60,12 +51,6 @@ struct Avx512 {
   }
   // The decode kernel's: 8 heads x 2 column vectors of accumulators.
   static constexpr int kDecodeHeads = 8, kDecodeQRegs = 8;
-  static R load_partial(const float* p, int n) {
-    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
-  }
-  static void store_partial(float* p, R x, int n) {
-    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), x);
-  }
   // fold4: pairs added within 128-bit lanes (unpack ps, then pd): quarter k of the result holds the
   // sums of a[0..3] over their quarter k. fold_groups: the four quarters of each of the 4 groups
   // folded by shuffle_f32x4. 30 shuffles, 15 adds for 16 keys.

@@ -11,13 +11,13 @@
 // again for each tile of 4 rows (4 vector operations per 4 FMAs); below kMinRows rows it still
 // runs (a choice, not a measurement: there the shared dequantization serves 2-3 rows).
 //
-// V provides: R, kLanes (16 or 8), zero(), set1(float), load(const float*), fmadd(a, b, c),
-// add(a, b), load_cols(const float*, n) (n of kLanes floats, the rest 0) and store_cols(float*, R, n).
+// V: x86::F32Ymm or x86::F32Zmm (kernels/x86/f32_vec_inl.h).
 #pragma once
 
 #include <algorithm>
 #include <vector>
 
+#include "kernels/x86/f32_vec_inl.h"
 #include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels::fgemm_dequant {
@@ -41,7 +41,7 @@ void tile(const float* wp, int64_t kc, const float* A, int64_t lda, float* Y, in
     cols[v] = static_cast<int>(std::clamp<int64_t>(N - (n0 + L * v), 0, L));
     wv[v] = wp + (v * L / 16) * kc * 16 + v * L % 16;
     for (int r = 0; r < R; ++r)
-      acc[r][v] = first ? V::zero() : V::load_cols(Y + r * ldy + n0 + L * v, cols[v]);
+      acc[r][v] = first ? V::zero() : V::load_partial(Y + r * ldy + n0 + L * v, cols[v]);
   }
   for (int64_t k = 0; k < kc; ++k) {
     Vec row[NV];
@@ -54,10 +54,10 @@ void tile(const float* wp, int64_t kc, const float* A, int64_t lda, float* Y, in
   for (int v = 0; v < NV; ++v) {
     const int64_t n = n0 + L * v;
     if (last && bias != nullptr) {
-      const Vec b = V::load_cols(bias + n, cols[v]);
+      const Vec b = V::load_partial(bias + n, cols[v]);
       for (int r = 0; r < R; ++r) acc[r][v] = V::add(acc[r][v], b);
     }
-    for (int r = 0; r < R; ++r) V::store_cols(Y + r * ldy + n, acc[r][v], cols[v]);
+    for (int r = 0; r < R; ++r) V::store_partial(Y + r * ldy + n, acc[r][v], cols[v]);
   }
 }
 
@@ -108,3 +108,21 @@ void fgemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A
 }
 
 }  // namespace nbits::kernels::fgemm_dequant
+
+// Defines and instantiates fgemm_q4x16_<tile>_<isa> and fgemm_q8x16_<tile>_<isa> over vector V
+// (at namespace nbits::kernels).
+#define NBITS_FGEMM_DEQUANT_DEFINE(V, tile, isa)                                                         \
+  template <bool kAsym, bool kF16>                                                                       \
+  void fgemm_q4x16_##tile##_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, \
+                                  int64_t lda, float* Y, int64_t ldy, const float* bias) {               \
+    fgemm_dequant::fgemm<V, 4, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);                         \
+  }                                                                                                      \
+  template <bool kAsym, bool kF16>                                                                       \
+  void fgemm_q8x16_##tile##_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, \
+                                  int64_t lda, float* Y, int64_t ldy, const float* bias) {               \
+    fgemm_dequant::fgemm<V, 8, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);                         \
+  }                                                                                                      \
+  NBITS_X16_INSTANTIATE(fgemm_q4x16_##tile##_##isa, const PackedX16&, int64_t, int64_t, int64_t,         \
+                        const float*, int64_t, float*, int64_t, const float*);                           \
+  NBITS_X16_INSTANTIATE(fgemm_q8x16_##tile##_##isa, const PackedX16&, int64_t, int64_t, int64_t,         \
+                        const float*, int64_t, float*, int64_t, const float*)
