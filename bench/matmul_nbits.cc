@@ -1,5 +1,6 @@
 // MatMulNBits kernels: GB/s of packed weights streamed per call, for the
-// Qwen2.5-0.5B shapes, M = 1 (decode) and M = 128 (prefill), 1 and 2 threads,
+// Qwen2.5-0.5B shapes, M = 1 (decode) and M = 128 (prefill; NBITS_BENCH_M="2,4,8" runs other rows
+// instead), 1 and 2 threads,
 // next to a STREAM-like read-bandwidth benchmark in the same binary so the
 // ratio "GEMV GB/s / read GB/s" comes from one run. Weights rotate over
 // several packed copies (>= 320 MB in all) so every call streams from DRAM.
@@ -27,6 +28,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -191,6 +193,28 @@ struct Shape {
   int64_t K, N;
 };
 
+// Rows of A: 1 and 128, or the comma-separated list in NBITS_BENCH_M (e.g. "2,4,8,16").
+std::vector<int64_t> bench_rows() {
+  const char* env = std::getenv("NBITS_BENCH_M");
+  if (env == nullptr || *env == '\0') return {1, 128};
+  std::vector<int64_t> rows;
+  for (const char* p = env; *p != '\0';) {
+    char* end = nullptr;
+    const long long m = std::strtoll(p, &end, 10);
+    if (end == p || m < 1) {
+      std::fprintf(stderr, "NBITS_BENCH_M: want positive integers separated by commas, got \"%s\"\n", env);
+      std::exit(2);
+    }
+    rows.push_back(m);
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != '\0') {
+      std::fprintf(stderr, "NBITS_BENCH_M: want positive integers separated by commas, got \"%s\"\n", env);
+      std::exit(2);
+    }
+  }
+  return rows;
+}
+
 void register_all() {
   for (int t : {1, 2})
     benchmark::RegisterBenchmark(("read_bw/T=" + std::to_string(t)).c_str(), bm_read_bw, t)
@@ -209,7 +233,7 @@ void register_all() {
     for (const Quant& q : quants)
       for (bool fp16 : {false, true})
         for (const Shape& s : shapes)
-          for (int64_t M : {1, 128})
+          for (int64_t M : bench_rows())
             for (int t : {1, 2}) {
               QuantizedMatrix probe;
               probe.N = s.N, probe.K = s.K, probe.bits = q.bits, probe.block_size = q.block;

@@ -9,7 +9,8 @@
 // accumulators, each lane one column's fp32 fma chain over k in order (carried through Y between
 // chunks), 2 weight loads and kRows broadcasts per k. The AVX2 4x8 GEMM dequantizes every weight
 // again for each tile of 4 rows (4 vector operations per 4 FMAs); below kMinRows rows it still
-// runs (a choice, not a measurement: there the shared dequantization serves 2-3 rows).
+// runs: measured (NBITS_BENCH_M, hot weights, 1 thread), the 4x8 GEMM is faster at M = 2 (0.71-0.93x
+// for this one) and level at 3; from M = 4 this one wins (1.03-1.36x at 4, 1.4-1.9x at 6).
 //
 // V: x86::F32Ymm or x86::F32Zmm (kernels/x86/f32_vec_inl.h).
 #pragma once
