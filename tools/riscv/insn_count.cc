@@ -1,7 +1,7 @@
-// Counts the guest instructions of one MatMulNBits call (M=1 decode, Qwen2.5-0.5B layer shapes)
-// per kernel set under QEMU, between the insncount plugin's region markers. Built and run by
-// tools/riscv/insn_count.sh against the IME-emulated cross build (which corrects for the
-// emulation sequence).  usage: insn_count KERNEL_SET BITS [fp16]
+// Counts the guest instructions of one MatMulNBits call (M=1 decode, or M rows, Qwen2.5-0.5B layer
+// shapes) per kernel set under QEMU, between the insncount plugin's region markers. Built and run
+// by tools/riscv/insn_count.sh against the IME-emulated cross build (which corrects for the
+// emulation sequence).  usage: insn_count KERNEL_SET BITS [fp32|fp16] [M]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,11 +16,16 @@ using namespace nbits::kernels;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: insn_count KERNEL_SET BITS [fp16]\n");
+    std::fprintf(stderr, "usage: insn_count KERNEL_SET BITS [fp32|fp16] [M]\n");
     return 2;
   }
   const std::string want = argv[1];
   const int bits = std::atoi(argv[2]);
+  const int64_t M = argc > 4 ? std::atoll(argv[4]) : 1;
+  if (M < 1) {
+    std::fprintf(stderr, "insn_count: M must be >= 1\n");
+    return 2;
+  }
   // One Qwen2.5-0.5B decoder layer: qkv, o, gate+up, down (N x K).
   const int64_t shapes[4][2] = {{1152, 896}, {896, 896}, {9728, 896}, {896, 4864}};
   std::mt19937 rng(1);
@@ -35,7 +40,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> codes(static_cast<size_t>(w.N * w.k_blocks() * w.blob_bytes()));
     for (auto& c : codes) c = static_cast<uint8_t>(rng());
     std::vector<float> scales(static_cast<size_t>(w.N * w.k_blocks()), 0.01f);
-    std::vector<float> a(static_cast<size_t>(w.K)), y(static_cast<size_t>(w.N));
+    std::vector<float> a(static_cast<size_t>(M * w.K)), y(static_cast<size_t>(M * w.N));
     for (auto& x : a) x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;
     w.codes = codes.data();
     w.scales = scales.data();
@@ -50,10 +55,12 @@ int main(int argc, char** argv) {
     opts.fp16_scales = argc > 3 && std::string(argv[3]) == "fp16";
     auto packed = k->pack_opts(w, opts);
     asm volatile("slti x0, x0, 0x7a1");  // region begin
-    packed->run(a.data(), 1, y.data(), nullptr, pool);
+    packed->run(a.data(), M, y.data(), nullptr, pool);
     asm volatile("slti x0, x0, 0x7a2");  // region end
-    vmadots += static_cast<uint64_t>((w.N + 15) / 16) * w.k_blocks() * (32 / 8) * 4;
-    std::printf("%s N=%lld K=%lld y0=%g\n", packed->kernel_name(1), static_cast<long long>(w.N),
+    // M > 1: one vmadot per 4-row tile as well (the IME GEMM tile is 4 rows): not checked against a
+    // count of the calls.
+    vmadots += static_cast<uint64_t>((w.N + 15) / 16) * w.k_blocks() * (32 / 8) * 4 * ((M + 3) / 4);
+    std::printf("%s N=%lld K=%lld y0=%g\n", packed->kernel_name(M), static_cast<long long>(w.N),
                 static_cast<long long>(w.K), y[0]);
   }
   std::printf("vmadot_if_ime %llu\n", static_cast<unsigned long long>(vmadots));
