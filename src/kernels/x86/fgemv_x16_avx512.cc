@@ -2,13 +2,14 @@
 // GEMV's computation on whole panels: one 64-byte code group is both 8-column halves at the same
 // k (half 0 in the low 256 bits, half 1 in the high), so pshufb (per 128-bit lane) and one
 // conversion give the 16 columns of one k in column order. Per block, sum a * q in fp32, then
-// y += scale * (sum - zp * sum(a)). maskz forms: GCC 12 warns on the _mm512_undefined_* inside
-// the unmasked ones.
+// y += scale * (sum - zp * sum(a)). Prefetch as the AVX2 GEMV. maskz forms: GCC 12 warns on the
+// _mm512_undefined_* inside the unmasked ones.
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "kernels/x86/x16_fp32_avx512.h"
+#include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels {
 namespace {
@@ -52,6 +53,7 @@ void fgemv(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const flo
       for (int c = 0; c < 2; ++c)
         for (int i = 0; i < 4; ++i) e[c][i] = _mm512_setzero_ps();
       auto group = [&](const uint8_t* gc, const float* ga, int c0) {
+        _mm_prefetch(reinterpret_cast<const char*>(gc) + avx2::kPrefetchBytes, _MM_HINT_T0);
         const __m512i x = _mm512_loadu_si512(gc);
         __m512i u[2];
         if constexpr (Bits == 4) {

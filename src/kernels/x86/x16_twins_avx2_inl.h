@@ -34,7 +34,8 @@ inline void unpack_codes(__m256i x, __m256i* u) {
 }
 
 // CompFp32 M=1 GEMV: per block, sum a*q in fp32 (codes unpacked with pshufb), then
-// y += scale * (sum - zp * sum(a)).
+// y += scale * (sum - zp * sum(a)). Prefetch kPrefetchBytes ahead as the int8 GEMVs do (1.2-1.6x
+// with the weights from memory, docs/PERFORMANCE.md).
 template <int Bits, bool kAsym, bool kF16>
 void fgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,
                const float* bias) {
@@ -50,6 +51,7 @@ void fgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const
       __m256 e[4], f[4];
       for (int i = 0; i < 4; ++i) e[i] = f[i] = _mm256_setzero_ps();
       for (int64_t g = 0; g < groups; ++g, codes += 64, ab += W::kPerGroup) {
+        _mm_prefetch(reinterpret_cast<const char*>(codes) + kPrefetchBytes, _MM_HINT_T0);
         __m256i u0[2], u1[2];
         unpack_codes<Bits>(load_codes(codes), u0);
         unpack_codes<Bits>(load_codes(codes + 32), u1);
