@@ -89,11 +89,14 @@ void fgemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A
     for (int64_t i = 0; i < np; ++i)
       avx2::dequantize_panel<Bits, kAsym, kF16>(w, p + i, b0, b1, wp + i * kc * 16);
     const bool two = np * 16 == 2 * V::kLanes;
-    for (int64_t m = 0; m < M; m += kRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kRows, M - m));
+    // As few tiles as kRows allows, their rows as even as can be (8 = 4 + 4, not 6 + 2).
+    const int64_t tiles = (M + kRows - 1) / kRows, base = M / tiles, extra = M % tiles;
+    for (int64_t t = 0, m = 0; t < tiles; ++t) {
+      const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
       (two ? rows_tile<V, 2>(rows) : rows_tile<V, 1>(rows))(wp, kc, A + m * lda + b0 * w.block, lda,
                                                             Y + m * ldy, ldy, p * 16, w.N, bias, b0 == 0,
                                                             b1 == w.k_blocks);
+      m += rows;
     }
   };
   // Every step of panels streams A's chunk columns (M x kChunkK), every chunk the steps' columns
