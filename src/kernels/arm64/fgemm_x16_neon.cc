@@ -1,8 +1,11 @@
 // CompFp32 x16 GEMV / GEMM, baseline NEON (FMLA): codes are moved to one int32 lane per column with
 // TBL (byte i of each column's dword), converted to fp32 and multiplied by the activations.
-// GEMV: per block sum a*q in fp32, then y += scale * (sum - zp * sum(a)); GEMM (4 rows x 8
-// columns): each weight dequantized once as (q - zp) * scale, as the reference does.
+// GEMV: per block sum a*q in fp32, then y += scale * (sum - zp * sum(a)); GEMM below 4 rows (4 rows
+// x 8 columns): each weight dequantized per tile as (q - zp) * scale, as the reference does; from 4
+// rows (fgemm_q{4,8}x16_6x16_neon) the same weights dequantized once for all rows
+// (kernels/fgemm_x16_dequant_inl.h).
 #include "kernels/arm64/x16_neon_inl.h"
+#include "kernels/fgemm_x16_dequant_inl.h"
 
 namespace nbits::kernels {
 namespace {
@@ -36,6 +39,18 @@ inline void zp_f32(const uint8_t* p, int dflt, float32x4_t z[4]) {
     for (int j = 0; j < 4; ++j) z[j] = vcvtq_f32_s32(zi[j]);
   } else {
     for (int j = 0; j < 4; ++j) z[j] = vdupq_n_f32(static_cast<float>(dflt));
+  }
+}
+
+// The 8 weights at k offset j of a code group (x: its two 16-byte halves of 4 columns each, one
+// half of the panel) as (q - zp) * scale, the reference's expression: wv[c] = columns 4c..4c+3.
+template <int kBits>
+inline void dequant8(const uint8x16_t* x, int j, const uint8x16_t* sel, uint8x16_t m4, const float32x4_t* z,
+                     const float32x4_t* s, float32x4_t* wv) {
+  for (int c = 0; c < 2; ++c) {
+    uint8x16_t v = x[c];
+    if constexpr (kBits == 4) v = j < 4 ? vandq_u8(v, m4) : vshrq_n_u8(v, 4);
+    wv[c] = vmulq_f32(vsubq_f32(codes_f32(v, sel[j & 3]), z[c]), s[c]);
   }
 }
 
@@ -113,11 +128,7 @@ void tile(const PackedX16& w, int64_t p, int h, const float* A, int64_t lda, flo
       const uint8x16_t x[2] = {vld1q_u8(codes), vld1q_u8(codes + 16)};
       for (int j = 0; j < kGk; ++j) {
         float32x4_t wv[2];
-        for (int c = 0; c < 2; ++c) {
-          uint8x16_t v = x[c];
-          if constexpr (kBits == 4) v = j < 4 ? vandq_u8(v, m4) : vshrq_n_u8(v, 4);
-          wv[c] = vmulq_f32(vsubq_f32(codes_f32(v, sel[j & 3]), z[c]), s[c]);
-        }
+        dequant8<kBits>(x, j, sel, m4, z, s, wv);
         for (int r = 0; r < R; ++r) {
           const float av = ab[r * lda + j];
           acc[r][0] = vfmaq_n_f32(acc[r][0], wv[0], av);
@@ -139,7 +150,71 @@ void gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A,
   });
 }
 
+// Blocks [b0, b1) of panel p dequantized into out[(k - b0 * block) * 16 + column].
+template <int kBits, bool kAsym, bool kF16>
+void neon_dequantize_panel(const PackedX16& w, int64_t p, int64_t b0, int64_t b1, float* out) {
+  const uint8x16_t sel[4] = {dword_byte_sel(0), dword_byte_sel(1), dword_byte_sel(2), dword_byte_sel(3)};
+  const uint8x16_t m4 = vdupq_n_u8(0x0f);
+  constexpr int kGk = kBits == 4 ? 8 : 4;
+  const int64_t groups = w.block / kGk;
+  const uint8_t* blk = w.panel(p) + b0 * w.block_stride;
+  for (int64_t b = b0; b < b1; ++b, blk += w.block_stride) {
+    float32x4_t z4[4];
+    zp_f32<kAsym>(blk + w.zp_offset, w.default_zp(), z4);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* codes = blk + w.header_bytes + 32 * h;
+      const float32x4_t s[2] = {load_scales4<kF16>(blk, 2 * h), load_scales4<kF16>(blk, 2 * h + 1)};
+      const float32x4_t z[2] = {z4[2 * h], z4[2 * h + 1]};
+      float* o = out + (b - b0) * w.block * 16 + 8 * h;
+      for (int64_t g = 0; g < groups; ++g, codes += 64) {
+        const uint8x16_t x[2] = {vld1q_u8(codes), vld1q_u8(codes + 16)};
+        for (int j = 0; j < kGk; ++j, o += 16) {
+          float32x4_t wv[2];
+          dequant8<kBits>(x, j, sel, m4, z, s, wv);
+          vst1q_f32(o, wv[0]);
+          vst1q_f32(o + 4, wv[1]);
+        }
+      }
+    }
+  }
+}
+
+// The V of kernels/fgemm_x16_dequant_inl.h: 4 vectors (a whole panel) per tile row, 6 rows
+// (24 of the 32 registers); below 4 rows the 4x8 GEMM above.
+struct DequantGemmV {
+  using R = float32x4_t;
+  static constexpr int kLanes = 4, kTileVecs = 4;
+  static R zero() { return vdupq_n_f32(0.0f); }
+  static R set1(float x) { return vdupq_n_f32(x); }
+  static R load(const float* p) { return vld1q_f32(p); }
+  static R fmadd(R a, R b, R c) { return vfmaq_f32(c, a, b); }
+  static R add(R a, R b) { return vaddq_f32(a, b); }
+  static R load_partial(const float* p, int n) {
+    if (n == 4) return vld1q_f32(p);
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int i = 0; i < n; ++i) t[i] = p[i];
+    return vld1q_f32(t);
+  }
+  static void store_partial(float* p, R x, int n) {
+    if (n == 4) return vst1q_f32(p, x);
+    float t[4];
+    vst1q_f32(t, x);
+    for (int i = 0; i < n; ++i) p[i] = t[i];
+  }
+  template <int kBits, bool kAsym, bool kF16>
+  static void dequantize_panel(const PackedX16& w, int64_t p, int64_t b0, int64_t b1, float* out) {
+    neon_dequantize_panel<kBits, kAsym, kF16>(w, p, b0, b1, out);
+  }
+  template <int kBits, bool kAsym, bool kF16>
+  static void small_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
+                         float* Y, int64_t ldy, const float* bias) {
+    gemm<kBits, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);
+  }
+};
+
 }  // namespace
+
+NBITS_FGEMM_DEQUANT_DEFINE(DequantGemmV, 6x16, neon);
 
 template <bool kAsym, bool kF16>
 void fgemv_q4x16_neon(NBITS_A64_FGEMV_ARGS) {

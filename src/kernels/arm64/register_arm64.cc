@@ -48,7 +48,7 @@ X16Int8Kernels int8_kernels(int bits) {
   }
 }
 
-NBITS_X16_FP32_SET(neon, 4x8)
+NBITS_X16_FP32_SET(neon, 6x16)
 
 template <Level L>
 std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const PackOptions& o) {

@@ -71,5 +71,9 @@ template <bool kAsym, bool kF16>
 void fgemm_q4x16_4x8_neon(NBITS_A64_FGEMM_ARGS);
 template <bool kAsym, bool kF16>
 void fgemm_q8x16_4x8_neon(NBITS_A64_FGEMM_ARGS);
+template <bool kAsym, bool kF16>
+void fgemm_q4x16_6x16_neon(NBITS_A64_FGEMM_ARGS);
+template <bool kAsym, bool kF16>
+void fgemm_q8x16_6x16_neon(NBITS_A64_FGEMM_ARGS);
 
 }  // namespace nbits::kernels

@@ -348,4 +348,20 @@ void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
   }
 }
 
+// The x86 V of kernels/fgemm_x16_dequant_inl.h over fp32 vector basics F (x86::F32Ymm / F32Zmm,
+// kernels/x86/f32_vec_inl.h): 2 vectors per tile row, this file's dequantization and 4x8 GEMM.
+template <class F>
+struct DequantGemmV : F {
+  static constexpr int kTileVecs = 2;
+  template <int Bits, bool kAsym, bool kF16>
+  static void dequantize_panel(const PackedX16& w, int64_t p, int64_t b0, int64_t b1, float* out) {
+    avx2::dequantize_panel<Bits, kAsym, kF16>(w, p, b0, b1, out);
+  }
+  template <int Bits, bool kAsym, bool kF16>
+  static void small_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda,
+                         float* Y, int64_t ldy, const float* bias) {
+    fgemm_x16<Bits, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);
+  }
+};
+
 }  // namespace nbits::kernels::avx2

@@ -1,30 +1,35 @@
 // The CompFp32 M>=2 GEMM on int4 / int8 x16 panels that dequantizes each weight once for all
 // rows, written once over a vector type V (include only from the files that instantiate it:
-// kernels/x86/fgemm_x16_6x32_avx512.cc (zmm: a step is 2 panels) and fgemm_x16_6x16_avx2.cc (ymm:
-// a step is 1 panel)).
+// kernels/x86/fgemm_x16_6x32_avx512.cc (zmm: a step is 2 panels), kernels/x86/fgemm_x16_6x16_avx2.cc
+// (ymm: 1 panel) and kernels/arm64/fgemm_x16_6x16_neon.cc (NEON: 1 panel)).
 //
 // For each step of panels, kChunkK values of k at a time are dequantized as the reference does,
-// (q - zp) * scale in fp32 (avx2::dequantize_panel), into the thread's scratch ([panel][k][16],
-// in L1), and every row of A then runs over that chunk in tiles of kRows rows x 2 vectors: 12
-// accumulators, each lane one column's fp32 fma chain over k in order (carried through Y between
-// chunks), 2 weight loads and kRows broadcasts per k. The AVX2 4x8 GEMM dequantizes every weight
-// again for each tile of 4 rows (4 vector operations per 4 FMAs); below kMinRows rows it still
-// runs: measured (NBITS_BENCH_M, hot weights, 1 thread), the 4x8 GEMM is faster at M = 2 (0.71-0.93x
-// for this one) and level at 3; from M = 4 this one wins (1.03-1.36x at 4, 1.4-1.9x at 6).
+// (q - zp) * scale in fp32 (V::dequantize_panel), into the thread's scratch ([panel][k][16], in
+// L1), and every row of A then runs over that chunk in tiles of up to kRows rows x V::kTileVecs
+// vectors (x86: 2 vectors, 12 accumulators; NEON: 4 vectors, 24), each lane one column's fp32 fma
+// chain over k in order (carried through Y between chunks), kTileVecs weight loads and kRows
+// broadcasts per k. The 4x8 GEMMs dequantize every weight again for each tile of 4 rows (4 vector
+// operations per 4 FMAs); below kMinRows rows they still run (V::small_gemm): measured on x86
+// (NBITS_BENCH_M, hot weights, 1 thread), the 4x8 GEMM is faster at M = 2 (0.71-0.93x for this one)
+// and level at 3; from M = 4 this one wins (1.03-1.36x at 4, 1.4-1.9x at 6).
 //
-// V: x86::F32Ymm or x86::F32Zmm (kernels/x86/f32_vec_inl.h).
+// V provides R, kLanes, kTileVecs, zero(), set1(float), load(const float*), fmadd(a, b, c) = a * b + c,
+// add(a, b), load_partial(p, n) (lanes >= n zero), store_partial(p, x, n), and the templates
+// <Bits, kAsym, kF16> dequantize_panel(w, p, b0, b1, out) (blocks [b0, b1) of panel p into
+// out[(k - b0 * block) * 16 + column]) and small_gemm(w, p0, p1, M, A, lda, Y, ldy, bias).
 #pragma once
 
 #include <algorithm>
 #include <vector>
 
-#include "kernels/x86/f32_vec_inl.h"
-#include "kernels/x86/x16_twins_avx2_inl.h"
+#include "quant/packed_x16.h"
 
 namespace nbits::kernels::fgemm_dequant {
 
 constexpr int64_t kMinRows = 4;
 constexpr int64_t kChunkK = 256;  // k per pass: a step's 16-32 KiB of dequantized weights stay in L1
+
+using quant::PackedX16;
 // Rows per tile: 6 and 8 measured level on AVX-512 (mlp_up 7.5-7.6 ms either way, M = 128, hot).
 constexpr int kRows = 6;
 
@@ -76,8 +81,8 @@ TileFn<V> rows_tile(int rows) {
 template <class V, int Bits, bool kAsym, bool kF16>
 void fgemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, int64_t lda, float* Y,
            int64_t ldy, const float* bias) {
-  if (M < kMinRows) return avx2::fgemm_x16<Bits, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);
-  constexpr int64_t kStep = 2 * V::kLanes / 16;  // panels per step: 2 vectors of columns
+  if (M < kMinRows) return V::template small_gemm<Bits, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);
+  constexpr int64_t kStep = std::max(1, V::kTileVecs * V::kLanes / 16);  // panels per step
   const int64_t chunk_blocks = std::max<int64_t>(1, kChunkK / w.block);
   thread_local std::vector<float> scratch;
   if (scratch.size() < static_cast<size_t>(kStep * chunk_blocks * w.block * 16))
@@ -87,15 +92,16 @@ void fgemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A
     const int64_t b1 = std::min(w.k_blocks, b0 + chunk_blocks), kc = (b1 - b0) * w.block;
     const int64_t np = std::min(kStep, p1 - p);
     for (int64_t i = 0; i < np; ++i)
-      avx2::dequantize_panel<Bits, kAsym, kF16>(w, p + i, b0, b1, wp + i * kc * 16);
-    const bool two = np * 16 == 2 * V::kLanes;
+      V::template dequantize_panel<Bits, kAsym, kF16>(w, p + i, b0, b1, wp + i * kc * 16);
+    constexpr int kFull = V::kTileVecs, kHalf = std::max(1, V::kTileVecs / 2);  // a short step: zmm only
+    const bool full = np == kStep;
     // As few tiles as kRows allows, their rows as even as can be (8 = 4 + 4, not 6 + 2).
     const int64_t tiles = (M + kRows - 1) / kRows, base = M / tiles, extra = M % tiles;
     for (int64_t t = 0, m = 0; t < tiles; ++t) {
       const int rows = static_cast<int>(base + (t < extra ? 1 : 0));
-      (two ? rows_tile<V, 2>(rows) : rows_tile<V, 1>(rows))(wp, kc, A + m * lda + b0 * w.block, lda,
-                                                            Y + m * ldy, ldy, p * 16, w.N, bias, b0 == 0,
-                                                            b1 == w.k_blocks);
+      (full ? rows_tile<V, kFull>(rows) : rows_tile<V, kHalf>(rows))(wp, kc, A + m * lda + b0 * w.block, lda,
+                                                                     Y + m * ldy, ldy, p * 16, w.N, bias,
+                                                                     b0 == 0, b1 == w.k_blocks);
       m += rows;
     }
   };
@@ -115,18 +121,18 @@ void fgemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A
 
 // Defines and instantiates fgemm_q4x16_<tile>_<isa> and fgemm_q8x16_<tile>_<isa> over vector V
 // (at namespace nbits::kernels).
-#define NBITS_FGEMM_DEQUANT_DEFINE(V, tile, isa)                                                         \
-  template <bool kAsym, bool kF16>                                                                       \
-  void fgemm_q4x16_##tile##_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, \
-                                  int64_t lda, float* Y, int64_t ldy, const float* bias) {               \
-    fgemm_dequant::fgemm<V, 4, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);                         \
-  }                                                                                                      \
-  template <bool kAsym, bool kF16>                                                                       \
-  void fgemm_q8x16_##tile##_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const float* A, \
-                                  int64_t lda, float* Y, int64_t ldy, const float* bias) {               \
-    fgemm_dequant::fgemm<V, 8, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias);                         \
-  }                                                                                                      \
-  NBITS_X16_INSTANTIATE(fgemm_q4x16_##tile##_##isa, const PackedX16&, int64_t, int64_t, int64_t,         \
-                        const float*, int64_t, float*, int64_t, const float*);                           \
-  NBITS_X16_INSTANTIATE(fgemm_q8x16_##tile##_##isa, const PackedX16&, int64_t, int64_t, int64_t,         \
-                        const float*, int64_t, float*, int64_t, const float*)
+#define NBITS_FGEMM_DEQUANT_ARGS                                                                             \
+  const PackedX16 &w, int64_t p0, int64_t p1, int64_t M, const float *A, int64_t lda, float *Y, int64_t ldy, \
+      const float *bias
+#define NBITS_FGEMM_DEQUANT_ONE(V, bits, name)                                      \
+  template <bool kAsym, bool kF16>                                                  \
+  void name(NBITS_FGEMM_DEQUANT_ARGS) {                                             \
+    fgemm_dequant::fgemm<V, bits, kAsym, kF16>(w, p0, p1, M, A, lda, Y, ldy, bias); \
+  }                                                                                 \
+  template void name<false, false>(NBITS_FGEMM_DEQUANT_ARGS);                       \
+  template void name<false, true>(NBITS_FGEMM_DEQUANT_ARGS);                        \
+  template void name<true, false>(NBITS_FGEMM_DEQUANT_ARGS);                        \
+  template void name<true, true>(NBITS_FGEMM_DEQUANT_ARGS)
+#define NBITS_FGEMM_DEQUANT_DEFINE(V, tile, isa)             \
+  NBITS_FGEMM_DEQUANT_ONE(V, 4, fgemm_q4x16_##tile##_##isa); \
+  NBITS_FGEMM_DEQUANT_ONE(V, 8, fgemm_q8x16_##tile##_##isa)
