@@ -8,7 +8,8 @@
 // (64 MACs per instruction), AVX-VNNI (32) and the AVX2 vpmaddubsw + vpmaddwd + vpaddd triple
 // (32 MACs); counters: GMAC/s (wall clock) and MAC/cycle at the clock the `clock` benchmark
 // measured just before (run them in one process; a core that lowers its clock for wide vectors
-// shows that as fewer MACs per scalar-clock cycle). A set the CPU lacks reports an error row.
+// shows that as fewer MACs per scalar-clock cycle). vfmadd_zmm / vfmadd_ymm: the same for fp32
+// FMA (one FMA = one MAC; GFLOP/s = 2 x GMAC/s). A set the CPU lacks reports an error row.
 // tdpbssd: AMX-INT8, four 16 x 16 int32 C tiles accumulating K = 64 products (16384 MACs each) of
 // two tiles loaded once, the tile unit's own peak. clock_amx: the add chain with one tdpbssd every
 // 64 adds (a core that lowers its clock while the tile unit runs, or stalls the chain on tile
@@ -173,6 +174,28 @@ __attribute__((target("avx2"))) void maddubs_ymm(int32_t* out) {
   *out = _mm256_extract_epi32(NBITS_PEAK_SUM(_mm256_add_epi32), 0);
 }
 
+// fp32 FMA (the CompFp32 kernels and attention): 12 chains of a = a * u + s, which stays near 1 (no
+// subnormals); one FMA counts as one MAC.
+__attribute__((target("avx512f"))) void fmadd_zmm(int32_t* out) {
+  __m512 u = _mm512_set1_ps(0.999f), s = _mm512_set1_ps(0.001f);
+#define STEP(a) _mm512_fmadd_ps(a, u, s)
+  NBITS_PEAK_LOOP(__m512, _mm512_setzero_ps(), STEP, NBITS_KEEP_V)
+#undef STEP
+  float lanes[16];
+  _mm512_storeu_ps(lanes, NBITS_PEAK_SUM(_mm512_add_ps));
+  *out = static_cast<int32_t>(lanes[0]);
+}
+
+__attribute__((target("avx2,fma"))) void fmadd_ymm(int32_t* out) {
+  __m256 u = _mm256_set1_ps(0.999f), s = _mm256_set1_ps(0.001f);
+#define STEP(a) _mm256_fmadd_ps(a, u, s)
+  NBITS_PEAK_LOOP(__m256, _mm256_setzero_ps(), STEP, NBITS_KEEP_X)
+#undef STEP
+  float lanes[8];
+  _mm256_storeu_ps(lanes, NBITS_PEAK_SUM(_mm256_add_ps));
+  *out = static_cast<int32_t>(lanes[0]);
+}
+
 void bm_peak(benchmark::State& st, void (*fn)(int32_t*), bool supported, const char* feature,
              double macs_per_step) {
   if (!supported) {
@@ -198,6 +221,10 @@ BENCHMARK_CAPTURE(bm_peak, vpdpbusd_ymm, dpbusd_ymm, __builtin_cpu_supports("avx
                   12 * 32)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bm_peak, maddubs_ymm, maddubs_ymm, __builtin_cpu_supports("avx2") != 0, "avx2", 12 * 32)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_peak, vfmadd_zmm, fmadd_zmm, __builtin_cpu_supports("avx512f") != 0, "avx512f", 12 * 16)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_peak, vfmadd_ymm, fmadd_ymm, __builtin_cpu_supports("fma") != 0, "fma", 12 * 8)
     ->Unit(benchmark::kMillisecond);
 // kSteps / 16 steps of four 16384-MAC products: 4096 MACs per kSteps unit.
 BENCHMARK_CAPTURE(bm_peak, tdpbssd, dpbssd_tiles, nbits::cpu_features().amx_int8,

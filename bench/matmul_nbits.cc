@@ -198,21 +198,17 @@ std::vector<int64_t> bench_rows() {
   const char* env = std::getenv("NBITS_BENCH_M");
   if (env == nullptr || *env == '\0') return {1, 128};
   std::vector<int64_t> rows;
-  for (const char* p = env; *p != '\0';) {
+  for (const char* p = env;; ++p) {
     char* end = nullptr;
     const long long m = std::strtoll(p, &end, 10);
-    if (end == p || m < 1) {
+    if (end == p || m < 1 || (*end != ',' && *end != '\0')) {
       std::fprintf(stderr, "NBITS_BENCH_M: want positive integers separated by commas, got \"%s\"\n", env);
       std::exit(2);
     }
     rows.push_back(m);
-    p = *end == ',' ? end + 1 : end;
-    if (*end != ',' && *end != '\0') {
-      std::fprintf(stderr, "NBITS_BENCH_M: want positive integers separated by commas, got \"%s\"\n", env);
-      std::exit(2);
-    }
+    if (*end == '\0') return rows;
+    p = end;
   }
-  return rows;
 }
 
 void register_all() {

@@ -1,12 +1,12 @@
 // The CompFp32 M>=2 GEMM on int4 / int8 x16 panels that dequantizes each weight once for all
 // rows, written once over a vector type V (include only from the files that instantiate it:
 // kernels/x86/fgemm_x16_6x32_avx512.cc (zmm: a step is 2 panels), kernels/x86/fgemm_x16_6x16_avx2.cc
-// (ymm: 1 panel) and kernels/arm64/fgemm_x16_6x16_neon.cc (NEON: 1 panel)).
+// (ymm: 1 panel) and kernels/arm64/fgemm_x16_neon.cc (two float32x4 a vector: 1 panel)).
 //
 // For each step of panels, kChunkK values of k at a time are dequantized as the reference does,
 // (q - zp) * scale in fp32 (V::dequantize_panel), into the thread's scratch ([panel][k][16], in
 // L1), and every row of A then runs over that chunk in tiles of up to kRows rows x V::kTileVecs
-// vectors (x86: 2 vectors, 12 accumulators; NEON: 4 vectors, 24), each lane one column's fp32 fma
+// vectors (2 vectors: 12 accumulators; on NEON each is two float32x4, 24), each lane one column's fp32 fma
 // chain over k in order (carried through Y between chunks), kTileVecs weight loads and kRows
 // broadcasts per k. The 4x8 GEMMs dequantize every weight again for each tile of 4 rows (4 vector
 // operations per 4 FMAs); below kMinRows rows they still run (V::small_gemm): measured on x86

@@ -175,6 +175,9 @@ std::vector<Shape> shapes() {
   s.push_back({4, 32, 100, 40, true, false, true, false});   // mins with random zero points
   s.push_back({8, 32, 96, 33, false, true, true, false});    // mins, implicit zero point (Q5_K)
   s.push_back({4, 64, 160, 20, false, false, true, false});
+  // K past the dequantize-once CompFp32 GEMM's 256-k chunk with N > K (its panels-outermost order;
+  // blocks 128 and 256 above cover chunks-outermost), ragged K and N, zero points.
+  s.push_back({4, 32, 300, 330, true, true, false, false});
   return s;
 }
 

@@ -57,12 +57,11 @@ int main(int argc, char** argv) {
     asm volatile("slti x0, x0, 0x7a1");  // region begin
     packed->run(a.data(), M, y.data(), nullptr, pool);
     asm volatile("slti x0, x0, 0x7a2");  // region end
-    // M > 1: one vmadot per 4-row tile as well (the IME GEMM tile is 4 rows): not checked against a
-    // count of the calls.
-    vmadots += static_cast<uint64_t>((w.N + 15) / 16) * w.k_blocks() * (32 / 8) * 4 * ((M + 3) / 4);
+    vmadots += static_cast<uint64_t>((w.N + 15) / 16) * w.k_blocks() * (32 / 8) * 4;
     std::printf("%s N=%lld K=%lld y0=%g\n", packed->kernel_name(M), static_cast<long long>(w.N),
                 static_cast<long long>(w.K), y[0]);
   }
-  std::printf("vmadot_if_ime %llu\n", static_cast<unsigned long long>(vmadots));
+  // The emulated-vmadot correction of insn_count.sh is known for the GEMV only.
+  if (M == 1) std::printf("vmadot_if_ime %llu\n", static_cast<unsigned long long>(vmadots));
   return 0;
 }

@@ -17,18 +17,8 @@ using namespace neon8;
 // _mm256_hadd_ps: per half, [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
 inline V8 hadd8(V8 a, V8 b) { return {vpaddq_f32(a.lo, b.lo), vpaddq_f32(a.hi, b.hi)}; }
 
-struct Neon {
-  using R = V8;
-  static constexpr int kLanes = 8, kAcc = 8;
-  static R zero() { return zero8(); }
-  static R set1(float x) { return set8(x); }
-  static R load(const float* p) { return ld8(p); }
-  static void store(float* p, R x) { st8(p, x); }
-  static R fmadd(R a, R b, R c) { return fmadd8(a, b, c); }
-  static R add(R a, R b) { return add8(a, b); }
-  static R sub(R a, R b) { return sub8(a, b); }
-  static R mul(R a, R b) { return mul8(a, b); }
-  static R max(R a, R b) { return max8(a, b); }
+struct Neon : F32x8 {
+  static constexpr int kAcc = 8;
   static R div(R a, R b) { return div8(a, b); }
   static R exp(R x) { return exp8(x); }
   static R lt_select(R a, R b, R x, R y) {
@@ -50,8 +40,6 @@ struct Neon {
   }
   // The decode kernel's: AVX2's blocks (6 heads x 2 column vectors), so the sums run in its order.
   static constexpr int kDecodeHeads = 6, kDecodeQRegs = 4;
-  static R load_partial(const float* p, int n) { return ld8_tail(p, n); }
-  static void store_partial(float* p, R x, int n) { st8_tail(p, x, n); }
   // fold4 = hadd(hadd(a0, a1), hadd(a2, a3)); fold_groups adds the halves of the two groups
   // (AVX2's permute2f128 0x20 / 0x31 and add).
   static R fold4(const R* a) { return hadd8(hadd8(a[0], a[1]), hadd8(a[2], a[3])); }

@@ -4,6 +4,7 @@
 // x 8 columns): each weight dequantized per tile as (q - zp) * scale, as the reference does; from 4
 // rows (fgemm_q{4,8}x16_6x16_neon) the same weights dequantized once for all rows
 // (kernels/fgemm_x16_dequant_inl.h).
+#include "kernels/arm64/v8_neon_inl.h"
 #include "kernels/arm64/x16_neon_inl.h"
 #include "kernels/fgemm_x16_dequant_inl.h"
 
@@ -179,28 +180,10 @@ void neon_dequantize_panel(const PackedX16& w, int64_t p, int64_t b0, int64_t b1
   }
 }
 
-// The V of kernels/fgemm_x16_dequant_inl.h: 4 vectors (a whole panel) per tile row, 6 rows
-// (24 of the 32 registers); below 4 rows the 4x8 GEMM above.
-struct DequantGemmV {
-  using R = float32x4_t;
-  static constexpr int kLanes = 4, kTileVecs = 4;
-  static R zero() { return vdupq_n_f32(0.0f); }
-  static R set1(float x) { return vdupq_n_f32(x); }
-  static R load(const float* p) { return vld1q_f32(p); }
-  static R fmadd(R a, R b, R c) { return vfmaq_f32(c, a, b); }
-  static R add(R a, R b) { return vaddq_f32(a, b); }
-  static R load_partial(const float* p, int n) {
-    if (n == 4) return vld1q_f32(p);
-    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int i = 0; i < n; ++i) t[i] = p[i];
-    return vld1q_f32(t);
-  }
-  static void store_partial(float* p, R x, int n) {
-    if (n == 4) return vst1q_f32(p, x);
-    float t[4];
-    vst1q_f32(t, x);
-    for (int i = 0; i < n; ++i) p[i] = t[i];
-  }
+// The V of kernels/fgemm_x16_dequant_inl.h: 2 V8 (a whole panel, 4 q registers) per tile row, 6
+// rows (24 of the 32 registers); below 4 rows the 4x8 GEMM above.
+struct DequantGemmV : neon8::F32x8 {
+  static constexpr int kTileVecs = 2;
   template <int kBits, bool kAsym, bool kF16>
   static void dequantize_panel(const PackedX16& w, int64_t p, int64_t b0, int64_t b1, float* out) {
     neon_dequantize_panel<kBits, kAsym, kF16>(w, p, b0, b1, out);

@@ -30,11 +30,13 @@ inline void st8(float* p, V8 v) {
 // The first k (< 8 or more) elements, zero after (maskload); store only the first k (maskstore).
 template <typename T>
 inline V8 ld8_tail(const T* p, int64_t k) {
+  if (k >= 8) return ld8(p);
   T t[8] = {};
   std::memcpy(t, p, static_cast<size_t>(std::min<int64_t>(k, 8)) * sizeof(T));
   return ld8(t);
 }
 inline void st8_tail(float* p, V8 v, int64_t k) {
+  if (k >= 8) return st8(p, v);
   float t[8];
   st8(t, v);
   std::memcpy(p, t, static_cast<size_t>(std::min<int64_t>(k, 8)) * sizeof(float));
@@ -69,5 +71,23 @@ inline float32x4_t exp4(float32x4_t x) {
   return vmulq_f32(vmulq_f32(e, s1), s2);
 }
 inline V8 exp8(V8 x) { return {exp4(x.lo), exp4(x.hi)}; }
+
+// The basics of the V of the kernels written once over a vector type (the attention tile, the
+// dequantize-once CompFp32 GEMM), which extend it: the AVX2 port's 8-float vector.
+struct F32x8 {
+  using R = V8;
+  static constexpr int kLanes = 8;
+  static R zero() { return zero8(); }
+  static R set1(float x) { return set8(x); }
+  static R load(const float* p) { return ld8(p); }
+  static void store(float* p, R x) { st8(p, x); }
+  static R fmadd(R a, R b, R c) { return fmadd8(a, b, c); }
+  static R add(R a, R b) { return add8(a, b); }
+  static R sub(R a, R b) { return sub8(a, b); }
+  static R mul(R a, R b) { return mul8(a, b); }
+  static R max(R a, R b) { return max8(a, b); }
+  static R load_partial(const float* p, int n) { return ld8_tail(p, n); }
+  static void store_partial(float* p, R x, int n) { st8_tail(p, x, n); }
+};
 
 }  // namespace nbits::kernels::neon8

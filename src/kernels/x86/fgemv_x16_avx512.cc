@@ -2,37 +2,25 @@
 // GEMV's computation on whole panels: one 64-byte code group is both 8-column halves at the same
 // k (half 0 in the low 256 bits, half 1 in the high), so pshufb (per 128-bit lane) and one
 // conversion give the 16 columns of one k in column order. Per block, sum a * q in fp32, then
-// y += scale * (sum - zp * sum(a)). Prefetch as the AVX2 GEMV. maskz forms: GCC 12 warns on the
-// _mm512_undefined_* inside the unmasked ones.
+// y += scale * (sum - zp * sum(a)). Prefetch as the AVX2 GEMV. Scales, zero points and the store
+// are the VNNI kernels' (x16_avx512_inl.h). maskz forms: GCC 12 warns on the _mm512_undefined_*
+// inside the unmasked ones.
 #include <immintrin.h>
 
 #include <algorithm>
 
+#include "kernels/x86/x16_avx512_inl.h"
 #include "kernels/x86/x16_fp32_avx512.h"
 #include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels {
 namespace {
 
-// Byte i of every dword moved to its low byte, others zero, in every 128-bit lane.
+using x16_avx512::Zmm;
+
+// avx2::dword_byte_sel in every 128-bit lane (pshufb selects within lanes).
 inline __m512i dword_byte_sel(int i) {
-  const int b = static_cast<int>(0x80808000u) | i;
-  return _mm512_set4_epi32(b + 12, b + 8, b + 4, b);
-}
-
-template <bool kF16>
-inline __m512 load_scales16(const uint8_t* blk) {
-  if constexpr (kF16)
-    return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-  return _mm512_loadu_ps(reinterpret_cast<const float*>(blk));
-}
-
-template <bool kAsym>
-inline __m512 zp16(const uint8_t* p, int dflt) {
-  if constexpr (kAsym)
-    return _mm512_maskz_cvtepi32_ps(
-        0xFFFF, _mm512_maskz_cvtepu8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  return _mm512_set1_ps(static_cast<float>(dflt));
+  return _mm512_maskz_broadcast_i32x4(0xFFFF, _mm256_castsi256_si128(avx2::dword_byte_sel(i)));
 }
 
 template <int Bits, bool kAsym, bool kF16>
@@ -81,13 +69,12 @@ void fgemv(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const flo
       const __m512 t =
           _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(e[0][0], e[1][0]), _mm512_add_ps(e[0][1], e[1][1])),
                         _mm512_add_ps(_mm512_add_ps(e[0][2], e[1][2]), _mm512_add_ps(e[0][3], e[1][3])));
-      const __m512 z = zp16<kAsym>(blk + w.zp_offset, w.default_zp());
-      acc = _mm512_fmadd_ps(load_scales16<kF16>(blk), _mm512_fnmadd_ps(z, _mm512_set1_ps(asum[b]), t), acc);
+      const __m512 z = kAsym ? _mm512_maskz_cvtepi32_ps(0xFFFF, Zmm::zero_points(blk + w.zp_offset))
+                             : _mm512_set1_ps(static_cast<float>(w.default_zp()));
+      acc = _mm512_fmadd_ps(Zmm::scales<kF16>(blk), _mm512_fnmadd_ps(z, _mm512_set1_ps(asum[b]), t), acc);
     }
-    const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
-    const __mmask16 m = static_cast<__mmask16>((1u << cols) - 1);
-    if (bias != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, bias + n0));
-    _mm512_mask_storeu_ps(y + n0, m, acc);
+    const int64_t n0 = p * 16;
+    Zmm::store(y + n0, acc, bias != nullptr ? bias + n0 : nullptr, std::min<int64_t>(16, w.N - n0));
   }
 }
 

@@ -13,12 +13,12 @@ bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx2 && cpu.fma && cpu.f16c && quant::x16_packable(w);
 }
 
-bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
-  return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni && avx2_ok(w, cpu);
-}
-
 bool avx512_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && avx2_ok(w, cpu);
+}
+
+bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
+  return cpu.avx512vnni && avx512_ok(w, cpu);
 }
 
 bool avxvnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.avx_vnni && avx2_ok(w, cpu); }
