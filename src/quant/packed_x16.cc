@@ -37,6 +37,14 @@ bool scales_fit_fp16(const kernels::QuantizedMatrix& w) {
   return true;
 }
 
+bool scales_exact_fp16(const kernels::QuantizedMatrix& w) {
+  if (!scales_fit_fp16(w)) return false;
+  const int64_t n = w.N * w.k_blocks();
+  for (int64_t i = 0; i < n; ++i)
+    if (fp16_to_float(float_to_fp16(w.scales[i])) != w.scales[i]) return false;
+  return true;
+}
+
 namespace {
 
 // Packs source rows [n0, n1) of w into p; n0 is a multiple of 16, so calls on

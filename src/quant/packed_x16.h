@@ -88,6 +88,10 @@ bool x16_packable(const kernels::QuantizedMatrix& w);
 // (2^-14 <= |s| <= 65504), so rounding it to fp16 costs at most 2^-11 relative.
 bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
 
+// True when every scale of `w` is exactly an fp16 number of that range (GGUF Q4_0 / Q5_0 / Q8_0 /
+// IQ4_NL, ONNX files with fp16 scales): fp16 storage then changes no result, only the bytes.
+bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
+
 // Packs `w` (x16_packable) into a new PackedX16, with fp16 scales when asked
 // and scales_fit_fp16(w) (else float scales: check the result's scales_fp16).
 // rows_consumed (optional): called with n as rows [0, n) of the source are done.
