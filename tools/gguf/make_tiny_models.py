@@ -10,8 +10,13 @@ ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbi
   tiny_gemma3.gguf 6 layers (5 sliding-window layers of 8 keys, then a global one), q/k norms,
                    post-attention/post-FFN norms, GELU gate, rope base 1e6 global / 1e4 local, linear
                    rope scaling 2 on the global layer, final logit softcap 2, q/k/v Q8_0, the rest Q4_0
+  tiny_quants.gguf llama, 2 layers, every other type nbits maps, one per matrix: layer 0 q Q5_0,
+                   k Q5_1, v IQ4_NL, o IQ4_XS, gate Q2_K, up Q3_K, down TQ2_0; layer 1 q TQ1_0,
+                   k MXFP4, v Q5_0, o Q5_1, gate IQ4_XS, up IQ4_NL, down Q3_K; embedding Q5_0 (as
+                   in llama.cpp's Q4_K_M of small models), untied output Q2_K
 Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
-Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR"""
+Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants]   (quants: that model only; it has
+its own random stream, so it is the same file either way)"""
 import os
 import sys
 
@@ -21,6 +26,7 @@ from gguf import GGMLQuantizationType as T
 from gguf.constants import GGML_QUANT_SIZES
 
 src, out = sys.argv[1], sys.argv[2]
+only = sys.argv[3] if len(sys.argv) > 3 else None
 os.makedirs(out, exist_ok=True)
 r = gguf.GGUFReader(src)
 tok_fields = [f for f in r.fields.values() if f.name.startswith("tokenizer.")]
@@ -29,13 +35,26 @@ E, NH, NKV, HD, FF, L = 256, 4, 2, 64, 512, 2
 rng = np.random.default_rng(1234)
 
 
+# Types gguf-py cannot quantize: random blocks, their fp16 scale fields set as below.
+RANDOM_BLOCKS = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL, T.IQ4_XS)
+
+
 def kquant(rows, cols, t):
-    """Random K-quant blocks with scales that keep values about N(0, 0.05)."""
+    """Random blocks of a type in RANDOM_BLOCKS with scales that keep values about N(0, 0.05)."""
     block, size = GGML_QUANT_SIZES[t]
     b = rng.integers(0, 256, size=(rows * cols // block, size), dtype=np.uint8)
     half = lambda x: np.asarray(x, dtype=np.float16).view(np.uint8).reshape(-1, 2)
     n = b.shape[0]
-    if t in (T.Q4_K, T.Q5_K):
+    scale = lambda s: np.abs(rng.standard_normal(n)) * s + s / 10
+    if t == T.Q2_K:  # d*sc*q - dmin*m, sc and m in 0..15, q in 0..3
+        b[:, 80:82], b[:, 82:84] = half(scale(1.5e-3)), half(scale(1.5e-3))
+    elif t == T.Q3_K:  # d*(sc-32)*q, q in -4..3
+        b[:, 108:110] = half(scale(4e-4))
+    elif t == T.IQ4_NL:  # d*level, |level| <= 127
+        b[:, 0:2] = half(scale(4e-4))
+    elif t == T.IQ4_XS:  # d*(sc-32)*level
+        b[:, 0:2] = half(scale(1.5e-5))
+    elif t in (T.Q4_K, T.Q5_K):
         b[:, 0:2] = half(np.abs(rng.standard_normal(n)) * (2e-4 if t == T.Q4_K else 1e-4) + 1e-5)
         b[:, 2:4] = half(np.abs(rng.standard_normal(n)) * (2e-4 if t == T.Q4_K else 2e-4))
     else:  # Q6_K
@@ -44,7 +63,7 @@ def kquant(rows, cols, t):
 
 
 def weight(w, name, rows, cols, t):
-    if t in (T.Q4_K, T.Q5_K, T.Q6_K):
+    if t in RANDOM_BLOCKS:
         w.add_tensor(name, kquant(rows, cols, t), raw_dtype=t)
         return
     x = (rng.standard_normal((rows, cols)) * 0.05).astype(np.float32)
@@ -60,8 +79,9 @@ def norm(w, name, n):
     w.add_tensor(name, (1 + 0.1 * rng.standard_normal(n)).astype(np.float32))
 
 
-def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0):
-    w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % arch), arch)
+def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, file=None):
+    """types: one dict of matrix types for every layer, or a list with one dict per layer."""
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % (file or arch)), arch)
     header(w, arch)
     w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
     weight(w, "token_embd.weight", V, E, embd)
@@ -75,7 +95,7 @@ def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0):
         for name, rows, cols in (("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
                                  ("attn_output", E, NH * HD), ("ffn_gate", FF, E), ("ffn_up", FF, E),
                                  ("ffn_down", E, FF)):
-            weight(w, p + name + ".weight", rows, cols, types[name])
+            weight(w, p + name + ".weight", rows, cols, (types[l] if isinstance(types, list) else types)[name])
             if biases and name in ("attn_q", "attn_k", "attn_v"):
                 w.add_tensor(p + name + ".bias", (0.1 * rng.standard_normal(rows)).astype(np.float32))
         if qk_norm:
@@ -167,11 +187,17 @@ def gemma3():
     finish(w)
 
 
-model("llama", dict(attn_q=T.Q4_0, attn_k=T.Q4_1, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q5_K,
-                    ffn_up=T.Q6_K, ffn_down=T.Q4_0), output=T.Q6_K, embd=T.Q4_K)
-model("qwen2", dict(attn_q=T.Q5_K, attn_k=T.Q5_K, attn_v=T.Q5_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
-                    ffn_up=T.Q4_K, ffn_down=T.Q4_K), biases=True)
-model("qwen3", dict(attn_q=T.Q6_K, attn_k=T.Q6_K, attn_v=T.Q6_K, attn_output=T.Q8_0, ffn_gate=T.Q8_0,
-                    ffn_up=T.Q8_0, ffn_down=T.F16), qk_norm=True, embd=T.F16)
-phi3()
-gemma3()
+if only is None:
+    model("llama", dict(attn_q=T.Q4_0, attn_k=T.Q4_1, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q5_K,
+                        ffn_up=T.Q6_K, ffn_down=T.Q4_0), output=T.Q6_K, embd=T.Q4_K)
+    model("qwen2", dict(attn_q=T.Q5_K, attn_k=T.Q5_K, attn_v=T.Q5_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                        ffn_up=T.Q4_K, ffn_down=T.Q4_K), biases=True)
+    model("qwen3", dict(attn_q=T.Q6_K, attn_k=T.Q6_K, attn_v=T.Q6_K, attn_output=T.Q8_0, ffn_gate=T.Q8_0,
+                        ffn_up=T.Q8_0, ffn_down=T.F16), qk_norm=True, embd=T.F16)
+    phi3()
+    gemma3()
+rng = np.random.default_rng(4321)
+model("llama", [dict(attn_q=T.Q5_0, attn_k=T.Q5_1, attn_v=T.IQ4_NL, attn_output=T.IQ4_XS, ffn_gate=T.Q2_K,
+                     ffn_up=T.Q3_K, ffn_down=T.TQ2_0),
+                dict(attn_q=T.TQ1_0, attn_k=T.MXFP4, attn_v=T.Q5_0, attn_output=T.Q5_1, ffn_gate=T.IQ4_XS,
+                     ffn_up=T.IQ4_NL, ffn_down=T.Q3_K)], output=T.Q2_K, embd=T.Q5_0, file="quants")
