@@ -41,6 +41,9 @@ int serve_main(const std::vector<std::string>& args) {
            "run concurrent sessions' decode steps as one batched step (one pass over the weights)", "on");
   f.str("--api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health");
   f.str("--model-id", "NAME", "the model name /v1/models reports (default: the folder's name)");
+  f.flag("--strict-model-name",
+         "answer 404 to a request naming another model (default: any name is served by the loaded model, "
+         "and the reply names it)");
   f.i64("--max-body", "BYTES", "largest request body accepted (larger: 413)", 8 << 20, 1024);
   f.choice("--scales", {"fp32", "fp16"}, "MatMulNBits scale storage (see nbits run --help)", "fp32");
   f.choice("--kv-cache", {"model", "f32", "f16", "q8"}, "KV cache dtype (see nbits run --help)", "model");
@@ -59,6 +62,7 @@ int serve_main(const std::vector<std::string>& args) {
   o.queue = static_cast<int>(f.get_i64("--queue"));
   if (f.has("--api-key")) o.api_key = f.get_str("--api-key");
   if (f.has("--model-id")) o.model_id = f.get_str("--model-id");
+  o.strict_model_name = f.has("--strict-model-name");
   o.max_body_bytes = static_cast<size_t>(f.get_i64("--max-body"));
   o.fp16_scales = f.get_str("--scales") == "fp16";
   o.kv_cache = f.get_str("--kv-cache");

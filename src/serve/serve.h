@@ -18,6 +18,9 @@ struct ServeOptions {
   int queue = 16;        // requests that may wait for a slot; more get 503
   std::string api_key;   // non-empty: every route but /health needs "Authorization: Bearer KEY"
   std::string model_id;  // the name /v1/models reports; empty = the model path's last component
+  // A request naming another model: false (default) serves it with the one model loaded (the
+  // reply names the real one), as clients configured for another server expect; true answers 404.
+  bool strict_model_name = false;
   size_t max_body_bytes = 8u << 20;
   bool fp16_scales = false;
   std::string kv_cache = "model";  // model | f32 | f16 | q8

@@ -181,7 +181,7 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
   try {
     job->req = parse_gen_request(parse_body(req.body), endpoint);
     const GenRequest& r = job->req;
-    if (!r.model.empty() && r.model != model_id_)
+    if (opt_.strict_model_name && !r.model.empty() && r.model != model_id_)
       throw ApiError(404, "the model '" + r.model + "' does not exist (this server runs '" + model_id_ + "')",
                      "model", "model_not_found");
     if (endpoint == Endpoint::kChat) {

@@ -437,7 +437,14 @@ TEST_F(Serve, Errors) {
       "messages[0].role");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"n", 2}}), 400, "n");
   expect_error(post("/v1/completions", {{"prompt", "x"}, {"stop", json::array({1})}}), 400, "stop");
-  expect_error(post("/v1/completions", {{"prompt", "x"}, {"model", "gpt-9"}}), 404, "model");
+  // Another model's name is served by the loaded model (clients configured for another server);
+  // the reply names the real one. --strict-model-name: ServeFlags.StrictModelNameAnswers404.
+  {
+    auto other = post("/v1/completions", {{"prompt", "x"}, {"model", "gpt-9"}, {"max_tokens", 1}});
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->status, 200) << other->body;
+    EXPECT_NE(json::parse(other->body)["model"], "gpt-9");
+  }
   expect_error(post("/v1/completions", {{"prompt", std::vector<int>(kCtx + 1, 300)}}), 413, "prompt");
   expect_error(post("/v1/completions", {{"prompt", std::vector<int>{1, 99999}}}), 400, "prompt");
   expect_error(client().Get("/v1/no/such/route"), 404);
@@ -527,6 +534,22 @@ struct OwnServer {
     }
   }
 };
+
+TEST(ServeFlags, StrictModelNameAnswers404) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1", "--strict-model-name", "--model-id", "stories"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  auto r = c.Post("/v1/completions", R"({"prompt":"x","model":"gpt-9","max_tokens":1})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["message"],
+            "the model 'gpt-9' does not exist (this server runs 'stories')");
+  r = c.Post("/v1/completions", R"({"prompt":"x","model":"stories","max_tokens":1})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
 
 // A raw TCP connection to 127.0.0.1:port that sends nothing (it holds one of --connections).
 int idle_connection(int port) {
