@@ -83,6 +83,9 @@ for f in build-fuzz/fuzz/fuzz_*; do
                       extra="-max_len=400000" ;;
     fuzz_gguf_reader) "${NBITS_CACHE:-$HOME/.cache/nbits}/venv/bin/python" tools/gguf/make_seed.py "$corpus/seed_small.gguf"
                       [ -f "${NBITS_SMOLLM2_GGUF:-}" ] && head -c 65536 "$NBITS_SMOLLM2_GGUF" > "$corpus/seed_smollm2_head.gguf"
+                      # every quant type nbits maps: the tensor infos of the tiny model of the new types
+                      tq=${NBITS_CACHE:-$HOME/.cache/nbits}/gguf/tiny/tiny_quants.gguf
+                      [ -f "$tq" ] && head -c 65536 "$tq" > "$corpus/seed_tiny_quants_head.gguf"
                       extra="-max_len=70000" ;;
     fuzz_tokenizer)   for c in "$shared"/tokenizers/cases/*.json; do head -c 4096 "$c" > "$corpus/$(basename "$c")"; done 2>/dev/null || true ;;
   esac

@@ -95,5 +95,11 @@ TEST(LlamaCppPerplexity, SmolLM2Q4_1WithinOnePercentOfLlamaCpp) {
                cache_dir() + "/quality/smollm2_q4_1.llama_cpp_ppl.json", 1e-2);
 }
 
+// The real Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Q5_0, Q8_0, Q4_K, Q6_K), fetched by setup_models.sh.
+TEST(LlamaCppPerplexity, Qwen25Coder05BQ4_K_MWithinOnePercentOfLlamaCpp) {
+  expect_close(cache_dir() + "/qwen25-coder/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+               cache_dir() + "/quality/qwen05_q4_k_m.llama_cpp_ppl.json", 1e-2);
+}
+
 }  // namespace
 }  // namespace nbits::testing

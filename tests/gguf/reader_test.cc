@@ -188,12 +188,40 @@ std::vector<Malformed> malformed_cases() {
                "tensors 'a' [0, 64) and 'b' [32, ...) overlap"});
   v.push_back(
       {"duplicate_tensor", [](GgufBytes& g) { g.patch<char>("tensor:b", 'a', 8); }, "duplicate tensor 'a'"});
+  // Each type nbits maps beyond Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K: a row that is not a whole number of
+  // its blocks, and a row count whose blocks run past the file (type id, block, bytes per block).
+  struct NewType {
+    const char* name;
+    uint32_t id;
+    uint64_t block, bytes;
+  };
+  for (const NewType t :
+       {NewType{"Q5_0", 6, 32, 22}, NewType{"Q5_1", 7, 32, 24}, NewType{"Q2_K", 10, 256, 84},
+        NewType{"Q3_K", 11, 256, 110}, NewType{"IQ4_NL", 20, 32, 18}, NewType{"IQ4_XS", 23, 256, 136},
+        NewType{"TQ1_0", 34, 256, 54}, NewType{"TQ2_0", 35, 256, 66}, NewType{"MXFP4", 39, 32, 17},
+        NewType{"NVFP4", 40, 64, 36}}) {
+    v.push_back({std::string("block_not_dividing_") + t.name,
+                 [t](GgufBytes& g) { g.patch<uint32_t>("ggml_type:a", t.id); },
+                 std::string("tensor 'a' (") + t.name +
+                     ") has a first dimension 8 that is not a multiple of its "
+                     "block size " +
+                     std::to_string(t.block)});
+    // b holds 34 bytes: enough blocks of t to need more.
+    const uint64_t blocks = 34 / t.bytes + 1;
+    v.push_back(
+        {std::string("data_past_end_") + t.name,
+         [t, blocks](GgufBytes& g) {
+           g.patch<uint32_t>("ggml_type:b", t.id);
+           g.patch<uint64_t>("ne:b", blocks * t.block);
+         },
+         "tensor 'b' data [64, 64+" + std::to_string(blocks * t.bytes) + ") past the end of the file"});
+  }
   return v;
 }
 
 TEST(GgufReader, MalformedFilesAreRefusedWithOneLine) {
   const auto cases = malformed_cases();
-  ASSERT_GE(cases.size(), 30u);
+  ASSERT_GE(cases.size(), 75u);
   for (const Malformed& c : cases) {
     SCOPED_TRACE(c.name);
     GgufBytes g = small_gguf();
