@@ -41,6 +41,7 @@ int serve_main(const std::vector<std::string>& args) {
            "run concurrent sessions' decode steps as one batched step (one pass over the weights)", "on");
   f.str("--api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health");
   f.str("--model-id", "NAME", "the model name /v1/models reports (default: the folder's name)");
+  f.flag("--no-webui", "do not serve the chat page at / (the API routes stay)");
   f.flag("--strict-model-name",
          "answer 404 to a request naming another model (default: any name is served by the loaded model, "
          "and the reply names it)");
@@ -63,6 +64,7 @@ int serve_main(const std::vector<std::string>& args) {
   if (f.has("--api-key")) o.api_key = f.get_str("--api-key");
   if (f.has("--model-id")) o.model_id = f.get_str("--model-id");
   o.strict_model_name = f.has("--strict-model-name");
+  o.webui = !f.has("--no-webui");
   o.max_body_bytes = static_cast<size_t>(f.get_i64("--max-body"));
   o.fp16_scales = f.get_str("--scales") == "fp16";
   o.kv_cache = f.get_str("--kv-cache");

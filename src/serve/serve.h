@@ -30,6 +30,7 @@ struct ServeOptions {
   std::string cors;                // "" = no CORS headers; else Access-Control-Allow-Origin's value
   int connections = 0;             // open connections served at once; 0 = parallel + queue + 4
   bool decode_batch = true;        // concurrent sessions' decode steps as one batched step
+  bool webui = true;               // GET / serves the chat page (serve/webui.h); --no-webui: 404
 };
 
 // Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until

@@ -27,6 +27,7 @@
 #include "serve/slots.h"
 #include "serve/stop_text.h"
 #include "serve/turns.h"
+#include "serve/webui.h"
 
 namespace nbits::serve {
 namespace {
@@ -505,6 +506,11 @@ void Server::route(const HttpRequest& req, HttpResponse& res) {
     }
     return;
   }
+  if (m == "GET" && (path == "/" || path == "/index.html") && opt_.webui) {
+    // The page itself needs no key (it holds no data); it asks for one when the API answers 401.
+    res.set_header("Cache-Control", "no-cache");
+    return res.set_content(std::string(chat_page()), "text/html; charset=utf-8");
+  }
   if (m == "POST" && path == "/v1/chat/completions") return handle_generate(req, res, Endpoint::kChat);
   if (m == "POST" && path == "/v1/completions") return handle_generate(req, res, Endpoint::kCompletions);
   if (m == "GET" && path == "/metrics") {
@@ -646,10 +652,11 @@ int Server::run() {
       pool_->size(), pool_->size() == 1 ? "" : "s", static_cast<long long>(pool_->context()),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes()), pool_->size(),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes() + kv));
-  std::printf("nbits serve: queue %d, prefill chunk %lld, %d connections, %s%s%s; ready: %s/v1\n", opt_.queue,
-              static_cast<long long>(opt_.prefill_chunk), connections_,
+  std::printf("nbits serve: queue %d, prefill chunk %lld, %d connections, %s%s%s; ready: %s/v1%s%s%s\n",
+              opt_.queue, static_cast<long long>(opt_.prefill_chunk), connections_,
               opt_.api_key.empty() ? "no API key" : "API key required", opt_.cors.empty() ? "" : ", CORS ",
-              opt_.cors.c_str(), url.c_str());
+              opt_.cors.c_str(), url.c_str(), opt_.webui ? ", chat page: " : "",
+              opt_.webui ? url.c_str() : "", opt_.webui ? "/" : "");
   std::fflush(stdout);
   http_->wait();
   return 0;

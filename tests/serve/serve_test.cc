@@ -551,6 +551,71 @@ TEST(ServeFlags, StrictModelNameAnswers404) {
   EXPECT_EQ(r->status, 200) << r->body;
 }
 
+TEST(ServeFlags, NoWebuiAnswers404AtTheRoot) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1", "--no-webui"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  auto r = httplib::Client("127.0.0.1", s.p.port).Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(s.p.log.find("chat page"), std::string::npos) << s.p.log;
+}
+
+// The chat page (GET /) in a real browser: Debian's chromium, headless, driven by playwright-core
+// (tests/serve/node/webui_test.mjs): the API key prompt, a streamed answer, regenerate, Stop
+// mid-stream freeing the server's session (/metrics), conversations kept across a reload, on a
+// phone-sized screen. The model is the real Qwen2.5-Coder-0.5B-Instruct Q4_K_M (tools/setup_models.sh):
+// a stories260K answer ends within its 512-token context before Stop can be pressed. The
+// screenshot goes to the temp folder (its path is printed).
+TEST(ServeChatPage, InABrowser) {
+  const char* cache_env = std::getenv("NBITS_CACHE");
+  const char* home = std::getenv("HOME");
+  const std::string cache = cache_env != nullptr && *cache_env
+                                ? cache_env
+                                : std::string(home != nullptr ? home : ".") + "/.cache/nbits";
+  const std::string qwen = cache + "/qwen25-coder/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+  NBITS_REQUIRE_SHARED(qwen);
+  NBITS_REQUIRE_BIN();
+  OwnServer s(qwen, {"-t", "2", "--ctx", "2048", "--api-key", kKey});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  EXPECT_NE(s.p.log.find("chat page: http://"), std::string::npos) << s.p.log;
+  {  // The page itself, served without a key from the binary.
+    auto page = httplib::Client("127.0.0.1", s.p.port).Get("/");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+    EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+    EXPECT_NE(page->body.find("<title>nbits chat</title>"), std::string::npos);
+  }
+  const std::string node_dir = std::string(NBITS_SOURCE_DIR) + "/tests/serve/node";
+  const char* chromium_env = std::getenv("CHROMIUM");
+  const std::string chromium = chromium_env != nullptr && *chromium_env ? chromium_env : "/usr/bin/chromium";
+  for (const std::string& need : {node_dir + "/node_modules/playwright-core/package.json", chromium}) {
+    if (!fs::exists(need)) {
+      if (in_ci())
+        FAIL() << "missing " << need << " (tools/setup.sh installs chromium; npm ci in tests/serve/node)";
+      GTEST_SKIP() << "missing " << need;
+    }
+  }
+  const fs::path shot = fs::temp_directory_path() / "nbits_chat_page.png";
+  const std::string cmd = "cd '" + node_dir + "' && CHROMIUM='" + chromium + "' node webui_test.mjs " +
+                          std::to_string(s.p.port) + " " + kKey + " '" + shot.string() + "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_NE(out.find('{'), std::string::npos) << out;
+  const json got = json::parse(out.substr(out.rfind("{\"checks\"")));
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_TRUE(got["failures"].empty()) << got["failures"].dump(1);
+  EXPECT_GE(got["checks"].size(), 15u) << out;
+  EXPECT_TRUE(fs::exists(shot));
+  std::printf("chat page screenshot: %s\n", shot.string().c_str());
+}
+
 // A raw TCP connection to 127.0.0.1:port that sends nothing (it holds one of --connections).
 int idle_connection(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
