@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour: tools/build.sh [release|asan|fuzz] (default release).
+# Configures and builds one flavour: tools/build.sh [release|cli|asan|fuzz] (default release).
+# cli: the release configuration without tests and benchmarks, only the nbits program (the main
+# job's lean build; a later `release` build in the same folder reuses every object).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -9,8 +11,12 @@ if command -v ccache >/dev/null 2>&1; then
   LAUNCHER="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
 fi
 case "$flavour" in
-  release) cmake -S . -B build -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON >/dev/null
+  release) cmake -S . -B build -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON \
+             -DNBITS_BUILD_TESTS=ON -DNBITS_BUILD_BENCH=ON >/dev/null
            cmake --build build -j "$jobs" ;;
+  cli)     cmake -S . -B build -G Ninja $LAUNCHER -DCMAKE_BUILD_TYPE=Release -DNBITS_WERROR=ON \
+             -DNBITS_BUILD_TESTS=OFF -DNBITS_BUILD_BENCH=OFF >/dev/null
+           cmake --build build -j "$jobs" --target nbits ;;
   # -O1 -g1 (line tables: symbolized ASan/UBSan stacks with file:line) compiles in about half
   # the time of RelWithDebInfo's -O2 -g (tests/llm/generator_test.cc: 15 s vs 28 s), the
   # optimisation level ASan's documentation recommends.
@@ -22,5 +28,5 @@ case "$flavour" in
              -DNBITS_BUILD_FUZZ=ON -DNBITS_BUILD_TESTS=OFF -DNBITS_BUILD_BENCH=OFF -DNBITS_BUILD_CLI=OFF >/dev/null
            targets=$(for f in fuzz/*.cc; do n=$(basename "$f" .cc); printf 'fuzz_%s ' "$n"; done)
            cmake --build build-fuzz -j "$jobs" --target $targets ;;
-  *) echo "usage: tools/build.sh [release|asan|fuzz]" >&2; exit 2 ;;
+  *) echo "usage: tools/build.sh [release|cli|asan|fuzz]" >&2; exit 2 ;;
 esac

@@ -1,13 +1,17 @@
 #include "cli/model_setup.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "api/model_loader.h"
 #include "base/error.h"
+#include "base/timer.h"
 
 namespace nbits::cli {
 
@@ -89,6 +93,34 @@ bool float_weights_note(const graph::Session& session, FILE* out) {
   return true;
 }
 
+namespace {
+
+// "loading NAME: 42%" on a terminal's stderr once a load has taken a second (nothing otherwise,
+// nothing on a pipe or file); done() ends the line with the time taken.
+class LoadProgress {
+ public:
+  explicit LoadProgress(std::string name) : name_(std::move(name)), tty_(isatty(fileno(stderr)) != 0) {}
+  void update(double fraction) {
+    if (!tty_ || sw_.elapsed_s() < 1.0) return;
+    const int pct = static_cast<int>(fraction * 100.0);
+    if (pct == last_) return;
+    last_ = pct;
+    std::fprintf(stderr, "\rloading %s: %d%%", name_.c_str(), pct);
+    std::fflush(stderr);
+  }
+  void done() const {
+    if (last_ >= 0) std::fprintf(stderr, "\rloading %s: done in %.1f s\n", name_.c_str(), sw_.elapsed_s());
+  }
+
+ private:
+  std::string name_;
+  bool tty_;
+  Stopwatch sw_;
+  int last_ = -1;
+};
+
+}  // namespace
+
 ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   graph::SessionOptions so;
   so.threads = static_cast<int>(f.get_i64("--threads"));
@@ -99,7 +131,11 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.requantize_float = requantize_bits(f.get_str("--requantize-float"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
   so.max_positions = ctx;  // rope tables (and a GGUF phi3's LongRoPE choice) for the context used
-  api::LoadedModel m = api::load_model(f.get_str("--model"), so, need_tokenizer, f.get_str("--variant"));
+  const std::string& path = f.get_str("--model");
+  auto progress = std::make_shared<LoadProgress>(path.substr(path.find_last_of('/', path.size() - 2) + 1));
+  so.progress = [progress](double fraction) { progress->update(fraction); };
+  api::LoadedModel m = api::load_model(path, so, need_tokenizer, f.get_str("--variant"));
+  progress->done();
   // An Optimum folder holds several decoders: say which one runs when the user did not choose.
   const std::string& given = f.get_str("--model");
   if (m.config.from_hf_config && f.get_str("--variant").empty() &&

@@ -114,8 +114,12 @@ int perplexity_main(const std::vector<std::string>& args) {
       }
     }
     window_ppl.push_back(std::exp(wsum / static_cast<double>(std::max<int64_t>(wn, 1))));
-    std::fprintf(stderr, "[%lld/%lld] ppl %.4f\n", static_cast<long long>(w + 1),
-                 static_cast<long long>(windows), std::exp(sum / static_cast<double>(nll.size())));
+    // Progress with an estimate of the time left (the windows cost alike).
+    const double spent = sw.elapsed_s(),
+                 left = spent / static_cast<double>(w + 1) * static_cast<double>(windows - w - 1);
+    std::fprintf(stderr, "[%lld/%lld] ppl %.4f, %.0f s, about %.0f s left\n", static_cast<long long>(w + 1),
+                 static_cast<long long>(windows), std::exp(sum / static_cast<double>(nll.size())), spent,
+                 left);
   }
   const double seconds = sw.elapsed_s();
   const auto n = static_cast<double>(nll.size());

@@ -10,6 +10,7 @@
 // thread at a time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,8 @@ struct SessionOptions {
   // one group node: A quantized once, one fork/join (graph/rewrites.h fuse_matmul_nbits_groups).
   // The environment variable NBITS_FUSE_MATMUL_GROUPS=0 turns it off as well.
   bool fuse_matmul_groups = true;
+  // Called as the load builds (and packs) its nodes, with the fraction done (0..1]; may be empty.
+  std::function<void(double)> progress;
 };
 
 // "model" | "f32" | "f16" | "q8" (the --kv-cache flag); throws nbits::Error naming the value otherwise.

@@ -143,7 +143,10 @@ void SessionImpl::build() {
     values_.push_back(std::move(v));
   }
 
+  size_t built = 0;
   for (const onnx::Node& node : nodes) {
+    if (options.progress) options.progress(static_cast<double>(built) / static_cast<double>(nodes.size()));
+    ++built;
     const OpFactory make = find_op(node.domain, node.op_type);
     NBITS_CHECK(make != nullptr, "unsupported op '", node.op_type, "' (domain '",
                 node.domain.empty() ? "ai.onnx" : node.domain, "') at node '", node.name, "'");

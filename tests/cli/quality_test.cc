@@ -121,6 +121,7 @@ TEST(CliPerplexity, BatchedStepsAndTextOutput) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("[1/6] ppl "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[6/6] ppl "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(", about 0 s left"), std::string::npos) << r.err;  // the last window: nothing left
   EXPECT_EQ(r.out.rfind("perplexity: ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find(" +/- "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("384 tokens scored in 6 windows of 128"), std::string::npos) << r.out;
