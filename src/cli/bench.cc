@@ -100,10 +100,12 @@ int bench_main(const std::vector<std::string>& args) {
   NBITS_CHECK(o.bandwidth_gbs >= 0, "bench: --bandwidth-gbs must be >= 0");
   NBITS_CHECK(o.bandwidth_mb >= 1, "bench: --bandwidth-mb must be >= 1");
 
-  if (gguf::is_gguf_path(o.model_dir))  // a GGUF file: the model synthesised in memory
+  if (gguf::is_gguf_path(o.model_dir)) {  // a GGUF file: the model synthesised in memory
     o.load = [path = o.model_dir](const graph::SessionOptions& so, int64_t max_length) {
       return gguf::load_generator(path, so, max_length);
     };
+    o.file_weight_bytes = gguf::file_bytes_per_token(gguf::File::open(o.model_dir));
+  }
   const auto runs = modelgen::run_bench(o);
   const auto j = modelgen::bench_json(o, runs);
   if (format == "json") {
@@ -126,6 +128,14 @@ int bench_main(const std::vector<std::string>& args) {
         r["achieved_gbs"].get<double>(), r["bandwidth_gbs"].get<double>(),
         r["bandwidth_source"].get<std::string>().c_str(), r["floor_ms"].get<double>(),
         100.0 * r["fraction_of_floor"].get<double>());
+    if (r.contains("file_floor_ms"))
+      std::printf(
+          "  the file's weights: %.1f MB/token (as llama.cpp streams them; nbits holds %.2fx): floor %.2f "
+          "ms, "
+          "%.0f%% of it\n",
+          r["file_weight_bytes_per_token"].get<double>() / 1e6,
+          r["weight_bytes_per_token"].get<double>() / r["file_weight_bytes_per_token"].get<double>(),
+          r["file_floor_ms"].get<double>(), 100.0 * r["fraction_of_file_floor"].get<double>());
     const double mib = 1024.0 * 1024.0;
     std::printf(
         "  memory: peak RSS %.1f MiB (%.1f during load) = %.2fx of weights %.1f + KV %.1f + arena %.1f MiB "

@@ -128,6 +128,14 @@ Hyperparams read_hyperparams(const File& f) {
   return hp;
 }
 
+int64_t file_bytes_per_token(const File& f) {
+  const bool tied = f.tensor("output.weight") == nullptr;
+  int64_t n = 0;
+  for (const TensorInfo& t : f.tensors())
+    if (t.n_dims >= 2 && (tied || t.name != "token_embd.weight")) n += static_cast<int64_t>(t.bytes.size());
+  return n;
+}
+
 std::vector<std::string> unsupported_tensors(const File& f) {
   std::vector<std::string> r;
   for (const TensorInfo& t : f.tensors())

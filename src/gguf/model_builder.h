@@ -74,4 +74,9 @@ std::unique_ptr<llm::Generator> load_generator(const std::string& path,
 // True for a path ending in ".gguf" (what the CLI loads through build_model).
 bool is_gguf_path(const std::string& path);
 
+// Bytes a decode step reads from the weights as the file stores them (what llama.cpp streams):
+// every tensor of two or more dimensions but the token embedding, which a step gathers one row
+// of (unless the output is tied to it: then it is the lm_head and counted).
+int64_t file_bytes_per_token(const File& f);
+
 }  // namespace nbits::gguf

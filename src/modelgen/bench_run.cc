@@ -192,6 +192,12 @@ nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<Ben
     x["bandwidth_source"] = r.bandwidth_source;
     x["floor_ms"] = floor;
     x["fraction_of_floor"] = dec > 0 ? floor / dec : 0.0;
+    if (opt.file_weight_bytes > 0) {
+      const double file_floor = floor_ms(opt.file_weight_bytes + r.kv_bytes, r.bandwidth_gbs);
+      x["file_weight_bytes_per_token"] = opt.file_weight_bytes;
+      x["file_floor_ms"] = file_floor;
+      x["fraction_of_file_floor"] = dec > 0 ? file_floor / dec : 0.0;
+    }
     std::map<std::string, int> kernels, prefill;
     for (const auto& m : r.matmuls) kernels[m.kernel]++, prefill[m.prefill_kernel]++;
     x["matmul_kernels_at_load"] = kernels;

@@ -28,6 +28,9 @@ struct BenchOptions {
   // Loads the model (KV capacity max_length); null: llm::Generator::load(model_dir). The
   // CLI sets it for GGUF files (gguf/model_builder.h), which this room cannot see.
   std::function<std::unique_ptr<llm::Generator>(const graph::SessionOptions&, int64_t max_length)> load;
+  // The weights' bytes per decode step as the model FILE stores them (a GGUF: what llama.cpp
+  // streams), reported beside nbits' own with its floor; 0: not known (not reported).
+  int64_t file_weight_bytes = 0;
 };
 
 struct BenchRun {

@@ -90,6 +90,27 @@ TEST(CliGguf, InspectShowsArchAndKernels) {
   EXPECT_EQ(j["gguf"]["hyperparameters"]["layers"], 30);
   EXPECT_EQ(j["matmul_nbits"].size(), 151u);  // 30 x (qkv, o, gate, up, down) + lm_head
   EXPECT_TRUE(j["session"]["loads"].get<bool>());
+  // Every quantized type is reported with its bits per weight in the file and as held.
+  EXPECT_EQ(j["gguf"]["storage"]["Q4_1"]["file_bits_per_weight"], 5.0);
+  EXPECT_EQ(j["gguf"]["storage"]["Q4_1"]["nbits_bits_per_weight"], 6.125);  // + fp32 min, zero points
+}
+
+// nbits bench on a GGUF: the file's own bytes per token and their floor beside nbits'. SmolLM2's
+// output is tied: every matrix of the file streams per token, the Q8_0 table as the lm_head.
+TEST(CliGguf, BenchReportsTheFilesBytesPerToken) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  const RunResult r = run_nbits({"bench", "-m", smollm2_gguf(), "-t", "1", "-p", "4", "-n", "2", "--reps",
+                                 "1", "--bandwidth-gbs", "10", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = nlohmann::json::parse(r.out)["runs"][0];
+  const double file = run["file_weight_bytes_per_token"].get<double>();
+  // 30 layers of 576 x (576 + 192 + 192 + 576) + 3 x 576 x 1536 weights in Q4_1 (20 bytes per 32), and
+  // the tied 49152 x 576 table in Q8_0 (34 per 32).
+  EXPECT_EQ(file, 30.0 * 576 * (576 + 192 + 192 + 576 + 3 * 1536) * 20 / 32 + 49152.0 * 576 * 34 / 32);
+  EXPECT_NEAR(run["file_floor_ms"].get<double>(),
+              (file + run["kv_bytes_per_token"].get<double>()) / 10e9 * 1e3, 1e-6);
+  EXPECT_GT(run["weight_bytes_per_token"].get<double>(), file);  // nbits holds Q4_1 with fp32 mins
 }
 
 TEST(CliGguf, NonGgufBytesRefusedWithOneLine) {
