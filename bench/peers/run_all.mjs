@@ -30,6 +30,7 @@ const MODELS = {
   'smollm2-135m-real-int4': { dir: path.join(builderModels, 'smollm2_int4'), gguf: null },
   'smollm2-135m-real-q4_1': { file: path.join(cache, 'smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'), gguf: 'Q4_1' },
   'qwen2.5-coder-0.5b-real-q4_k_m': { file: path.join(cache, 'qwen25-coder/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'), gguf: 'Q4_K_M' },
+  // bench/peers/fetch_real_gguf.sh fetches the 1.5B file (the 0.5B one comes with tools/setup_models.sh).
   'qwen2.5-coder-1.5b-real-q4_k_m': { file: path.join(cache, 'qwen25-coder/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'), gguf: 'Q4_K_M' },
   'qwen-int4-b32': { arch: 'qwen2.5-0.5b', bits: 4, block: 32, tok: 'qwen2.5', gguf: 'Q4_0' },
   'qwen-int4-b128': { arch: 'qwen2.5-0.5b', bits: 4, block: 128, tok: 'qwen2.5', gguf: null },
