@@ -42,9 +42,9 @@ Hyperparams read_hyperparams(const File& f) {
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
   if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "qwen3" && hp.arch != "phi3" &&
-      hp.arch != "gemma3")
+      hp.arch != "gemma2" && hp.arch != "gemma3")
     f.fail("architecture '" + onnx::wire::printable(hp.arch) +
-           "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma3)");
+           "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
   auto key = [&](const char* k) { return layer_key(hp, k); };
   hp.n_layer = f.get_int_required(key("block_count"));
   hp.n_embd = f.get_int_required(key("embedding_length"));
@@ -98,9 +98,23 @@ Hyperparams read_hyperparams(const File& f) {
   hp.qkv_bias = hp.arch == "qwen2";
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3";
   hp.fused_gate_up = hp.arch == "phi3";
-  hp.gemma = hp.arch == "gemma3";
+  hp.gemma = hp.arch == "gemma2" || hp.arch == "gemma3";
   hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.head_dim));
-  if (hp.gemma) {
+  if (hp.arch == "gemma2") {
+    // llama.cpp's gemma2: every even layer sees the last sliding_window (default 4096) keys, with
+    // the global rope; q.k soft-capped (attn_logit_softcapping, default 50) and the logits
+    // (final_logit_softcapping, default 30); the 27B (46 layers) scales q by 1/sqrt(n_embd/n_head).
+    if (hp.n_layer == 46) hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.n_embd / hp.n_head));
+    hp.swa_window = f.get_int(key("attention.sliding_window")).value_or(4096);
+    if (hp.swa_window < 0) f.fail(key("attention.sliding_window") + " must not be negative");
+    hp.swa_period = 2;
+    hp.rope_base_swa = hp.rope_base;
+    hp.attn_softcap = f.get_float(key("attn_logit_softcapping")).value_or(50.0);
+    hp.final_softcap = f.get_float(key("final_logit_softcapping")).value_or(30.0);
+    if (!(hp.attn_softcap >= 0) || !(hp.final_softcap >= 0))
+      f.fail(key("attn_logit_softcapping") + " and final_logit_softcapping must not be negative");
+    if (hp.rope_linear_factor != 1.0) f.fail("rope scaling is not supported for gemma2");
+  } else if (hp.gemma) {
     // llama.cpp: gemma3 27B (62 layers) scales by n_embd / n_head instead of the head size.
     if (hp.n_layer == 62) hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.n_embd / hp.n_head));
     hp.swa_window = f.get_int(key("attention.sliding_window")).value_or(0);
@@ -478,6 +492,7 @@ std::string Builder::attention_core(int64_t l, const std::string& q, const std::
   GraphBuilder::attr(n, "local_window_size", swa ? hp_.swa_window : int64_t{-1});
   GraphBuilder::attr(n, "do_rotary", int64_t{1});
   GraphBuilder::attr(n, "rotary_interleaved", int64_t{hp_.rope_interleaved ? 1 : 0});
+  if (hp_.attn_softcap > 0) GraphBuilder::attr(n, "softcap", static_cast<float>(hp_.attn_softcap));
   const std::string att = n.outputs[0];
   return matmul(att, {&need(blk(l, "attn_output.weight"), {Nq, E})}, {}, p + "o_proj/MatMul");
 }

@@ -30,14 +30,15 @@ struct Hyperparams {
   bool rope_interleaved = false;  // rotate adjacent pairs (llama.cpp's "normal" rope, arch llama)
   bool qkv_bias = false, qk_norm = false, tied_output = false;
   bool fused_gate_up = false;  // phi3: ffn_up holds the gate rows, then the up rows
-  // gemma3: embedding * sqrt(n_embd), RMS norms after attention and after the FFN, GELU gate.
+  // gemma2/gemma3: embedding * sqrt(n_embd), RMS norms after attention and after the FFN, GELU gate.
   bool gemma = false;
   double attn_scale = 0.0;  // scale of q.k (llama.cpp's f_attention_scale; 1/sqrt(head_dim) by default)
-  // Sliding-window layers (gemma3): layer l sees the last swa_window keys when
+  // Sliding-window layers (gemma2 / gemma3): layer l sees the last swa_window keys when
   // l % swa_period < swa_period - 1, with rope base rope_base_swa and no rope scaling.
   int64_t swa_window = 0, swa_period = 0;
   double rope_base_swa = 10000.0;
   double final_softcap = 0.0;     // > 0: logits = c * tanh(logits / c)
+  double attn_softcap = 0.0;      // > 0: q.k scores = c * tanh(scores / c) (gemma2)
   double rope_attn_factor = 1.0;  // cos/sin scale (rope.scaling.attn_factor; LongRoPE's magnitude fix)
   // LongRoPE (phi3 128k): per-frequency divisors rope_factors_long/short.weight; llama.cpp takes
   // the long ones when the context exceeds rope.scaling.original_context_length.

@@ -61,6 +61,12 @@ def main():
     swa_period = val(arch + ".attention.sliding_window_pattern", 6)
     base_swa = val(arch + ".rope.freq_base_swa", 10000.0)
     softcap = val(arch + ".final_logit_softcapping", 0.0)
+    attn_softcap = 0.0
+    gemma = arch in ("gemma2", "gemma3")
+    if arch == "gemma2":  # llama.cpp: even layers local (window 4096 by default), one rope, q.k soft-capped
+        window, swa_period, base_swa = val(arch + ".attention.sliding_window", 4096), 2, base
+        softcap = val(arch + ".final_logit_softcapping", 30.0)
+        attn_softcap = val(arch + ".attn_logit_softcapping", 50.0)
     T = {t.name: t for t in r.tensors}
 
     def w(name):  # [rows, cols] as ggml stores them: ne0 = cols
@@ -101,7 +107,7 @@ def main():
         names = ["attn_norm", "attn_output", "ffn_norm", "ffn_up", "ffn_down"]
         names += ["attn_qkv"] if p + "attn_qkv.weight" in T else ["attn_q", "attn_k", "attn_v"]
         names += ["ffn_gate"] if p + "ffn_gate.weight" in T else []
-        names += ["post_attention_norm", "post_ffw_norm"] if arch == "gemma3" else []
+        names += ["post_attention_norm", "post_ffw_norm"] if gemma else []
         d = {k: w(p + k + ".weight") for k in names}
         if "attn_qkv" in d:
             d["attn_q"], d["attn_k"], d["attn_v"] = np.split(d.pop("attn_qkv"), [Nq, Nq + Nkv])
@@ -118,7 +124,7 @@ def main():
     for ids in prompts:
         S = len(ids)
         pos = np.arange(S, dtype=np.float64)
-        x = emb[ids] * (np.sqrt(np.float32(E)) if arch == "gemma3" else 1.0)
+        x = emb[ids] * (np.sqrt(np.float32(E)) if gemma else 1.0)
         causal = np.triu(np.full((S, S), -np.inf), 1)
         local = causal + np.tril(np.full((S, S), -np.inf), -window) if window > 0 else causal
         for d in layers:
@@ -133,19 +139,22 @@ def main():
             q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
             rep = nh // nkv
             k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-            sc = np.einsum("shd,thd->hst", q, k) / np.sqrt(H) + mask
+            sc = np.einsum("shd,thd->hst", q, k) / np.sqrt(H)
+            if attn_softcap:
+                sc = attn_softcap * np.tanh(sc / attn_softcap)
+            sc = sc + mask
             sc = np.exp(sc - sc.max(-1, keepdims=True))
             sc /= sc.sum(-1, keepdims=True)
             att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
-            x = x + (rms(att, d["post_attention_norm"]) if arch == "gemma3" else att)
+            x = x + (rms(att, d["post_attention_norm"]) if gemma else att)
             h = rms(x, d["ffn_norm"])
             g = h @ d["ffn_gate"].T
-            if arch == "gemma3":  # GELU, tanh approximation (ggml_gelu)
+            if gemma:  # GELU, tanh approximation (ggml_gelu)
                 act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * (g + 0.044715 * g ** 3)))
             else:
                 act = g / (1 + np.exp(-g))
             f = (act * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
-            x = x + (rms(f, d["post_ffw_norm"]) if arch == "gemma3" else f)
+            x = x + (rms(f, d["post_ffw_norm"]) if gemma else f)
         logits = rms(x[-1], norm) @ head.T
         if softcap:
             logits = softcap * np.tanh(logits / softcap)

@@ -15,8 +15,11 @@ ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbi
                    k MXFP4, v Q5_0, o Q5_1, gate IQ4_XS, up IQ4_NL, down Q3_K; embedding Q5_0 (as
                    in llama.cpp's Q4_K_M of small models), untied output Q2_K
 Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
-Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants]   (quants: that model only; it has
-its own random stream, so it is the same file either way)"""
+  tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
+                   bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
+                   o Q4_K, gate IQ4_NL, up Q4_0, down Q8_0, tied Q8_0 embedding
+Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants|gemma2]   (one model only; the models
+after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
 
@@ -196,8 +199,34 @@ if only is None:
                         ffn_up=T.Q8_0, ffn_down=T.F16), qk_norm=True, embd=T.F16)
     phi3()
     gemma3()
+def gemma2():
+    layers = 4
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_gemma2.gguf"), "gemma2")
+    header(w, "gemma2", layers)
+    w.add_rope_freq_base(10000.0)
+    w.add_uint32("gemma2.attention.sliding_window", 8)
+    w.add_float32("gemma2.attn_logit_softcapping", 0.5)
+    w.add_float32("gemma2.final_logit_softcapping", 2.0)
+    weight(w, "token_embd.weight", V, E, T.Q8_0)
+    norm(w, "output_norm.weight", E)
+    for l in range(layers):
+        p = "blk.%d." % l
+        for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            norm(w, p + n + ".weight", E)
+        for name, rows, cols, t in (("attn_q", NH * HD, E, T.Q5_0), ("attn_k", NKV * HD, E, T.Q5_0),
+                                    ("attn_v", NKV * HD, E, T.Q5_0), ("attn_output", E, NH * HD, T.Q4_K),
+                                    ("ffn_gate", FF, E, T.IQ4_NL), ("ffn_up", FF, E, T.Q4_0),
+                                    ("ffn_down", E, FF, T.Q8_0)):
+            weight(w, p + name + ".weight", rows, cols, t)
+    finish(w)
+
+
 rng = np.random.default_rng(4321)
-model("llama", [dict(attn_q=T.Q5_0, attn_k=T.Q5_1, attn_v=T.IQ4_NL, attn_output=T.IQ4_XS, ffn_gate=T.Q2_K,
-                     ffn_up=T.Q3_K, ffn_down=T.TQ2_0),
-                dict(attn_q=T.TQ1_0, attn_k=T.MXFP4, attn_v=T.Q5_0, attn_output=T.Q5_1, ffn_gate=T.IQ4_XS,
-                     ffn_up=T.IQ4_NL, ffn_down=T.Q3_K)], output=T.Q2_K, embd=T.Q5_0, file="quants")
+if only in (None, "quants"):
+    model("llama", [dict(attn_q=T.Q5_0, attn_k=T.Q5_1, attn_v=T.IQ4_NL, attn_output=T.IQ4_XS, ffn_gate=T.Q2_K,
+                         ffn_up=T.Q3_K, ffn_down=T.TQ2_0),
+                    dict(attn_q=T.TQ1_0, attn_k=T.MXFP4, attn_v=T.Q5_0, attn_output=T.Q5_1, ffn_gate=T.IQ4_XS,
+                         ffn_up=T.IQ4_NL, ffn_down=T.Q3_K)], output=T.Q2_K, embd=T.Q5_0, file="quants")
+rng = np.random.default_rng(2468)
+if only in (None, "gemma2"):
+    gemma2()
