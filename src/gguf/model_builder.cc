@@ -42,9 +42,9 @@ Hyperparams read_hyperparams(const File& f) {
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
   if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "qwen3" && hp.arch != "phi3" &&
-      hp.arch != "gemma2" && hp.arch != "gemma3")
+      hp.arch != "gemma2" && hp.arch != "gemma3" && hp.arch != "granite")
     f.fail("architecture '" + onnx::wire::printable(hp.arch) +
-           "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+           "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, granite)");
   auto key = [&](const char* k) { return layer_key(hp, k); };
   hp.n_layer = f.get_int_required(key("block_count"));
   hp.n_embd = f.get_int_required(key("embedding_length"));
@@ -94,7 +94,7 @@ Hyperparams read_hyperparams(const File& f) {
   hp.rope_orig_context = f.get_int(key("rope.scaling.original_context_length")).value_or(hp.context_length);
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
   // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
-  hp.rope_interleaved = hp.arch == "llama";
+  hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite";
   hp.qkv_bias = hp.arch == "qwen2";
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3";
   hp.fused_gate_up = hp.arch == "phi3";
@@ -114,6 +114,21 @@ Hyperparams read_hyperparams(const File& f) {
     if (!(hp.attn_softcap >= 0) || !(hp.final_softcap >= 0))
       f.fail(key("attn_logit_softcapping") + " and final_logit_softcapping must not be negative");
     if (hp.rope_linear_factor != 1.0) f.fail("rope scaling is not supported for gemma2");
+  } else if (hp.arch == "granite") {
+    // llama.cpp's granite: the llama graph with four multipliers, each read as written (0 or
+    // absent: no scaling, and attention.scale 0 keeps 1/sqrt(head_dim)).
+    const auto multiplier = [&](const char* k, double dflt) {
+      const double v = f.get_float(key(k)).value_or(dflt);
+      if (!(v >= 0) || !std::isfinite(v)) f.fail(key(k) + " must be a finite non-negative number");
+      return v;
+    };
+    hp.embedding_scale = multiplier("embedding_scale", 1.0);
+    hp.residual_scale = multiplier("residual_scale", 1.0);
+    hp.logit_scale = multiplier("logit_scale", 1.0);
+    if (const double a = multiplier("attention.scale", 0.0); a > 0) hp.attn_scale = a;
+    if (hp.embedding_scale == 0) hp.embedding_scale = 1.0;
+    if (hp.residual_scale == 0) hp.residual_scale = 1.0;
+    if (hp.logit_scale == 0) hp.logit_scale = 1.0;
   } else if (hp.gemma) {
     // llama.cpp: gemma3 27B (62 layers) scales by n_embd / n_head instead of the head size.
     if (hp.n_layer == 62) hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.n_embd / hp.n_head));
@@ -263,6 +278,12 @@ class Builder {
   std::string matmul_nbits(const std::string& x, NBitsMatrix m, const std::string& bias,
                            const std::string& name) {
     return matmul_nbits_node(x, add_nbits(std::move(m), name, false), bias, name);
+  }
+
+  // x * c in fp32 (llama.cpp's ggml_scale).
+  std::string scaled(const std::string& x, double c, const std::string& name) {
+    const std::string k = g_.own_floats(name + "/c", {}, {static_cast<float>(c)});
+    return g_.node("Mul", "", name + "/Mul", {x, k}).outputs[0];
   }
 
   std::string rms_norm(const std::string& x, const std::string& w, const std::string& name) {
@@ -522,9 +543,11 @@ std::string Builder::mlp(int64_t l, const std::string& x) {
 
 void Builder::lm_head(const std::string& x) {
   const std::string name = "/lm_head/MatMul";
-  // With a final softcap the matmul writes an inner value and c * tanh(y / c) writes "logits".
-  const bool cap = hp_.final_softcap > 0;
-  const std::string out = cap ? "/lm_head/output_0" : "logits";
+  // With a final softcap or a logit scale the matmul writes an inner value, and c * tanh(y / c)
+  // or y * (1 / logit_scale) (granite; ggml_scale by the fp32 reciprocal) writes "logits".
+  const bool cap = hp_.final_softcap > 0, scale = hp_.logit_scale != 1.0;
+  const bool post = cap || scale;
+  const std::string out = post ? "/lm_head/output_0" : "logits";
   std::string y;
   if (hp_.tied_output && !embd_nbits_.B.empty()) {
     y = matmul_nbits_node(x, embd_nbits_, "", name, out);
@@ -535,8 +558,15 @@ void Builder::lm_head(const std::string& x) {
       y = matmul_nbits_node(x, add_nbits(nbits_copy(w), "lm_head", false), "", name, out);
     } else {
       y = matmul(x, {&w}, {}, name);
-      if (!cap) g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
+      if (!post) g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
     }
+  }
+  if (scale) {
+    const std::string r =
+        g_.own_floats("/lm_head/logit_scale", {}, {1.0f / static_cast<float>(hp_.logit_scale)});
+    onnx::Node& m = g_.node("Mul", "", "/lm_head/logit_scale/Mul", {y, r});
+    if (!cap) m.outputs[0] = "logits";
+    y = m.outputs[0];
   }
   if (!cap) return;
   const std::string c = g_.own_floats("/lm_head/softcap", {}, {static_cast<float>(hp_.final_softcap)});
@@ -568,17 +598,21 @@ void Builder::build() {
     const std::string c = g_.own_floats("/model/embed_tokens/scale", {}, {scale});
     residual = g_.node("Mul", "", "/model/embed_tokens/Mul", {residual, c}).outputs[0];
   }
+  if (hp_.embedding_scale != 1.0)
+    residual = scaled(residual, hp_.embedding_scale, "/model/embed_tokens/scale");
   std::string x = rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {hp_.n_embd})),
                            "/model/layers.0/input_layernorm");
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const std::string p = "/model/layers." + std::to_string(l);
     std::string att = attention(l, x);
+    if (hp_.residual_scale != 1.0) att = scaled(att, hp_.residual_scale, p + "/attn/residual_scale");
     if (hp_.gemma)
       att =
           rms_norm(att, vec(need(blk(l, "post_attention_norm.weight"), {hp_.n_embd})), p + "/post_attn_norm");
     auto [h, sum] = skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {hp_.n_embd})),
                               p + "/post_attention_layernorm", true);
     std::string down = mlp(l, h);
+    if (hp_.residual_scale != 1.0) down = scaled(down, hp_.residual_scale, p + "/mlp/residual_scale");
     if (hp_.gemma)
       down = rms_norm(down, vec(need(blk(l, "post_ffw_norm.weight"), {hp_.n_embd})), p + "/post_ffw_norm");
     const bool last = l + 1 == hp_.n_layer;

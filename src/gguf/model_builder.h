@@ -37,8 +37,11 @@ struct Hyperparams {
   // l % swa_period < swa_period - 1, with rope base rope_base_swa and no rope scaling.
   int64_t swa_window = 0, swa_period = 0;
   double rope_base_swa = 10000.0;
-  double final_softcap = 0.0;     // > 0: logits = c * tanh(logits / c)
-  double attn_softcap = 0.0;      // > 0: q.k scores = c * tanh(scores / c) (gemma2)
+  double final_softcap = 0.0;  // > 0: logits = c * tanh(logits / c)
+  double attn_softcap = 0.0;   // > 0: q.k scores = c * tanh(scores / c) (gemma2)
+  // granite's multipliers (1: none): the embedding, each block's attention and FFN output before
+  // its residual add, and the logits (divided by logit_scale).
+  double embedding_scale = 1.0, residual_scale = 1.0, logit_scale = 1.0;
   double rope_attn_factor = 1.0;  // cos/sin scale (rope.scaling.attn_factor; LongRoPE's magnitude fix)
   // LongRoPE (phi3 128k): per-frequency divisors rope_factors_long/short.weight; llama.cpp takes
   // the long ones when the context exceeds rope.scaling.original_context_length.

@@ -92,7 +92,7 @@ TEST(GgufExact, SmolLM2Q4_1EqualsExactMath) {
 // The tiny random models (every architecture and quantization type, tools/gguf/make_tiny_models.py):
 // at level 0 the synthesised graph is the exact math up to fp32 rounding.
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "quants"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
@@ -200,7 +200,7 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
 // step is off by 7.6e-2 (llama), 6.3e-3 (qwen2), 3.2e-2 (qwen3) and nbits' by 7.7e-2, 6.2e-3,
 // 2.6e-2; divergences measured at margins up to 4e-2 * max|logit|.
 TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "quants"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants"}) {
     SCOPED_TRACE(arch);
     NBITS_REQUIRE_SHARED(test::tiny_model(arch));
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));

@@ -20,9 +20,9 @@ std::string error_of(test::GgufBytes g) {
 TEST(GgufModelBuilder, OtherArchitecturesRefusedByName) {
   test::GgufBytes g = test::small_gguf();
   g.b[g.at.at("value:general.architecture") + 8] = 'm';  // "llama" -> "mlama"
-  EXPECT_EQ(
-      error_of(g),
-      "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+  EXPECT_EQ(error_of(g),
+            "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, "
+            "gemma3, granite)");
 }
 
 TEST(GgufModelBuilder, MissingHyperparameterNamed) {

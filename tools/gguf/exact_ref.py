@@ -63,6 +63,10 @@ def main():
     softcap = val(arch + ".final_logit_softcapping", 0.0)
     attn_softcap = 0.0
     gemma = arch in ("gemma2", "gemma3")
+    # granite: llama with multipliers (0 or absent: none; attention.scale 0: 1/sqrt(head_dim)).
+    mult = lambda k: (val(arch + "." + k, 0.0) or 1.0) if arch == "granite" else 1.0
+    emb_scale, res_scale, logit_scale = mult("embedding_scale"), mult("residual_scale"), mult("logit_scale")
+    qscale = (val(arch + ".attention.scale", 0.0) if arch == "granite" else 0.0) or 1 / np.sqrt(H)
     if arch == "gemma2":  # llama.cpp: even layers local (window 4096 by default), one rope, q.k soft-capped
         window, swa_period, base_swa = val(arch + ".attention.sliding_window", 4096), 2, base
         softcap = val(arch + ".final_logit_softcapping", 30.0)
@@ -90,7 +94,7 @@ def main():
         th = pos[:, None] / scale * inv[None, :]
         c, s = np.cos(th)[:, None, :] * attn_factor, np.sin(th)[:, None, :] * attn_factor
         y = x.copy()
-        if arch == "llama":
+        if arch in ("llama", "granite"):
             a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
             y[..., 0:rdim:2], y[..., 1:rdim:2] = a * c - b * s, a * s + b * c
         else:
@@ -124,7 +128,7 @@ def main():
     for ids in prompts:
         S = len(ids)
         pos = np.arange(S, dtype=np.float64)
-        x = emb[ids] * (np.sqrt(np.float32(E)) if gemma else 1.0)
+        x = emb[ids] * (np.sqrt(np.float32(E)) if gemma else 1.0) * emb_scale
         causal = np.triu(np.full((S, S), -np.inf), 1)
         local = causal + np.tril(np.full((S, S), -np.inf), -window) if window > 0 else causal
         for d in layers:
@@ -139,14 +143,14 @@ def main():
             q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
             rep = nh // nkv
             k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-            sc = np.einsum("shd,thd->hst", q, k) / np.sqrt(H)
+            sc = np.einsum("shd,thd->hst", q, k) * qscale
             if attn_softcap:
                 sc = attn_softcap * np.tanh(sc / attn_softcap)
             sc = sc + mask
             sc = np.exp(sc - sc.max(-1, keepdims=True))
             sc /= sc.sum(-1, keepdims=True)
             att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
-            x = x + (rms(att, d["post_attention_norm"]) if gemma else att)
+            x = x + (rms(att, d["post_attention_norm"]) if gemma else att) * res_scale
             h = rms(x, d["ffn_norm"])
             g = h @ d["ffn_gate"].T
             if gemma:  # GELU, tanh approximation (ggml_gelu)
@@ -154,8 +158,8 @@ def main():
             else:
                 act = g / (1 + np.exp(-g))
             f = (act * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
-            x = x + (rms(f, d["post_ffw_norm"]) if gemma else f)
-        logits = rms(x[-1], norm) @ head.T
+            x = x + (rms(f, d["post_ffw_norm"]) if gemma else f) * res_scale
+        logits = rms(x[-1], norm) @ head.T / logit_scale
         if softcap:
             logits = softcap * np.tanh(logits / softcap)
         res.append({"prompt_ids": ids, "logits": [round(float(z), 6) for z in logits]})

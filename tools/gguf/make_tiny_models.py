@@ -18,7 +18,10 @@ Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 5
   tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
                    bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
                    o Q4_K, gate IQ4_NL, up Q4_0, down Q8_0, tied Q8_0 embedding
-Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants|gemma2]   (one model only; the models
+  tiny_granite.gguf llama with granite's multipliers: embedding 12, residual 0.22, attention 0.05 (not
+                   1/sqrt(64)), logits divided by 8; q/k/v Q8_0, o Q5_1, gate/up Q4_K, down Q6_K,
+                   untied Q5_0 output
+Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants|gemma2|granite]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -82,10 +85,13 @@ def norm(w, name, n):
     w.add_tensor(name, (1 + 0.1 * rng.standard_normal(n)).astype(np.float32))
 
 
-def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, file=None):
-    """types: one dict of matrix types for every layer, or a list with one dict per layer."""
+def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, file=None, extra=None):
+    """types: one dict of matrix types for every layer, or a list with one dict per layer; extra:
+    a function adding metadata."""
     w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % (file or arch)), arch)
     header(w, arch)
+    if extra:
+        extra(w)
     w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
     weight(w, "token_embd.weight", V, E, embd)
     norm(w, "output_norm.weight", E)
@@ -230,3 +236,12 @@ if only in (None, "quants"):
 rng = np.random.default_rng(2468)
 if only in (None, "gemma2"):
     gemma2()
+rng = np.random.default_rng(1357)
+if only in (None, "granite"):
+    def granite_scales(w):
+        w.add_float32("granite.embedding_scale", 12.0)
+        w.add_float32("granite.residual_scale", 0.22)
+        w.add_float32("granite.attention.scale", 0.05)
+        w.add_float32("granite.logit_scale", 8.0)
+    model("granite", dict(attn_q=T.Q8_0, attn_k=T.Q8_0, attn_v=T.Q8_0, attn_output=T.Q5_1, ffn_gate=T.Q4_K,
+                          ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q5_0, extra=granite_scales)
