@@ -81,6 +81,10 @@ struct PackOptions {
   // qgemv_q4x16h_avx2); a matrix whose scales do not fit fp16 (|s| > 65504 or
   // subnormal) keeps fp32 scales.
   bool fp16_scales = false;
+  // Where every scale is exactly an fp16 number (GGUF Q4_0/Q5_0/Q8_0 d, ONNX fp16 scales) those
+  // sets store them as fp16 even without fp16_scales: the kernels widen fp16 exactly, so the
+  // results are bit-identical, in 2 bytes instead of 4. false keeps fp32 (tests compare the two).
+  bool exact_fp16_scales = true;
   // When set, packing calls it with n as it finishes source rows: rows [0, n) of
   // codes, scales and zero points are not read again, so the caller may drop their
   // file pages (peak memory at load = packed + a slice, not packed + original).

@@ -7,7 +7,7 @@ namespace {
 
 // Half-precision scales when asked, or when they are exact (then no result changes).
 bool fp16_scales(const QuantizedMatrix& w, const PackOptions& options) {
-  return options.fp16_scales || quant::scales_exact_fp16(w);
+  return options.fp16_scales || (options.exact_fp16_scales && quant::scales_exact_fp16(w));
 }
 
 }  // namespace

@@ -368,6 +368,45 @@ TEST(MatMulNBitsKernels, Fp16ScalesKernelNamesAndPackedBytes) {
   }
 }
 
+// Scales that are exactly fp16 numbers are packed as fp16 by default (sets with an fp16 format),
+// and every output is bit for bit the fp32 format's: M 1..33 (GEMV, small-M and GEMM paths), bits
+// 4 and 8, symmetric and asymmetric, with GGUF mins, ragged K and N, 1 and 2 threads.
+TEST(MatMulNBitsKernels, ExactFp16ScalesPackHalfWithIdenticalResults) {
+  std::mt19937 rng(57);
+  ThreadPool one(1), two(2);
+  int seen = 0;
+  for (int bits : {4, 8})
+    for (int variant = 0; variant < 3; ++variant) {  // symmetric, asymmetric, mins with zero points 0
+      RandomWeight rw(bits, 32, 200, 45, variant == 1, rng);
+      if (variant == 2) rw.add_mins(true, rng);
+      for (auto& sc : rw.scales) sc = fp16_to_float(float_to_fp16(sc));  // exactly fp16 now
+      for (const auto& k : matmul_nbits_kernels()) {
+        if (!k.supports(rw.w, cpu_features()) || !has_fp16_format(k)) continue;
+        SCOPED_TRACE(std::string(k.name) + " bits=" + std::to_string(bits) + " variant " +
+                     std::to_string(variant));
+        PackOptions keep32;
+        keep32.exact_fp16_scales = false;
+        auto p16 = k.pack_opts(rw.w, PackOptions{}), p32 = k.pack_opts(rw.w, keep32);
+        EXPECT_TRUE(says_fp16(*p16, 1)) << p16->kernel_name(1);
+        EXPECT_FALSE(says_fp16(*p32, 1)) << p32->kernel_name(1);
+        EXPECT_LT(p16->packed_bytes(), p32->packed_bytes());
+        for (int64_t M : {1, 2, 3, 4, 7, 8, 16, 33}) {
+          const std::vector<float> A = random_a(M, rw.w.K, rng);
+          for (ThreadPool* pool : {&one, &two}) {
+            std::vector<float> y16(static_cast<size_t>(M * rw.w.N)), y32(y16.size());
+            p16->run(A.data(), M, y16.data(), nullptr, *pool);
+            p32->run(A.data(), M, y32.data(), nullptr, *pool);
+            EXPECT_EQ(0, std::memcmp(y16.data(), y32.data(), y16.size() * sizeof(float))) << "M=" << M;
+          }
+        }
+        ++seen;
+      }
+    }
+  if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
+    EXPECT_GT(seen, 0);
+  }
+}
+
 // A matrix with a scale that fp16 cannot hold (overflow, or subnormal: more
 // than ~1e-3 relative error) keeps fp32 scales: same kernel, bytes and bits as
 // packing without the option. Scales at the edges of the normal range still go fp16.
