@@ -20,6 +20,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_util.h"
@@ -104,6 +105,17 @@ bool start_server() {
   return start_server(g_server, chat_model_dir(),
                       {"-t", "1", "--parallel", "2", "--ctx", std::to_string(kCtx), "--queue", "4",
                        "--api-key", kKey, "--cors", "http://app.example"});
+}
+
+// Runs a shell command: its exit status (-1 when it could not start) and its output.
+std::pair<int, std::string> shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  return {pclose(p), out};
 }
 
 // SIGTERM, then the exit status (-1: did not exit within `wait`).
@@ -380,13 +392,7 @@ TEST_F(Serve, OfficialOpenAINodeClient) {
                              .dump();
   const std::string cmd = "cd '" + node_dir + "' && node openai_client.mjs " + std::to_string(g_server.port) +
                           " " + kKey + " '" + want.string() + "' 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
+  const auto [status, out] = shell(cmd);
   fs::remove(want);
   ASSERT_EQ(status, 0) << out;
   const json got = json::parse(out.substr(out.find('{')));
@@ -600,13 +606,7 @@ TEST(ServeChatPage, InABrowser) {
   const fs::path shot = fs::temp_directory_path() / "nbits_chat_page.png";
   const std::string cmd = "cd '" + node_dir + "' && CHROMIUM='" + chromium + "' node webui_test.mjs " +
                           std::to_string(s.p.port) + " " + kKey + " '" + shot.string() + "' 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
+  const auto [status, out] = shell(cmd);
   ASSERT_NE(out.find('{'), std::string::npos) << out;
   const json got = json::parse(out.substr(out.rfind("{\"checks\"")));
   EXPECT_EQ(status, 0) << out;

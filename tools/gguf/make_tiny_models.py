@@ -171,30 +171,45 @@ def phi3():
     finish(w)
 
 
-def gemma3():
-    layers = 6
-    w = gguf.GGUFWriter(os.path.join(out, "tiny_gemma3.gguf"), "gemma3")
-    header(w, "gemma3", layers)
-    w.add_rope_freq_base(1000000.0)
-    w.add_string("gemma3.rope.scaling.type", "linear")
-    w.add_float32("gemma3.rope.scaling.factor", 2.0)
-    w.add_uint32("gemma3.attention.sliding_window", 8)
-    w.add_float32("gemma3.final_logit_softcapping", 2.0)
+def gemma(arch, layers, meta, types, qk_norm):
+    """A Gemma-family model: post-attention / post-FFN norms, `meta` adds the arch's keys, `types`
+    the matrix types (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down)."""
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % arch), arch)
+    header(w, arch, layers)
+    meta(w)
     weight(w, "token_embd.weight", V, E, T.Q8_0)
     norm(w, "output_norm.weight", E)
     for l in range(layers):
         p = "blk.%d." % l
         for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
             norm(w, p + n + ".weight", E)
-        norm(w, p + "attn_q_norm.weight", HD)
-        norm(w, p + "attn_k_norm.weight", HD)
-        for name, rows, cols, t in (("attn_q", NH * HD, E, T.Q8_0), ("attn_k", NKV * HD, E, T.Q8_0),
-                                    ("attn_v", NKV * HD, E, T.Q8_0), ("attn_output", E, NH * HD, T.Q4_0),
-                                    ("ffn_gate", FF, E, T.Q4_0), ("ffn_up", FF, E, T.Q4_0),
-                                    ("ffn_down", E, FF, T.Q4_0)):
+        if qk_norm:
+            norm(w, p + "attn_q_norm.weight", HD)
+            norm(w, p + "attn_k_norm.weight", HD)
+        for (name, rows, cols), t in zip((("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
+                                          ("attn_output", E, NH * HD), ("ffn_gate", FF, E), ("ffn_up", FF, E),
+                                          ("ffn_down", E, FF)), types):
             weight(w, p + name + ".weight", rows, cols, t)
     finish(w)
 
+
+def gemma3():
+    def meta(w):
+        w.add_rope_freq_base(1000000.0)
+        w.add_string("gemma3.rope.scaling.type", "linear")
+        w.add_float32("gemma3.rope.scaling.factor", 2.0)
+        w.add_uint32("gemma3.attention.sliding_window", 8)
+        w.add_float32("gemma3.final_logit_softcapping", 2.0)
+    gemma("gemma3", 6, meta, (T.Q8_0, T.Q8_0, T.Q8_0, T.Q4_0, T.Q4_0, T.Q4_0, T.Q4_0), qk_norm=True)
+
+
+def gemma2():
+    def meta(w):
+        w.add_rope_freq_base(10000.0)
+        w.add_uint32("gemma2.attention.sliding_window", 8)
+        w.add_float32("gemma2.attn_logit_softcapping", 0.5)
+        w.add_float32("gemma2.final_logit_softcapping", 2.0)
+    gemma("gemma2", 4, meta, (T.Q5_0, T.Q5_0, T.Q5_0, T.Q4_K, T.IQ4_NL, T.Q4_0, T.Q8_0), qk_norm=False)
 
 if only is None:
     model("llama", dict(attn_q=T.Q4_0, attn_k=T.Q4_1, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q5_K,
@@ -205,28 +220,6 @@ if only is None:
                         ffn_up=T.Q8_0, ffn_down=T.F16), qk_norm=True, embd=T.F16)
     phi3()
     gemma3()
-def gemma2():
-    layers = 4
-    w = gguf.GGUFWriter(os.path.join(out, "tiny_gemma2.gguf"), "gemma2")
-    header(w, "gemma2", layers)
-    w.add_rope_freq_base(10000.0)
-    w.add_uint32("gemma2.attention.sliding_window", 8)
-    w.add_float32("gemma2.attn_logit_softcapping", 0.5)
-    w.add_float32("gemma2.final_logit_softcapping", 2.0)
-    weight(w, "token_embd.weight", V, E, T.Q8_0)
-    norm(w, "output_norm.weight", E)
-    for l in range(layers):
-        p = "blk.%d." % l
-        for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
-            norm(w, p + n + ".weight", E)
-        for name, rows, cols, t in (("attn_q", NH * HD, E, T.Q5_0), ("attn_k", NKV * HD, E, T.Q5_0),
-                                    ("attn_v", NKV * HD, E, T.Q5_0), ("attn_output", E, NH * HD, T.Q4_K),
-                                    ("ffn_gate", FF, E, T.IQ4_NL), ("ffn_up", FF, E, T.Q4_0),
-                                    ("ffn_down", E, FF, T.Q8_0)):
-            weight(w, p + name + ".weight", rows, cols, t)
-    finish(w)
-
-
 rng = np.random.default_rng(4321)
 if only in (None, "quants"):
     model("llama", [dict(attn_q=T.Q5_0, attn_k=T.Q5_1, attn_v=T.IQ4_NL, attn_output=T.IQ4_XS, ffn_gate=T.Q2_K,
