@@ -426,22 +426,23 @@ void Builder::mask_inputs() {
 std::string Builder::embedding() {
   const TensorInfo& e = need("token_embd.weight", {hp_.n_embd, hp_.n_vocab});
   const std::string name = "/model/embed_tokens";
-  // Quantized rows without a min term: GatherBlockQuantized reads the codes in place
-  // (and, tied, the same initializers feed the lm_head MatMulNBits).
+  // Quantized rows: GatherBlockQuantized dequantizes the rows it gathers from the codes, with the
+  // zero points and (nbits' internal input 4) the block mins of Q4_1 / Q4_K / Q5_K, so the table
+  // stays at the mapped size (Qwen2.5-1.5B's Q4_K: 175 MiB, not an fp32 table of 890 MiB); tied,
+  // the same initializers feed the lm_head MatMulNBits.
   if (maps_to_nbits(e.type)) {
-    NBitsMatrix m = nbits_copy(e);
-    if (m.mins.empty() && m.zero_points.empty()) {
-      embd_nbits_ = add_nbits(std::move(m), "token_embd", true);
-      onnx::Node& n = g_.node("GatherBlockQuantized", kMs, name + "/GatherBlockQuantized",
-                              {embd_nbits_.B, "input_ids", embd_nbits_.scales});
-      GraphBuilder::attr(n, "bits", static_cast<int64_t>(embd_nbits_.bits));
-      GraphBuilder::attr(n, "block_size", static_cast<int64_t>(embd_nbits_.block));
-      GraphBuilder::attr(n, "gather_axis", int64_t{0});
-      GraphBuilder::attr(n, "quantize_axis", int64_t{1});
-      return n.outputs[0];
-    }
+    embd_nbits_ = add_nbits(nbits_copy(e), "token_embd", true);
+    std::vector<std::string> in = {embd_nbits_.B, "input_ids", embd_nbits_.scales, embd_nbits_.zp,
+                                   embd_nbits_.mins};
+    while (in.back().empty()) in.pop_back();
+    onnx::Node& n = g_.node("GatherBlockQuantized", kMs, name + "/GatherBlockQuantized", in);
+    GraphBuilder::attr(n, "bits", static_cast<int64_t>(embd_nbits_.bits));
+    GraphBuilder::attr(n, "block_size", static_cast<int64_t>(embd_nbits_.block));
+    GraphBuilder::attr(n, "gather_axis", int64_t{0});
+    GraphBuilder::attr(n, "quantize_axis", int64_t{1});
+    return n.outputs[0];
   }
-  // Otherwise an fp32 table: viewed in the mapping when F32, else dequantized once.
+  // Otherwise an fp32 table: viewed in the mapping when F32, else widened once.
   const std::string table =
       e.type == GgmlType::kF32
           ? g_.view("token_embd.weight", DataType::kFloat, {hp_.n_vocab, hp_.n_embd}, e.bytes)

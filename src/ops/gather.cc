@@ -97,7 +97,8 @@ class GatherOp final : public Op {
   TableRows table_;
 };
 
-// Rows of quantized codes, dequantized as (q - zp) * scale per block along the row.
+// Rows of quantized codes, dequantized as (q - zp) * scale per block along the row (+ the
+// block's min where nbits' internal input 4 gives them: GGUF Q4_1 / Q4_K / Q5_K tables).
 class GatherBlockQuantizedOp final : public Op {
  public:
   struct Params {
@@ -108,6 +109,7 @@ class GatherBlockQuantizedOp final : public Op {
     const uint8_t* codes;        // row-major, packed along cols
     std::vector<float> scales;   // [rows * k_blocks]
     const uint8_t* zero_points;  // packed like the data, or null
+    std::vector<float> mins;     // [rows * k_blocks] added after the scale, or empty
     DType out_type;
   };
   GatherBlockQuantizedOp(std::string where, Params p, TableRows codes, TableRows zero_points)
@@ -142,8 +144,8 @@ class GatherBlockQuantizedOp final : public Op {
           p_.zero_points == nullptr ? nullptr : zps_.row(p_.zero_points + r * zp_bytes, zp_bytes, zp_buf);
       for (int64_t c = 0; c < p_.cols; ++c) {
         const int64_t b = c / p_.block;
-        const float v =
-            static_cast<float>(element(codes, p_.cols, c) - zero_point(zps, b)) * p_.scales[r * kb + b];
+        float v = static_cast<float>(element(codes, p_.cols, c) - zero_point(zps, b)) * p_.scales[r * kb + b];
+        if (!p_.mins.empty()) v += p_.mins[static_cast<size_t>(r * kb + b)];
         graph_store(y, base + c, v);
       }
     }
@@ -231,6 +233,13 @@ std::unique_ptr<Op> make_gather_block_quantized(OpBuild& b) {
     b.check(data.dtype == DType::kU8 || kb % 2 == 0,
             "int4 zero_points with an odd block count are not supported");
     p.zero_points = static_cast<const uint8_t*>(zp.data);
+  }
+  // Input 4, nbits' own (not in the ONNX schema): fp32 block mins, [rows * k_blocks].
+  if (b.has_input(4)) {
+    const Tensor& mins = b.constant(4, "mins");
+    b.require_type(4, {DType::kF32}, "mins");
+    b.check(mins.numel() == p.rows * kb, "mins has ", mins.numel(), " elements, expected ", p.rows * kb);
+    p.mins = to_float_vector(mins);
   }
   p.out_type = b.type(2);
   b.set_outputs(p.out_type);

@@ -72,7 +72,8 @@ std::vector<uint8_t> pack4(const std::vector<int>& q) {
   return b;
 }
 
-void check_gbq(DataType dtype, bool zp, bool scales_2d) {
+// mins: nbits' internal input 4 (GGUF Q4_1 / Q4_K tables), fp32 per block, added after the scale.
+void check_gbq(DataType dtype, bool zp, bool scales_2d, bool mins = false) {
   const int64_t V = 5, C = 32, block = 16, kb = C / block;
   std::vector<int> q(V * C), zps(V * kb);
   for (size_t i = 0; i < q.size(); ++i)
@@ -80,6 +81,7 @@ void check_gbq(DataType dtype, bool zp, bool scales_2d) {
   for (size_t i = 0; i < zps.size(); ++i)
     zps[i] = static_cast<int>(i % 16) - (dtype == DataType::kInt4 ? 8 : 0);
   const auto sc = random_floats(V * kb, 5);
+  const auto mn = random_floats(V * kb, 6);
   auto w = writer();
   w.add_input("ids", DataType::kInt64, {dim_value(1), dim_param("S")});
   const bool u8 = dtype == DataType::kUint8;
@@ -90,6 +92,11 @@ void check_gbq(DataType dtype, bool zp, bool scales_2d) {
   if (zp) {
     w.add_initializer("zp", dtype, {V, u8 ? kb / 2 : kb}, pack4(zps));
     ins.push_back("zp");
+  }
+  if (mins) {
+    if (!zp) ins.push_back("");
+    w.add_initializer("mins", DataType::kFloat, {V * kb}, bytes_of(mn));
+    ins.push_back("mins");
   }
   w.add_node("GatherBlockQuantized", "com.microsoft", "gbq", ins, {"emb"},
              {int_attr("bits", 4), int_attr("block_size", block), int_attr("gather_axis", 0),
@@ -106,7 +113,9 @@ void check_gbq(DataType dtype, bool zp, bool scales_2d) {
     const int64_t r = ids[i] < 0 ? ids[i] + V : ids[i];
     for (int64_t c = 0; c < C; ++c) {
       const int z = zp ? zps[r * kb + c / block] : default_zp;
-      EXPECT_EQ(e[i * C + c], float(q[r * C + c] - z) * sc[r * kb + c / block]) << i << "," << c;
+      float want = float(q[r * C + c] - z) * sc[r * kb + c / block];
+      if (mins) want += mn[r * kb + c / block];
+      EXPECT_EQ(e[i * C + c], want) << i << "," << c;
     }
   }
   for (int64_t c = 0; c < C; ++c) EXPECT_EQ(e[3 * C + c], 0.0f);
@@ -116,6 +125,10 @@ TEST(GatherBlockQuantized, Uint8Packed) { check_gbq(DataType::kUint8, false, fal
 TEST(GatherBlockQuantized, Uint8PackedZeroPoints2dScales) { check_gbq(DataType::kUint8, true, true); }
 TEST(GatherBlockQuantized, Int4) { check_gbq(DataType::kInt4, false, true); }
 TEST(GatherBlockQuantized, Uint4ZeroPoints) { check_gbq(DataType::kUint4, true, true); }
+TEST(GatherBlockQuantized, Uint8PackedZeroPointsAndMins) { check_gbq(DataType::kUint8, true, false, true); }
+TEST(GatherBlockQuantized, Uint8PackedMinsWithoutZeroPoints) {
+  check_gbq(DataType::kUint8, false, true, true);
+}
 
 TEST(ShapeOps, TransposeReshapeSliceConcatShapeReduce) {
   auto w = writer();
