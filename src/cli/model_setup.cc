@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -96,12 +97,16 @@ bool float_weights_note(const graph::Session& session, FILE* out) {
 namespace {
 
 // "loading NAME: 42%" on a terminal's stderr once a load has taken a second (nothing otherwise,
-// nothing on a pipe or file); done() ends the line with the time taken.
+// nothing on a pipe or file); done() ends the line with the time taken. NBITS_PROGRESS_AFTER_MS
+// changes the second (tests: 0).
 class LoadProgress {
  public:
-  explicit LoadProgress(std::string name) : name_(std::move(name)), tty_(isatty(fileno(stderr)) != 0) {}
+  explicit LoadProgress(std::string name) : name_(std::move(name)), tty_(isatty(fileno(stderr)) != 0) {
+    if (const char* e = std::getenv("NBITS_PROGRESS_AFTER_MS"); e != nullptr && *e)
+      after_s_ = std::atof(e) / 1e3;
+  }
   void update(double fraction) {
-    if (!tty_ || sw_.elapsed_s() < 1.0) return;
+    if (!tty_ || sw_.elapsed_s() < after_s_) return;
     const int pct = static_cast<int>(fraction * 100.0);
     if (pct == last_) return;
     last_ = pct;
@@ -116,6 +121,7 @@ class LoadProgress {
   std::string name_;
   bool tty_;
   Stopwatch sw_;
+  double after_s_ = 1.0;
   int last_ = -1;
 };
 

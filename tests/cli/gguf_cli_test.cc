@@ -2,6 +2,7 @@
 // tools/setup_models.sh): text in, text out through the GGUF's own tokenizer.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -111,6 +112,30 @@ TEST(CliGguf, BenchReportsTheFilesBytesPerToken) {
   EXPECT_NEAR(run["file_floor_ms"].get<double>(),
               (file + run["kv_bytes_per_token"].get<double>()) / 10e9 * 1e3, 1e-6);
   EXPECT_GT(run["weight_bytes_per_token"].get<double>(), file);  // nbits holds Q4_1 with fp32 mins
+}
+
+// Load progress goes to a terminal only: under `script` (a pty) the load prints "loading NAME: N%"
+// and "done in"; through a pipe nothing (NBITS_PROGRESS_AFTER_MS=0: from the first node on).
+TEST(CliGguf, LoadProgressOnATerminalOnly) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  NBITS_REQUIRE_SHARED(std::string("/usr/bin/script"));
+  const std::string cmd = "NBITS_PROGRESS_AFTER_MS=0 /usr/bin/script -qec \"'" + nbits_bin() + "' run -m '" +
+                          smollm2_gguf() + "' -p hi -n 1 -t 1\" /dev/null 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << out;
+  EXPECT_NE(out.find("loading SmolLM2-135M-Instruct.Q4_1.gguf: 0%"), std::string::npos) << out;
+  EXPECT_NE(out.find("loading SmolLM2-135M-Instruct.Q4_1.gguf: done in "), std::string::npos) << out;
+  setenv("NBITS_PROGRESS_AFTER_MS", "0", 1);
+  const RunResult piped = run_nbits({"run", "-m", smollm2_gguf(), "-p", "hi", "-n", "1", "-t", "1"});
+  unsetenv("NBITS_PROGRESS_AFTER_MS");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("loading "), std::string::npos) << piped.err;
 }
 
 TEST(CliGguf, NonGgufBytesRefusedWithOneLine) {
