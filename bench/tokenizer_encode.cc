@@ -7,13 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.h"
+#include "support/source_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
 
 std::string shared(const std::string& rel) {
   const char* env = std::getenv("NBITS_SHARED");
-  return std::string(env && *env ? env : NBITS_SOURCE_DIR "/../shared") + "/" + rel;
+  return std::string(env && *env ? env : std::string(nbits::testing::source_dir()) + "/../shared") + "/" +
+         rel;
 }
 
 const std::string& mixed_text() {

@@ -15,6 +15,7 @@
 #include "base/mapped_file.h"
 #include "cli_util.h"
 #include "llm/generator.h"
+#include "support/source_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nbits::testing {
@@ -23,7 +24,7 @@ namespace {
 using nlohmann::json;
 
 std::string stories(const std::string& rel) { return shared_path("models/stories260K/" + rel); }
-std::string story_text() { return std::string(NBITS_SOURCE_DIR) + "/tests/cli/data/story.txt"; }
+std::string story_text() { return std::string(nbits::testing::source_dir()) + "/tests/cli/data/story.txt"; }
 
 json run_json(const std::vector<std::string>& args) {
   RunResult r = run_nbits(args);

@@ -9,6 +9,7 @@
 #include "gguf/reader.h"
 #include "gguf/vocab.h"
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace nbits {
@@ -56,8 +57,8 @@ TEST(GgufTokenizer, SmolLM2MatchesHuggingFaceAndLlamaCpp) {
   EXPECT_EQ(agree, n);
   EXPECT_GE(n, 50);
 
-  json ref = json::parse(
-      read_text_file(std::string(NBITS_SOURCE_DIR) + "/tests/tokenizer/data/llamacpp_smollm2.json"));
+  json ref = json::parse(read_text_file(std::string(nbits::testing::source_dir()) +
+                                        "/tests/tokenizer/data/llamacpp_smollm2.json"));
   int same = 0, m = 0;
   for (const json& c : ref["cases"]) {
     same +=

@@ -24,6 +24,7 @@
 #include "base/mapped_file.h"
 #include "llm/generator.h"
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 
 namespace nbits::llm {
 namespace {
@@ -38,7 +39,7 @@ bool real_weights(const Case& c) { return c.family == "smollm2"; }
 
 std::vector<Case> load_cases() {
   std::vector<Case> cases;
-  std::ifstream f(std::string(NBITS_SOURCE_DIR) + "/tools/builder_models/cases.txt");
+  std::ifstream f(std::string(nbits::testing::source_dir()) + "/tools/builder_models/cases.txt");
   std::string line;
   while (std::getline(f, line)) {
     line = line.substr(0, line.find('#'));

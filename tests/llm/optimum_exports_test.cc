@@ -39,6 +39,7 @@
 #include "llm/generator.h"
 #include "support/alloc_counter.h"
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 
 namespace nbits::llm {
 namespace {
@@ -49,7 +50,7 @@ struct Case {
 
 std::vector<Case> load_cases() {
   std::vector<Case> cases;
-  std::ifstream f(std::string(NBITS_SOURCE_DIR) + "/tools/optimum_models/cases.txt");
+  std::ifstream f(std::string(nbits::testing::source_dir()) + "/tools/optimum_models/cases.txt");
   std::string line;
   while (std::getline(f, line)) {
     line = line.substr(0, line.find('#'));

@@ -19,6 +19,7 @@
 #include "modelgen/weights.h"
 #include "onnx/model.h"
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 
 namespace nbits::modelgen {
 namespace {
@@ -154,15 +155,15 @@ std::vector<std::vector<float>> nbits_logits(const std::string& dir, const std::
 }
 
 bool ort_available() {
-  const std::string src = NBITS_SOURCE_DIR;
+  const std::string src = nbits::testing::source_dir();
   return file_exists(src + "/bench/peers/.deps/node_modules/onnxruntime-node/package.json") &&
          std::system("node --version > /dev/null 2>&1") == 0;
 }
 
 std::vector<std::vector<float>> ort_logits(const std::string& dir, const std::string& ids,
                                            const std::string& steps) {
-  const std::string cmd = std::string("node ") + NBITS_SOURCE_DIR + "/bench/peers/ort_logits.mjs " + dir +
-                          " --ids " + ids + " --steps " + steps;
+  const std::string cmd = std::string("node ") + nbits::testing::source_dir() +
+                          "/bench/peers/ort_logits.mjs " + dir + " --ids " + ids + " --steps " + steps;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {};
   std::string out;

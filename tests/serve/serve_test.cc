@@ -25,6 +25,7 @@
 
 #include "cli/cli_util.h"
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 
 namespace nbits::testing {
 namespace {
@@ -376,7 +377,7 @@ TEST_F(Serve, ChatStreamAndMultiTurnReuse) {
 // chat, streamed and not, include_usage, the second turn's cached_tokens, an aborted stream, and the
 // typed errors (401, 400, 404). The completion must be `nbits run`'s greedy text.
 TEST_F(Serve, OfficialOpenAINodeClient) {
-  const std::string node_dir = std::string(NBITS_SOURCE_DIR) + "/tests/serve/node";
+  const std::string node_dir = std::string(nbits::testing::source_dir()) + "/tests/serve/node";
   if (!fs::exists(node_dir + "/node_modules/openai/package.json")) {
     if (in_ci()) FAIL() << "missing " << node_dir << "/node_modules/openai (npm ci in tests/serve/node)";
     GTEST_SKIP() << "missing " << node_dir << "/node_modules/openai (cd tests/serve/node && npm ci)";
@@ -593,7 +594,7 @@ TEST(ServeChatPage, InABrowser) {
     EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
     EXPECT_NE(page->body.find("<title>nbits chat</title>"), std::string::npos);
   }
-  const std::string node_dir = std::string(NBITS_SOURCE_DIR) + "/tests/serve/node";
+  const std::string node_dir = std::string(nbits::testing::source_dir()) + "/tests/serve/node";
   const char* chromium_env = std::getenv("CHROMIUM");
   const std::string chromium = chromium_env != nullptr && *chromium_env ? chromium_env : "/usr/bin/chromium";
   for (const std::string& need : {node_dir + "/node_modules/playwright-core/package.json", chromium}) {

@@ -8,12 +8,13 @@
 #include <string>
 
 #include "base/mapped_file.h"
+#include "support/source_dir.h"
 
 namespace nbits::testing {
 
 inline std::string shared_dir() {
   if (const char* env = std::getenv("NBITS_SHARED"); env != nullptr && *env) return env;
-  return std::string(NBITS_SOURCE_DIR) + "/../shared";
+  return std::string(nbits::testing::source_dir()) + "/../shared";
 }
 
 inline std::string shared_path(const std::string& rel) { return shared_dir() + "/" + rel; }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nbits {
@@ -19,7 +20,7 @@ namespace {
 
 std::string node_modules() {
   if (const char* env = std::getenv("NBITS_TOKENIZER_NODE_MODULES"); env && *env) return env;
-  return std::string(NBITS_SOURCE_DIR) + "/tests/tokenizer/node/node_modules";
+  return std::string(nbits::testing::source_dir()) + "/tests/tokenizer/node/node_modules";
 }
 
 std::string run(const std::string& cmd) {
@@ -42,7 +43,7 @@ void differential(const std::string& rel, int seed) {
       FAIL() << "missing " << modules << "/@anush008/tokenizers (npm install in tests/tokenizer/node)";
     GTEST_SKIP() << "missing " << modules << "/@anush008/tokenizers (cd tests/tokenizer/node && npm install)";
   }
-  std::string script = std::string(NBITS_SOURCE_DIR) + "/tests/tokenizer/node/diff.js";
+  std::string script = std::string(nbits::testing::source_dir()) + "/tests/tokenizer/node/diff.js";
   std::string out = run("NODE_PATH='" + modules + "' node '" + script + "' '" + path + "' " +
                         std::to_string(seed) + " 2000");
   ASSERT_FALSE(out.empty()) << "node " << script << " failed";

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "support/shared_data.h"
+#include "support/source_dir.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -258,8 +259,8 @@ TEST(GgufVocab, TinyLlamaSentencePieceMatchesLlamaCpp) {
   std::string path = testing::shared_path("tokenizers/tinyllama/tokenizer.model");
   NBITS_REQUIRE_SHARED(path);
   Tokenizer tok = tokenizer_from_gguf(vocab_from_sentencepiece(path));
-  json ref = json::parse(
-      read_text_file(std::string(NBITS_SOURCE_DIR) + "/tests/tokenizer/data/llamacpp_tinyllama.json"));
+  json ref = json::parse(read_text_file(std::string(nbits::testing::source_dir()) +
+                                        "/tests/tokenizer/data/llamacpp_tinyllama.json"));
   int agree = 0, n = 0;
   for (const json& c : ref["cases"]) {
     std::string text = c["text"];
