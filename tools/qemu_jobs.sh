@@ -9,7 +9,8 @@ job_start() {
   local log
   log=$(mktemp)
   _job_logs+=("$log")
-  ("$@") >"$log" 2>&1 &
+  # Each job's time at the end of its output (which suites cost the leg its minutes).
+  (t=$SECONDS; rc=0; "$@" || rc=$?; echo "   [job: $(( SECONDS - t )) s]"; exit $rc) >"$log" 2>&1 &
   _job_pids+=($!)
 }
 job_wait() {
