@@ -61,6 +61,8 @@ struct ModelOptions {
 };
 
 // Unset fields take the model's defaults (genai_config.json "search", GGUF: greedy).
+class Model;
+
 struct GenerationOptions {
   int64_t max_new_tokens = 128;       // generate() stops after this many tokens
   std::optional<int64_t> max_length;  // is_done() once the sequence (prompt + generated) is this long
@@ -77,6 +79,12 @@ struct GenerationOptions {
   uint64_t seed = 0;
   bool add_special = true;  // BOS etc. on the first text of a conversation
   int64_t context = 0;      // this Generator's KV cache length; 0 = ModelOptions::context
+  // Speculative decoding in generate() / generate_ids(): "" = off; "lookup" = drafts from the
+  // prompt and the text so far; "model" = drafts from draft_model (a Model of the same
+  // tokenizer). The tokens are plain decoding's (exact verification): only the speed changes.
+  std::string speculative;
+  std::shared_ptr<const Model> draft_model;
+  int64_t draft_max = 8;  // the longest draft; the length adapts below it to what pays
 };
 
 struct GenerationResult {

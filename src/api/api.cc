@@ -12,6 +12,9 @@
 #include "llm/generator.h"
 #include "llm/stream_generate.h"
 #include "nbits/nbits.h"
+#include "speculative/draft_model.h"
+#include "speculative/prompt_lookup.h"
+#include "speculative/speculative_decode.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -149,6 +152,11 @@ void check_options(const GenerationOptions& g) {
               "presence_penalty must be in [-2, 2] (got ", g.presence_penalty, ")");
   NBITS_CHECK(g.frequency_penalty >= -2 && g.frequency_penalty <= 2,
               "frequency_penalty must be in [-2, 2] (got ", g.frequency_penalty, ")");
+  NBITS_CHECK(g.speculative.empty() || g.speculative == "lookup" || g.speculative == "model",
+              "speculative must be \"\", \"lookup\" or \"model\" (got \"", g.speculative, "\")");
+  NBITS_CHECK(g.speculative != "model" || g.draft_model != nullptr,
+              "speculative \"model\" needs a draft_model");
+  NBITS_CHECK(g.draft_max >= 1 && g.draft_max <= 32, "draft_max must be in [1, 32] (got ", g.draft_max, ")");
 }
 
 }  // namespace
@@ -159,12 +167,31 @@ struct Generator::State {
   std::unique_ptr<llm::Generator> gen;
   llm::Sampler sampler;
   int64_t max_length = 0;
-  int32_t next = -1;  // last sampled
-  bool eos = false;   // `next` is an eos token
+  int32_t next = -1;                              // last sampled
+  bool eos = false;                               // `next` is an eos token
+  std::unique_ptr<speculative::Drafter> drafter;  // options.speculative
+  std::unique_ptr<speculative::SpeculativeDecoder> spec;
+
+  void set_speculation();
 
   const Model::Impl& m() const { return *model->impl_; }
   int64_t length() const { return gen->length() + (gen->pending() >= 0 ? 1 : 0); }
 };
+
+void Generator::State::set_speculation() {
+  spec.reset();
+  drafter.reset();
+  if (options.speculative.empty()) return;
+  if (options.speculative == "lookup") {
+    drafter = std::make_unique<speculative::PromptLookup>();
+  } else {
+    const Model::Impl& d = *options.draft_model->impl_;
+    if (m().tokenizer && d.tokenizer) speculative::check_same_vocabulary(*m().tokenizer, *d.tokenizer);
+    drafter = std::make_unique<speculative::DraftModel>(
+        std::make_unique<llm::Generator>(d.config, d.prototype->fork(), gen->capacity()));
+  }
+  spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, options.draft_max);
+}
 
 Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions& options) {
   NBITS_CHECK(model != nullptr, "Generator: no model");
@@ -173,16 +200,22 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions
   const int64_t ctx = options.context > 0 ? std::min(options.context, m.config.context_length) : m.context;
   auto gen = std::make_unique<llm::Generator>(m.config, m.prototype->fork(), ctx);
   llm::Sampler sampler(sampler_options(options, m.config.search));
-  s_.reset(new State{std::move(model), options, std::move(gen), std::move(sampler)});
+  s_.reset(new State{std::move(model), options, std::move(gen), std::move(sampler), 0, -1, false, nullptr,
+                     nullptr});
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
+  s_->set_speculation();
 }
 Generator::~Generator() = default;
 
 void Generator::set_options(const GenerationOptions& options) {
   check_options(options);
   s_->sampler = llm::Sampler(sampler_options(options, s_->m().config.search));
+  const bool same_drafter = options.speculative == s_->options.speculative &&
+                            options.draft_model == s_->options.draft_model &&
+                            options.draft_max == s_->options.draft_max;
   s_->options = options;
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
+  if (!same_drafter) s_->set_speculation();
 }
 
 void Generator::append_tokens(std::span<const int32_t> ids) {
@@ -269,7 +302,14 @@ GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnT
   if (s_->m().tokenizer) stream.emplace(*s_->m().tokenizer, /*skip_special=*/true);
   const int64_t room = s_->max_length - s_->length() - static_cast<int64_t>(ids.size());
   const int64_t n = std::max<int64_t>(0, std::min(s_->options.max_new_tokens, room));
-  llm::TextResult tr = llm::generate_text(g, ids, n, s_->sampler, stream ? &*stream : nullptr, on_text);
+  llm::DecodeLoop loop;
+  if (s_->spec)
+    loop = [this](llm::Generator& gen, std::span<const int32_t> in, int64_t max, llm::Sampler& s,
+                  const std::function<bool(int32_t)>& on_token) {
+      return s_->spec->generate(gen, in, max, s, on_token);
+    };
+  llm::TextResult tr =
+      llm::generate_text(g, ids, n, s_->sampler, stream ? &*stream : nullptr, on_text, {}, loop);
   const llm::GenerateResult& r = tr.generated;
   out.text = std::move(tr.text);
   out.ids = r.ids;

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/model_setup.h"
+#include "cli/speculation.h"
 #include "llm/stream_generate.h"
 
 namespace nbits::cli {
@@ -23,9 +24,10 @@ namespace {
 class ChatSession {
  public:
   ChatSession(ModelSetup& m, llm::Sampler& sampler, std::optional<std::string> format, std::string system,
-              int64_t n_predict)
+              int64_t n_predict, llm::DecodeLoop loop)
       : m_(m),
         sampler_(sampler),
+        loop_(std::move(loop)),
         format_(std::move(format)),
         system_(std::move(system)),
         n_predict_(n_predict) {
@@ -45,11 +47,13 @@ class ChatSession {
     const int64_t pending = m_.generator->pending() >= 0 ? 1 : 0;
     std::fprintf(stderr, "[prefilled %lld tokens]\n", static_cast<long long>(new_ids.size()) + pending);
     StreamDecoder stream(*m_.tokenizer, /*skip_special=*/true);
-    llm::TextResult r =
-        llm::generate_text(*m_.generator, new_ids, n_predict_, sampler_, &stream, [](std::string_view piece) {
+    llm::TextResult r = llm::generate_text(
+        *m_.generator, new_ids, n_predict_, sampler_, &stream,
+        [](std::string_view piece) {
           std::fwrite(piece.data(), 1, piece.size(), stdout);
           std::fflush(stdout);
-        });
+        },
+        {}, loop_);
     const std::string& reply = r.text;
     std::fputs("\n", stdout);
     std::fflush(stdout);
@@ -93,6 +97,7 @@ class ChatSession {
 
   ModelSetup& m_;
   llm::Sampler& sampler_;
+  llm::DecodeLoop loop_;
   std::optional<std::string> format_;  // nullopt = plain text
   std::string system_;
   int64_t n_predict_;
@@ -112,13 +117,15 @@ int chat_main(const std::vector<std::string>& args) {
            "auto: the tokenizer's chat template, else plain text; plain: raw text continuation", "auto");
   add_model_flags(f);
   add_sampling_flags(f, 256);
+  add_speculation_flags(f);
   if (auto rc = f.parse(args)) return *rc;
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/true);
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
+  Speculation spec(f, m);
   std::optional<std::string> format = f.get_str("--chat-format");
   if (*format == "plain" || (*format == "auto" && m.tokenizer->chat_template().empty())) format.reset();
-  ChatSession chat(m, sampler, format, f.get_str("--system"), f.get_i64("--n-predict"));
+  ChatSession chat(m, sampler, format, f.get_str("--system"), f.get_i64("--n-predict"), spec.loop());
   const bool tty = ::isatty(0) != 0;
   std::string line;
   for (;;) {
@@ -142,6 +149,7 @@ int chat_main(const std::vector<std::string>& args) {
       if (!tty) return 1;
     }
   }
+  spec.print_stats(stderr);
   if (f.get_flag("--profile")) print_profile(m.generator->session(), stderr);
   return 0;
 }

@@ -127,7 +127,7 @@ class LoadProgress {
 
 }  // namespace
 
-ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
+graph::SessionOptions session_options(const Flags& f) {
   graph::SessionOptions so;
   so.threads = static_cast<int>(f.get_i64("--threads"));
   if (f.has("--accuracy-level")) so.accuracy_level = static_cast<int>(f.get_i64("--accuracy-level"));
@@ -137,13 +137,22 @@ ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
   so.requantize_float = requantize_bits(f.get_str("--requantize-float"));
   const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
   so.max_positions = ctx;  // rope tables (and a GGUF phi3's LongRoPE choice) for the context used
-  const std::string& path = f.get_str("--model");
+  return so;
+}
+
+ModelSetup load_model_setup(const Flags& f, bool need_tokenizer) {
+  return load_model_setup(f, f.get_str("--model"), need_tokenizer);
+}
+
+ModelSetup load_model_setup(const Flags& f, const std::string& path, bool need_tokenizer) {
+  graph::SessionOptions so = session_options(f);
+  const int64_t ctx = f.has("--ctx") ? f.get_i64("--ctx") : 0;
   auto progress = std::make_shared<LoadProgress>(path.substr(path.find_last_of('/', path.size() - 2) + 1));
   so.progress = [progress](double fraction) { progress->update(fraction); };
   api::LoadedModel m = api::load_model(path, so, need_tokenizer, f.get_str("--variant"));
   progress->done();
   // An Optimum folder holds several decoders: say which one runs when the user did not choose.
-  const std::string& given = f.get_str("--model");
+  const std::string& given = path;
   if (m.config.from_hf_config && f.get_str("--variant").empty() &&
       !(given.size() > 5 && given.compare(given.size() - 5, 5, ".onnx") == 0))
     std::fprintf(stderr, "model: %s (--variant picks another of the folder's decoders)\n",

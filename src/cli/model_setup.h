@@ -24,6 +24,10 @@ void add_sampling_flags(Flags& f, int64_t default_n = 128);
 
 // Loads the folder named by -m (a model.onnx path selects its folder).
 ModelSetup load_model_setup(const Flags& f, bool need_tokenizer);
+// The same for another model (a draft model) with -m's session flags.
+ModelSetup load_model_setup(const Flags& f, const std::string& path, bool need_tokenizer);
+// The session options the model flags give.
+graph::SessionOptions session_options(const Flags& f);
 
 // A quantized model whose float MatMul weights (packed at load) exceed its quantized ones: the
 // tied fp32 lm_head of onnx-community model_q4.onnx files, which then sets the decode speed. Prints

@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "cli/model_setup.h"
 #include "cli/scoring.h"
+#include "cli/speculation.h"
 #include "llm/generator.h"
 #include "llm/stream_generate.h"
 #include "tokenizer/chat.h"
@@ -44,6 +45,7 @@ int run_main(const std::vector<std::string>& args) {
         "                             each forced token's logprob (+ top --logprobs K); needs --format json");
   add_model_flags(f);
   add_sampling_flags(f);
+  add_speculation_flags(f);
   if (auto rc = f.parse(args)) return *rc;
   if (f.has("--prompt") && f.has("--ids")) return f.usage_error("give -p or --ids, not both");
   const bool chat = f.get_flag("--chat");
@@ -54,6 +56,9 @@ int run_main(const std::vector<std::string>& args) {
   if ((f.has("--logprobs") || f.has("--teacher-force")) && !json)
     return f.usage_error("--logprobs and --teacher-force write JSON: add --format json");
   const int64_t top_k = f.has("--logprobs") ? f.get_i64("--logprobs") : 0;
+  const bool speculate = f.get_str("--draft") != "none" || f.has("--draft-model");
+  if (speculate && (f.has("--logprobs") || f.has("--teacher-force")))
+    return f.usage_error("--logprobs and --teacher-force score one step at a time: leave out --draft");
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/!f.has("--ids"));
   std::vector<int32_t> prompt;
@@ -134,6 +139,7 @@ int run_main(const std::vector<std::string>& args) {
   }
 
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
+  Speculation spec(f, m);
 
   std::optional<StreamDecoder> stream;
   if (m.tokenizer) {
@@ -156,7 +162,8 @@ int run_main(const std::vector<std::string>& args) {
       [&](int32_t id) {
         if (want_logprobs) score(m.generator->last_logits(), id);
         return true;
-      });
+      },
+      spec.loop());
   const llm::GenerateResult& result = tr.generated;
   const std::string& text = tr.text;
   const llm::GenerationStats& st = m.generator->stats();
@@ -166,6 +173,7 @@ int run_main(const std::vector<std::string>& args) {
     std::snprintf(nums, sizeof nums, ",\"prefill_tok_s\":%.3f,\"decode_ms_per_token\":%.4f}\n",
                   st.prefill_tok_s(), st.decode_ms_per_token());
     if (want_logprobs) out += ",\"logprobs\":[" + logprobs_json + "]" + sum_json(result.ids.size());
+    out += spec.json();
     out += ",\"text\":" + json_quote(text) + nums;
     std::fputs(out.c_str(), stdout);
   } else {
@@ -174,6 +182,7 @@ int run_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %zu tokens, %.3f ms/token\n",
                  static_cast<long long>(prompt.size()), st.prefill_tok_s(), result.ids.size(),
                  st.decode_ms_per_token());
+    spec.print_stats(stderr);
     // An instruct model given raw text often ends at once: say what to try.
     if (!chat && text.empty() && m.tokenizer && !m.tokenizer->chat_template().empty())
       std::fputs(

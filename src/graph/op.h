@@ -34,6 +34,10 @@ struct OpArgs {
   // Compute only the last row of each sequence (the lm_head of a step whose other
   // logits nobody reads); set only for ops whose last_position_only() is true.
   bool last_position = false;
+  // Attend each position of the step as a one-position decode step at that position would
+  // (the same kernel, key split and summation order), so every row of a multi-position step
+  // carries the bits of one-token decode: a speculative verify step (llm::Generator::verify).
+  bool positions_as_decode = false;
 
   const Tensor* input(size_t i) const { return i < n_in ? in[i] : nullptr; }
   Tensor* output(size_t i) const { return i < n_out ? out[i] : nullptr; }

@@ -117,6 +117,10 @@ class Session {
   // Only compute logits for the last position (lm_head on one row). The
   // output named `logits_name` then has shape [B, 1, V].
   virtual void set_last_position_only(std::string_view logits_name, bool on) = 0;
+  // Every position of the next run()s attended as its own one-position decode step would be
+  // (OpArgs::positions_as_decode): the rows of a multi-token step then equal one-token decode
+  // bit for bit, at the cost of the tile kernel's sharing of K/V reads across positions.
+  virtual void set_positions_as_decode(bool on) = 0;
 
   virtual std::vector<MatMulNBitsInfo> matmul_nbits_info() const = 0;
   virtual std::vector<ProfileEntry> profile() const = 0;  // per node, in plan order

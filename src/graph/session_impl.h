@@ -113,6 +113,7 @@ class SessionImpl final : public Session {
     return values_[find(outputs_, name, "graph output")].t;
   }
   void set_last_position_only(std::string_view logits_name, bool on) override;
+  void set_positions_as_decode(bool on) override { positions_as_decode_ = on; }
 
   std::vector<MatMulNBitsInfo> matmul_nbits_info() const override;
   std::vector<ProfileEntry> profile() const override;
@@ -157,6 +158,7 @@ class SessionImpl final : public Session {
   std::vector<int> inputs_, outputs_;
   std::vector<PlanNode> plan_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
+  bool positions_as_decode_ = false;  // OpArgs::positions_as_decode
   // Used while building only:
   std::map<std::string, int> loads_left_;  // constant -> node inputs not yet built
   std::set<std::string> keep_half_;        // fp16/bf16 initializers not widened (graph/rewrites.h)

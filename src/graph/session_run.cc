@@ -15,8 +15,8 @@ void SessionImpl::run() {
   RunContext ctx{shared_->pool};
   for (PlanNode& p : plan_) {
     const int64_t t0 = profile ? now_ns() : 0;
-    const OpArgs args{p.in_ptrs.data(), p.in_ptrs.size(), p.out_ptrs.data(), p.out_ptrs.size(),
-                      p.last_position};
+    const OpArgs args{p.in_ptrs.data(),  p.in_ptrs.size(), p.out_ptrs.data(),
+                      p.out_ptrs.size(), p.last_position,  positions_as_decode_};
     p.op->infer(args);
     const int alias = p.op->alias_input();
     bool copy_alias = false;

@@ -265,6 +265,22 @@ std::span<const float> Generator::append_all_logits(std::span<const int32_t> ids
   return all_logits_;
 }
 
+std::span<const float> Generator::verify(std::span<const int32_t> ids) {
+  struct AsDecode {  // positions attended as decode steps for this run only, even if it throws
+    graph::Session& s;
+    explicit AsDecode(graph::Session& session) : s(session) { s.set_positions_as_decode(true); }
+    ~AsDecode() { s.set_positions_as_decode(false); }
+  } as_decode(*session_);
+  return append_all_logits(ids);
+}
+
+void Generator::keep(int64_t n, int32_t next) {
+  NBITS_CHECK(next >= 0 && (vocab_ <= 0 || next < vocab_), "token id ", next,
+              " is out of range for the vocabulary of ", vocab_);
+  truncate(n);
+  pending_ = next;
+}
+
 GenerateResult Generator::generate(std::span<const int32_t> new_ids, int64_t max_new_tokens, Sampler& sampler,
                                    const std::function<bool(int32_t)>& on_token) {
   GenerateResult result;

@@ -40,6 +40,12 @@ struct GenerateResult {
   StopReason stop = StopReason::kMaxTokens;
 };
 
+class Generator;
+// A decode loop with Generator::generate's contract (speculative::SpeculativeDecoder plugs in
+// here); empty = Generator::generate.
+using DecodeLoop = std::function<GenerateResult(Generator&, std::span<const int32_t>, int64_t, Sampler&,
+                                                const std::function<bool(int32_t)>&)>;
+
 class Generator {
  public:
   // Binds the session's KV inputs/outputs named by `config`. max_length: KV
@@ -65,6 +71,20 @@ class Generator {
   // distribution after ids[i]. For perplexity and teacher forcing; the lm_head
   // runs on all S rows for this step only. Valid until the next call.
   std::span<const float> append_all_logits(std::span<const int32_t> ids);
+  // A speculative verify step: like append_all_logits, but every position is attended as a
+  // one-token decode step at that position would be (graph::Session::set_positions_as_decode),
+  // so row i is bit for bit the logits one-token decode gives after ids[i]. Valid until the
+  // next call. Follow with keep() to drop the rejected tail.
+  std::span<const float> verify(std::span<const int32_t> ids);
+  // Keeps the first n cached tokens and makes `next` the pending token: what a verify step
+  // leaves once its accepted prefix is known (next: the token sampled after that prefix).
+  void keep(int64_t n, int32_t next);
+  // Adds speculative decode work to stats() (tokens produced and the time they took).
+  void count_decode(int64_t tokens, double ms) {
+    stats_.decode_tokens += tokens;
+    stats_.decode_ms += ms;
+  }
+
   // Logits of the last position run (what generate() sampled from last, before
   // any sampling transform); empty before the first step. Valid until the next step.
   std::span<const float> last_logits() const { return last_logits_; }

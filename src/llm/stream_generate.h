@@ -24,8 +24,9 @@ struct TextResult {
 // completes goes to on_text (never half a UTF-8 character; empty pieces are not passed). At the
 // end the stream is flushed into on_text. stream may be null (no tokenizer: text stays empty);
 // it may already hold ids pushed before (an echoed prompt), whose text is not part of `text`.
+// `loop` replaces Generator::generate (speculative decoding) when given.
 TextResult generate_text(Generator& g, std::span<const int32_t> ids, int64_t max_new_tokens, Sampler& sampler,
                          StreamDecoder* stream, const std::function<void(std::string_view)>& on_text,
-                         const std::function<bool(int32_t)>& on_token = {});
+                         const std::function<bool(int32_t)>& on_token = {}, const DecodeLoop& loop = {});
 
 }  // namespace nbits::llm

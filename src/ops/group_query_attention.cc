@@ -221,9 +221,28 @@ class GroupQueryAttentionOp final : public Op {
     ap.softcap = at_.softcap;
     ap.smooth = at_.smooth;
     float* out = a.out[0]->as<float>();
+    // attend_long_heads attends each position by itself, as a one-position step would.
     if (H > kernels::kAttentionMaxHead || attention_path() == AttentionPath::kGroup)
-      return attend_long_heads(g, ctx, kv, threads, ap, out);
-    if (S == 1) return attend_decode(g, ctx, kv, threads, longest, ap, out);
+      return attend_long_heads(g, ctx, kv, threads, ap, qbuf.data(), out, S * Nq * H);
+    if (S == 1) return attend_decode(g, ctx, kv, threads, longest, ap, qbuf.data(), out, Nq * H);
+    if (a.positions_as_decode) {
+      // Position s as the one-position step at past + s: its geometry, its thread and key-split
+      // choice (which set the summation order), its rows of q and out.
+      for (int64_t s = 0; s < S; ++s) {
+        Geometry g1 = g;
+        g1.S = 1;
+        int64_t longest1 = 0;
+        for (int64_t b = 0; b < g.B; ++b) {
+          g1.past[b] = g.past[b] + s;
+          g1.total_b[b] = g.past[b] + s + 1;
+          longest1 = std::max(longest1, g1.total_b[b]);
+        }
+        const int64_t threads1 = g.B * Nq * longest1 * H < 32 * 1024 ? 1 : ctx.pool.num_threads();
+        attend_decode(g1, ctx, kv, threads1, longest1, ap, qbuf.data() + s * Nq * H, out + s * Nq * H,
+                      S * Nq * H);
+      }
+      return;
+    }
 
     // One task = the query rows of a tile, so each K/V block is read once for all of them. When a
     // kv head's G query heads fit a tile, its rows (position-major, then head) are cut into whole
@@ -314,8 +333,10 @@ class GroupQueryAttentionOp final : public Op {
   // >= 512 keys, each task's keys are split into parts (every thread streams its share of K/V)
   // and the partial softmaxes merged.
   template <typename T>
+  // q, out: the [Nq, H] rows of batch row b at q + b * bstride, out + b * bstride.
   void attend_decode(const Geometry& g, RunContext& ctx, const KvRows<T>& kv, int64_t threads,
-                     int64_t longest, const kernels::AttentionParams& ap, float* out) const {
+                     int64_t longest, const kernels::AttentionParams& ap, const float* q, float* out,
+                     int64_t bstride) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, L = g.present_len, G = Nq / Nkv;
     const int64_t RH = row_elems(H);
     const bool keys = attention_path() == AttentionPath::kKeys;
@@ -327,11 +348,10 @@ class GroupQueryAttentionOp final : public Op {
       *start = at_.window > 0 && *end > at_.window ? *end - at_.window : 0;
     };
     if (parts == 1) {
-      if (!keys) return attend_long_heads(g, ctx, kv, threads, ap, out);
+      if (!keys) return attend_long_heads(g, ctx, kv, threads, ap, q, out, bstride);
       // Chunks of a kv head's query heads only to give every thread work (each chunk reads K/V).
       const int64_t chunks = std::min<int64_t>(G, (threads + tasks - 1) / tasks);
       const int64_t items = tasks * chunks, workers = std::min(items, threads);
-      const float* qbuf = scratch().q.data();  // the caller's (scratch() is per thread)
       ctx.pool.parallel_for(workers, [&](int64_t w) {
         for (int64_t item = w; item < items; item += workers) {
           const int64_t t = item / chunks, c = item % chunks, b = t / Nkv, kvh = t % Nkv;
@@ -340,8 +360,8 @@ class GroupQueryAttentionOp final : public Op {
           range(b, &start, &end);
           const T* K = kv.k[b] + (kvh * L + start) * RH;
           const T* V = kv.v[b] + (kvh * L + start) * RH;
-          const int64_t row = (b * Nq + kvh * G + h0) * H;
-          kernels::attend_decode(qbuf + row, H, h1 - h0, K, V, end - start, ap, out + row, H);
+          const int64_t row = b * bstride + (kvh * G + h0) * H;
+          kernels::attend_decode(q + row, H, h1 - h0, K, V, end - start, ap, out + row, H);
         }
       });
       return;
@@ -368,15 +388,16 @@ class GroupQueryAttentionOp final : public Op {
         }
         const T* K = kv.k[b] + (kvh * L + b0) * RH;
         const T* V = kv.v[b] + (kvh * L + b0) * RH;
-        const float* q = sc.q.data() + (b * Nq + kvh * G) * H;
+        const float* qh = q + b * bstride + kvh * G * H;
         if (keys)
-          kernels::attend_decode_partial(q, H, G, K, V, b1 - b0, ap, part);
+          kernels::attend_decode_partial(qh, H, G, K, V, b1 - b0, ap, part);
         else
-          kernels::attend_group_partial(q, H, G, K, V, b1 - b0, ap, scores, part);
+          kernels::attend_group_partial(qh, H, G, K, V, b1 - b0, ap, scores, part);
       }
     });
     for (int64_t t = 0; t < tasks; ++t)
-      merge_heads(sc.scores.data() + t * parts * part_floats, parts, part_floats, G, ap, out + t * G * H);
+      merge_heads(sc.scores.data() + t * parts * part_floats, parts, part_floats, G, ap,
+                  out + (t / Nkv) * bstride + (t % Nkv) * G * H);
   }
 
   // kernels::attention_merge for G rows whose outputs follow each other (out + h * H).
@@ -403,8 +424,10 @@ class GroupQueryAttentionOp final : public Op {
   // Heads above the tile kernel's buffers: attend_group per (batch, kv head, position) and chunk of
   // that kv head's query heads (full scores in scratch).
   template <typename T>
+  // q, out: [S, Nq, H] rows of batch row b at q + b * bstride, out + b * bstride.
   void attend_long_heads(const Geometry& g, RunContext& ctx, const KvRows<T>& kv, int64_t threads,
-                         const kernels::AttentionParams& ap, float* out) const {
+                         const kernels::AttentionParams& ap, const float* q, float* out,
+                         int64_t bstride) const {
     const int64_t Nq = at_.num_heads, Nkv = at_.kv_heads, H = g.H, S = g.S, L = g.present_len;
     const int64_t RH = row_elems(H);
     Scratch& sc = scratch();
@@ -426,9 +449,8 @@ class GroupQueryAttentionOp final : public Op {
         const T* V = kv.v[b] + kvh * L * RH;
         const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
-        kernels::attend_group(sc.q.data() + ((b * S + s) * Nq + h0) * H, H, nh, K + start * RH,
-                              V + start * RH, end - start, ap, scores, out + (b * S + s) * Nq * H + h0 * H,
-                              H);
+        kernels::attend_group(q + b * bstride + (s * Nq + h0) * H, H, nh, K + start * RH, V + start * RH,
+                              end - start, ap, scores, out + b * bstride + (s * Nq + h0) * H, H);
       }
     });
   }

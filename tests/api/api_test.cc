@@ -95,6 +95,48 @@ TEST(PublicApi, DoSampleAndSeed) {
   EXPECT_EQ(Generator(model, go).generate("Once").ids, greedy_ids);
 }
 
+TEST(PublicApi, SpeculativeDecodingGivesPlainTokens) {
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  auto model = load("onnx_int4", 2);
+  for (bool sample : {false, true}) {
+    GenerationOptions go = greedy(40);
+    if (sample) {
+      go.temperature = 0.8f;
+      go.do_sample = true;
+      go.seed = 11;
+    }
+    Generator plain(model, go);
+    const auto want = plain.generate("Once upon a time");
+    const auto more = plain.generate(" The end.");
+    for (const char* kind : {"lookup", "model"}) {
+      GenerationOptions so = go;
+      so.speculative = kind;
+      so.draft_model = model;  // the model drafting for itself
+      so.draft_max = 5;
+      Generator spec(model, so);
+      const auto got = spec.generate("Once upon a time");
+      EXPECT_EQ(got.ids, want.ids) << kind << (sample ? " sampled" : " greedy");
+      EXPECT_EQ(got.text, want.text);
+      EXPECT_EQ(spec.generate(" The end.").ids, more.ids) << kind << " second turn";
+      EXPECT_EQ(spec.sequence(), plain.sequence()) << kind;
+    }
+  }
+  GenerationOptions bad = greedy(4);
+  bad.speculative = "sometimes";
+  EXPECT_THROW(Generator(model, bad), Error);
+  bad.speculative = "model";  // no draft_model
+  EXPECT_THROW(Generator(model, bad), Error);
+  bad.speculative = "lookup";
+  bad.draft_max = 0;
+  EXPECT_THROW(Generator(model, bad), Error);
+  // A draft model of another tokenizer.
+  NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
+  GenerationOptions ok = greedy(4);
+  ok.speculative = "model";
+  ok.draft_model = load("onnx_fp32");
+  EXPECT_NO_THROW(Generator(model, ok));  // the same tokenizer in another precision
+}
+
 TEST(PublicApi, BadInputIsAnError) {
   EXPECT_THROW(Model::load(stories("no_such_variant")), Error);
   NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));

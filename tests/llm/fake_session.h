@@ -83,6 +83,7 @@ class FakeSession : public graph::Session {
     return out_;
   }
   void set_last_position_only(std::string_view, bool) override {}
+  void set_positions_as_decode(bool) override {}
   std::vector<graph::MatMulNBitsInfo> matmul_nbits_info() const override { return {}; }
   std::vector<graph::ProfileEntry> profile() const override { return {}; }
   void reset_profile() override {}

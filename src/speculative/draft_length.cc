@@ -1,0 +1,85 @@
+#include "speculative/draft_length.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+
+namespace nbits::speculative {
+namespace {
+constexpr double kDecay = 0.93;      // acceptance memory: about the last 14 drafted tokens
+constexpr double kEma = 0.25;        // step-time smoothing
+constexpr double kPriorSlope = 0.1;  // an unmeasured k costs (1 + 0.1 k) plain steps until measured
+}  // namespace
+
+DraftLength::DraftLength(int64_t max_draft, int64_t min_draft)
+    : max_draft_(max_draft),
+      min_draft_(min_draft),
+      ms_(static_cast<size_t>(std::max<int64_t>(max_draft, 0)) + 1, 0.0) {
+  NBITS_CHECK(max_draft >= 0 && max_draft <= 64, "draft length must be in [0, 64], got ", max_draft);
+  NBITS_CHECK(min_draft >= 0 && min_draft <= max_draft, "the shortest draft (", min_draft,
+              ") must be in [0, the longest (", max_draft, ")]");
+  // A prior of 2 accepted out of 3: the first drafts are tried.
+  hits_ = 2;
+  trials_ = 3;
+}
+
+double DraftLength::acceptance() const { return std::clamp(hits_ / trials_, 0.01, 0.99); }
+
+double DraftLength::expected_tokens(double a, int64_t k) {
+  return (1.0 - std::pow(a, static_cast<double>(k + 1))) / (1.0 - a);
+}
+
+void DraftLength::record_acceptance(int64_t drafted, int64_t accepted) {
+  if (drafted <= 0) return;
+  // accepted successes, then one failure unless every draft was accepted.
+  const int64_t events = accepted + (accepted < drafted ? 1 : 0);
+  for (int64_t i = 0; i < events; ++i) {
+    hits_ = hits_ * kDecay + (i < accepted ? 1.0 : 0.0);
+    trials_ = trials_ * kDecay + 1.0;
+  }
+}
+
+void DraftLength::record_step(int64_t drafted, int64_t accepted, double ms) {
+  NBITS_CHECK(drafted >= 0 && drafted <= max_draft_ && accepted >= 0 && accepted <= drafted,
+              "draft length: bad step record (drafted ", drafted, ", accepted ", accepted, ")");
+  record_acceptance(drafted, accepted);
+  double& m = ms_[static_cast<size_t>(drafted)];
+  m = m == 0 ? ms : (1 - kEma) * m + kEma * ms;
+}
+
+double DraftLength::step_ms(int64_t k) const {
+  if (ms_[static_cast<size_t>(k)] > 0) return ms_[static_cast<size_t>(k)];
+  // The longest measured length sets the slope (and the plain step's time when that one is not
+  // measured yet, through the prior); nothing measured: the prior alone.
+  int64_t j = max_draft_;
+  while (j >= 1 && ms_[static_cast<size_t>(j)] <= 0) --j;
+  const double mj = j >= 1 ? ms_[static_cast<size_t>(j)] : 0.0;
+  const double base =
+      ms_[0] > 0 ? ms_[0] : (j >= 1 ? mj / (1.0 + kPriorSlope * static_cast<double>(j)) : 1.0);
+  const double slope = j >= 1 ? std::max(0.0, mj / base - 1.0) / static_cast<double>(j) : kPriorSlope;
+  return base * (1.0 + slope * static_cast<double>(k));
+}
+
+int64_t DraftLength::next() const { return std::max(min_draft_, best()); }
+
+int64_t DraftLength::best() const {
+  // A verify step measured but no plain one: measure the plain step once (a drafter that always
+  // proposes never makes one), or every cost would be guessed from the prior.
+  if (ms_[0] <= 0)
+    for (int64_t k = 1; k <= max_draft_; ++k)
+      if (ms_[static_cast<size_t>(k)] > 0) return 0;
+  const double a = acceptance();
+  int64_t best = 0;
+  double best_rate = 0;
+  for (int64_t k = 0; k <= max_draft_; ++k) {
+    const double rate = expected_tokens(a, k) / step_ms(k);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = k;
+    }
+  }
+  return best;
+}
+
+}  // namespace nbits::speculative

@@ -1,0 +1,101 @@
+#include "speculative/speculative_decode.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/timer.h"
+
+namespace nbits::speculative {
+
+SpeculativeDecoder::SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int64_t min_draft)
+    : drafter_(drafter), length_(max_draft, min_draft) {}
+
+llm::GenerateResult SpeculativeDecoder::generate(llm::Generator& g, std::span<const int32_t> new_ids,
+                                                 int64_t max_new_tokens, llm::Sampler& sampler,
+                                                 const std::function<bool(int32_t)>& on_token) {
+  if (!g.batchable() || length_.max_draft() == 0)
+    return g.generate(new_ids, max_new_tokens, sampler, on_token);
+  llm::GenerateResult result;
+  g.generate(new_ids, 0, sampler);  // the prompt (and a pending token), as plain generate runs it
+  if (max_new_tokens <= 0) return result;
+  result.ids.reserve(static_cast<size_t>(max_new_tokens));
+  // Plain decode's checks for a token just drawn, `cached` tokens before it: false = stop here.
+  auto emit = [&](int32_t tok, int64_t cached) {
+    result.ids.push_back(tok);
+    const bool go_on = !on_token || on_token(tok);
+    if (g.config().is_eos(tok)) {
+      result.stop = llm::StopReason::kEos;
+    } else if (!go_on) {
+      result.stop = llm::StopReason::kCallback;
+    } else if (static_cast<int64_t>(result.ids.size()) >= max_new_tokens) {
+      result.stop = llm::StopReason::kMaxTokens;
+    } else if (cached >= g.capacity()) {
+      result.stop = llm::StopReason::kContextFull;
+    } else {
+      return true;
+    }
+    return false;
+  };
+  int32_t tok = g.sample_next(sampler);  // pending: drawn, not yet run
+  if (!emit(tok, g.length())) return result;
+  const int64_t V = g.vocab_size();
+  Stopwatch sw;
+  for (;;) {
+    sw.restart();
+    const int64_t L0 = g.length();
+    const int64_t left = max_new_tokens - static_cast<int64_t>(result.ids.size());
+    const int64_t k = std::max<int64_t>(0, std::min({length_.next(), left - 1, g.capacity() - L0 - 1}));
+    context_.assign(g.tokens().begin(), g.tokens().end());
+    context_.push_back(tok);
+    draft_.clear();
+    // Speculation off: a cheap drafter's guess is still checked, to notice when it pays again.
+    if (k > 0 || drafter_.cheap()) drafter_.propose(context_, std::max<int64_t>(k, 1), draft_);
+    const int32_t guess = k == 0 && !draft_.empty() ? draft_[0] : -1;
+    if (static_cast<int64_t>(draft_.size()) > k) draft_.resize(static_cast<size_t>(k));
+    ++stats_.steps;
+    if (draft_.empty()) {  // a plain step
+      g.append(std::span<const int32_t>(&tok, 1));
+      const int32_t next = g.sample_next(sampler);
+      const double ms = sw.elapsed_ms();
+      length_.record_step(0, 0, ms);
+      if (guess >= 0) length_.record_acceptance(1, next == guess ? 1 : 0);
+      g.count_decode(1, ms);
+      tok = next;
+      if (!emit(tok, g.length())) return result;
+      continue;
+    }
+    const auto d = static_cast<int64_t>(draft_.size());
+    rows_.assign(1, tok);
+    rows_.insert(rows_.end(), draft_.begin(), draft_.end());
+    const std::span<const float> logits = g.verify(rows_);
+    ++stats_.verify_steps;
+    stats_.drafted += d;
+    // Row i follows rows_[i]; it is drawn from with the history plain decode would have.
+    int64_t i = 0;
+    int32_t next = -1;
+    bool stop = false;
+    for (;; ++i) {
+      next = sampler.sample(logits.subspan(static_cast<size_t>(i * V), static_cast<size_t>(V)),
+                            g.tokens().first(static_cast<size_t>(L0 + 1 + i)));
+      if (i == d || next != draft_[static_cast<size_t>(i)]) break;
+      if (!emit(next, L0 + 1 + i)) {  // an accepted draft ends generation: it stays pending
+        stop = true;
+        break;
+      }
+    }
+    // The cache keeps tok and the accepted drafts before `next`, which is pending: the first
+    // token that differs from the proposal, the one after all of it, or (stop) the accepted
+    // draft generation ended at. Either way the step produced i + 1 tokens.
+    g.keep(L0 + 1 + i, next);
+    const int64_t accepted = stop ? i + 1 : i;
+    stats_.accepted += accepted;
+    const double ms = sw.elapsed_ms();
+    length_.record_step(d, accepted, ms);
+    g.count_decode(i + 1, ms);
+    if (stop) return result;
+    tok = next;
+    if (!emit(tok, g.length())) return result;
+  }
+}
+
+}  // namespace nbits::speculative
