@@ -65,6 +65,16 @@ void Speculation::print_stats(FILE* out) const {
                drafter_->name(), static_cast<long long>(st.steps), static_cast<long long>(st.verify_steps),
                static_cast<long long>(st.drafted), static_cast<long long>(st.accepted),
                100.0 * st.acceptance(), static_cast<long long>(decoder_->draft_length().next()));
+  // What a step with each draft length cost here (drafting and the model's step), smoothed.
+  std::string costs;
+  const speculative::DraftLength& dl = decoder_->draft_length();
+  for (int64_t k = 0; k <= dl.max_draft(); ++k) {
+    if (dl.measured_ms(k) <= 0) continue;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " %lld:%.1f", static_cast<long long>(k), dl.measured_ms(k));
+    costs += buf;
+  }
+  if (!costs.empty()) std::fprintf(out, "speculative step ms by draft length (draft:ms):%s\n", costs.c_str());
 }
 
 std::string Speculation::json() const {
@@ -73,10 +83,19 @@ std::string Speculation::json() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 ",\"speculative\":{\"drafter\":\"%s\",\"steps\":%lld,\"verify_steps\":%lld,\"drafted\":%lld,"
-                "\"accepted\":%lld}",
+                "\"accepted\":%lld,\"step_ms_by_draft\":{",
                 drafter_->name(), static_cast<long long>(st.steps), static_cast<long long>(st.verify_steps),
                 static_cast<long long>(st.drafted), static_cast<long long>(st.accepted));
-  return buf;
+  std::string out = buf;
+  const speculative::DraftLength& dl = decoder_->draft_length();
+  const char* sep = "";
+  for (int64_t k = 0; k <= dl.max_draft(); ++k) {
+    if (dl.measured_ms(k) <= 0) continue;
+    std::snprintf(buf, sizeof buf, "%s\"%lld\":%.3f", sep, static_cast<long long>(k), dl.measured_ms(k));
+    out += buf;
+    sep = ",";
+  }
+  return out + "}}";
 }
 
 }  // namespace nbits::cli

@@ -9,12 +9,14 @@ namespace nbits::speculative {
 namespace {
 constexpr double kDecay = 0.93;      // acceptance memory: about the last 14 drafted tokens
 constexpr double kEma = 0.25;        // step-time smoothing
+constexpr int64_t kExplore = 32;     // steps between re-measurements (DraftLength::best)
 constexpr double kPriorSlope = 0.1;  // an unmeasured k costs (1 + 0.1 k) plain steps until measured
 }  // namespace
 
 DraftLength::DraftLength(int64_t max_draft, int64_t min_draft)
     : max_draft_(max_draft),
       min_draft_(min_draft),
+      seen_(static_cast<size_t>(std::max<int64_t>(max_draft, 0)) + 1, 0),
       ms_(static_cast<size_t>(std::max<int64_t>(max_draft, 0)) + 1, 0.0) {
   NBITS_CHECK(max_draft >= 0 && max_draft <= 64, "draft length must be in [0, 64], got ", max_draft);
   NBITS_CHECK(min_draft >= 0 && min_draft <= max_draft, "the shortest draft (", min_draft,
@@ -44,6 +46,10 @@ void DraftLength::record_step(int64_t drafted, int64_t accepted, double ms) {
   NBITS_CHECK(drafted >= 0 && drafted <= max_draft_ && accepted >= 0 && accepted <= drafted,
               "draft length: bad step record (drafted ", drafted, ", accepted ", accepted, ")");
   record_acceptance(drafted, accepted);
+  ++steps_;
+  // The first step of each length is not timed: it grows the session's buffers for its rows
+  // (stories260K: 54 ms against 0.6 ms after), which would rule that length out for good.
+  if (seen_[static_cast<size_t>(drafted)]++ == 0) return;
   double& m = ms_[static_cast<size_t>(drafted)];
   m = m == 0 ? ms : (1 - kEma) * m + kEma * ms;
 }
@@ -70,10 +76,16 @@ int64_t DraftLength::best() const {
     for (int64_t k = 1; k <= max_draft_; ++k)
       if (ms_[static_cast<size_t>(k)] > 0) return 0;
   const double a = acceptance();
+  // Every kExplore-th step the lengths are judged by the prior's costs instead: a step time
+  // measured while the machine was busy (another process, a worker woken late) would else keep
+  // its length out for good; this way it is measured again.
+  const bool explore = steps_ % kExplore == kExplore - 1;
+  const double base = step_ms(0);
   int64_t best = 0;
   double best_rate = 0;
   for (int64_t k = 0; k <= max_draft_; ++k) {
-    const double rate = expected_tokens(a, k) / step_ms(k);
+    const double ms = explore && k > 0 ? base * (1.0 + kPriorSlope * static_cast<double>(k)) : step_ms(k);
+    const double rate = expected_tokens(a, k) / ms;
     if (rate > best_rate) {
       best_rate = rate;
       best = k;

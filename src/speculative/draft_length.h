@@ -4,6 +4,7 @@
 // (and, with a cheap drafter, back on when the drafts start matching again).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,10 @@ class DraftLength {
   void record_step(int64_t drafted, int64_t accepted, double ms);
   // Acceptance evidence only (a cheap drafter's proposal checked against a plain step's token).
   void record_acceptance(int64_t drafted, int64_t accepted);
+  // The measured step time with k drafted tokens (a smoothed average), 0 when not measured.
+  double measured_ms(int64_t k) const {
+    return k >= 0 && k <= max_draft_ ? ms_[static_cast<size_t>(k)] : 0.0;
+  }
   // Per-token acceptance estimate in (0, 1).
   double acceptance() const;
   // Expected model tokens per step with k drafted tokens at acceptance a: 1 + a + ... + a^k.
@@ -32,7 +37,9 @@ class DraftLength {
   double step_ms(int64_t k) const;  // measured, or extrapolated from the lengths measured
   int64_t max_draft_, min_draft_;
   double hits_ = 0, trials_ = 0;  // decayed per-token acceptance counts
-  std::vector<double> ms_;        // by draft length: EMA of the step time (0 = not yet measured)
+  int64_t steps_ = 0;
+  std::vector<int64_t> seen_;  // by draft length: steps recorded
+  std::vector<double> ms_;     // by draft length: EMA of the step time (0 = not yet measured)
 };
 
 }  // namespace nbits::speculative
