@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,5 +96,17 @@ inline RunResult run_nbits(const std::vector<std::string>& args, const std::stri
   for (const char* ext : {".in", ".out", ".err"}) std::filesystem::remove(base + ext);
   return r;
 }
+
+// Runs `nbits ARGS...` that must succeed and print exactly one JSON object on stdout (an empty
+// object, after a failed expectation, when it did not).
+inline nlohmann::json run_json(const std::vector<std::string>& args) {
+  RunResult r = run_nbits(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return nlohmann::json::object();
+  return nlohmann::json::parse(r.out);
+}
+
+// The "ids" of `nbits run --format json`.
+inline std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.value("ids", std::vector<int32_t>{}); }
 
 }  // namespace nbits::testing

@@ -26,13 +26,6 @@ using nlohmann::json;
 std::string stories(const std::string& rel) { return shared_path("models/stories260K/" + rel); }
 std::string story_text() { return std::string(nbits::testing::source_dir()) + "/tests/cli/data/story.txt"; }
 
-json run_json(const std::vector<std::string>& args) {
-  RunResult r = run_nbits(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return json::object();
-  return json::parse(r.out);
-}
-
 struct Reference {
   double ppl = 0, err = 0;
   size_t scored = 0;

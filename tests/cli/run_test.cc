@@ -19,16 +19,6 @@ using nlohmann::json;
 
 std::string stories(const std::string& rel) { return shared_path("models/stories260K/" + rel); }
 
-json run_json(const std::vector<std::string>& args) {
-  RunResult r = run_nbits(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return json::object();
-  // Exactly one JSON object on stdout.
-  return json::parse(r.out);
-}
-
-std::vector<int32_t> ids_of(const json& j) { return j.value("ids", std::vector<int32_t>{}); }
-
 // ORT's greedy continuation from [BOS] (its "seq" starts with the prompt).
 std::vector<int32_t> ort_greedy(const std::string& variant, size_t n) {
   const json ref = json::parse(slurp_text(stories("reference/onnx_greedy_ort.json")));

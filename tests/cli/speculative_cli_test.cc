@@ -17,15 +17,6 @@ using nlohmann::json;
 
 std::string stories(const std::string& rel) { return shared_path("models/stories260K/" + rel); }
 
-json run_json(const std::vector<std::string>& args) {
-  RunResult r = run_nbits(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return json::object();
-  return json::parse(r.out);
-}
-
-std::vector<int32_t> ids_of(const json& j) { return j.value("ids", std::vector<int32_t>{}); }
-
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
   a.insert(a.end(), more.begin(), more.end());
   return a;

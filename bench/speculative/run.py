@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Speculative decoding against plain decoding on real GGUF files, side by side.
+
+For each prompt and thread count: `nbits run --chat --format json` plain, with --draft lookup and
+(when a draft model is given) with --draft-model, in alternating rounds; prints the median decode
+ms/token of each, the ratio to plain, the acceptance, and checks that the ids are plain decoding's.
+
+  python3 bench/speculative/run.py --model Q05.gguf [--draft-model Q05.gguf] [--threads 1,2]
+      [--reps 2] [-n 128] [--nbits build/nbits]
+Defaults: the Qwen2.5-Coder-0.5B-Instruct Q4_K_M of the cache (bench/peers/fetch_real_gguf.sh).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CACHE = os.environ.get("NBITS_CACHE", os.path.expanduser("~/.cache/nbits"))
+QWEN05 = os.path.join(CACHE, "qwen25-coder", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+PROMPTS = {
+    # The answer repeats the prompt's code: prompt lookup's case.
+    "edit": "Rename the variable `total` to `sum_of_values` in this Python function and return the whole "
+    "function:\n\ndef average(values):\n    total = 0\n    count = 0\n    for v in values:\n        if v is None:\n"
+    "            continue\n        total += v\n        count += 1\n    if count == 0:\n        return 0.0\n"
+    "    return total / count\n",
+    # Structured output whose keys repeat.
+    "json": "Convert this CSV to a JSON array of objects with the keys name, age and city:\n"
+    "name,age,city\nAlice,30,Paris\nBob,25,Berlin\nCarla,41,Madrid\nDmitri,35,Sofia\nEmma,28,Oslo\n",
+    # Free text: little to look up.
+    "explain": "Explain in a few sentences how a hash map handles collisions.",
+}
+
+
+def run(nbits, model, prompt, n, threads, extra):
+    cmd = [nbits, "run", "-m", model, "--chat", "-p", prompt, "-n", str(n), "-t", str(threads), "--temp", "0",
+           "--format", "json"] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd[:6])} ...\n{r.stderr}")
+    return json.loads(r.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=QWEN05)
+    ap.add_argument("--draft-model", default="")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--prompts", default=",".join(PROMPTS))
+    ap.add_argument("--nbits", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "nbits"))
+    a = ap.parse_args()
+    if not os.path.exists(a.model):
+        sys.exit(f"no model at {a.model} (bash bench/peers/fetch_real_gguf.sh fetches the Qwen2.5-Coder files)")
+    modes = [("plain", []), ("lookup", ["--draft", "lookup"])]
+    if a.draft_model:
+        modes.append(("draft-model", ["--draft-model", a.draft_model]))
+    print(f"model {os.path.basename(a.model)}; draft {os.path.basename(a.draft_model) or '-'}; -n {a.n}; "
+          f"{a.reps} alternating rounds; greedy")
+    print("| prompt | threads | " + " | ".join(f"{m} ms/tok" for m, _ in modes) + " | " +
+          " | ".join(f"{m} speed-up, acceptance" for m, _ in modes[1:]) + " |")
+    print("|---" * (2 + len(modes) + len(modes) - 1) + "|")
+    for name in a.prompts.split(","):
+        for t in [int(x) for x in a.threads.split(",")]:
+            ms = {m: [] for m, _ in modes}
+            acc = {m: "" for m, _ in modes}
+            want = None
+            for _ in range(a.reps):
+                for m, extra in modes:
+                    j = run(a.nbits, a.model, PROMPTS[name], a.n, t, extra)
+                    if want is None:
+                        want = j["ids"]
+                    elif j["ids"] != want:
+                        sys.exit(f"{name} t={t} {m}: ids differ from plain decoding's")
+                    ms[m].append(j["decode_ms_per_token"])
+                    s = j.get("speculative")
+                    if s:
+                        acc[m] = f"{s['accepted']}/{s['drafted']} in {s['verify_steps']} of {s['steps']} steps"
+            med = {m: statistics.median(v) for m, v in ms.items()}
+            cells = [f"{med[m]:.1f}" for m, _ in modes]
+            cells += [f"{med['plain'] / med[m]:.2f}x, {acc[m]}" for m, _ in modes[1:]]
+            print(f"| {name} | {t} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
