@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speculative decoding against plain decoding on real GGUF files, side by side.
 
-For each prompt and thread count: `nbits run --chat --format json` plain, with --draft lookup and
+For each prompt and thread count: `nbits run --chat --format json` plain, with --spec lookup and
 (when a draft model is given) with --draft-model, in alternating rounds; prints the median decode
 ms/token of each, the ratio to plain, the acceptance, and checks that the ids are plain decoding's.
 
@@ -19,18 +19,10 @@ import sys
 CACHE = os.environ.get("NBITS_CACHE", os.path.expanduser("~/.cache/nbits"))
 QWEN05 = os.path.join(CACHE, "qwen25-coder", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 
-PROMPTS = {
-    # The answer repeats the prompt's code: prompt lookup's case.
-    "edit": "Rename the variable `total` to `sum_of_values` in this Python function and return the whole "
-    "function:\n\ndef average(values):\n    total = 0\n    count = 0\n    for v in values:\n        if v is None:\n"
-    "            continue\n        total += v\n        count += 1\n    if count == 0:\n        return 0.0\n"
-    "    return total / count\n",
-    # Structured output whose keys repeat.
-    "json": "Convert this CSV to a JSON array of objects with the keys name, age and city:\n"
-    "name,age,city\nAlice,30,Paris\nBob,25,Berlin\nCarla,41,Madrid\nDmitri,35,Sofia\nEmma,28,Oslo\n",
-    # Free text: little to look up.
-    "explain": "Explain in a few sentences how a hash map handles collisions.",
-}
+PROMPT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts")
+# edit: a 60-line module to return with type hints (the answer repeats the prompt: prompt lookup's
+# case); extract: fields of a given text as JSON, quoting it; chat: open chat (little to look up).
+PROMPTS = {name: open(os.path.join(PROMPT_DIR, name + ".txt")).read() for name in ("edit", "extract", "chat")}
 
 
 def run(nbits, model, prompt, n, threads, extra):
@@ -54,9 +46,9 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(a.model):
         sys.exit(f"no model at {a.model} (bash bench/peers/fetch_real_gguf.sh fetches the Qwen2.5-Coder files)")
-    modes = [("plain", []), ("lookup", ["--draft", "lookup"])]
+    modes = [("plain", []), ("lookup", ["--spec", "lookup"])]
     if a.draft_model:
-        modes.append(("draft-model", ["--draft-model", a.draft_model]))
+        modes.append(("draft-model", ["--spec", "draft", "--draft-model", a.draft_model]))
     print(f"model {os.path.basename(a.model)}; draft {os.path.basename(a.draft_model) or '-'}; -n {a.n}; "
           f"{a.reps} alternating rounds; greedy")
     print("| prompt | threads | " + " | ".join(f"{m} ms/tok" for m, _ in modes) + " | " +

@@ -80,7 +80,7 @@ struct GenerationOptions {
   bool add_special = true;  // BOS etc. on the first text of a conversation
   int64_t context = 0;      // this Generator's KV cache length; 0 = ModelOptions::context
   // Speculative decoding in generate() / generate_ids(): "" = off; "lookup" = drafts from the
-  // prompt and the text so far; "model" = drafts from draft_model (a Model of the same
+  // prompt and the text so far; "draft" = drafts from draft_model (a Model of the same
   // tokenizer). The tokens are plain decoding's (exact verification): only the speed changes.
   std::string speculative;
   std::shared_ptr<const Model> draft_model;

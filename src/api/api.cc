@@ -152,10 +152,10 @@ void check_options(const GenerationOptions& g) {
               "presence_penalty must be in [-2, 2] (got ", g.presence_penalty, ")");
   NBITS_CHECK(g.frequency_penalty >= -2 && g.frequency_penalty <= 2,
               "frequency_penalty must be in [-2, 2] (got ", g.frequency_penalty, ")");
-  NBITS_CHECK(g.speculative.empty() || g.speculative == "lookup" || g.speculative == "model",
-              "speculative must be \"\", \"lookup\" or \"model\" (got \"", g.speculative, "\")");
-  NBITS_CHECK(g.speculative != "model" || g.draft_model != nullptr,
-              "speculative \"model\" needs a draft_model");
+  NBITS_CHECK(g.speculative.empty() || g.speculative == "lookup" || g.speculative == "draft",
+              "speculative must be \"\", \"lookup\" or \"draft\" (got \"", g.speculative, "\")");
+  NBITS_CHECK(g.speculative != "draft" || g.draft_model != nullptr,
+              "speculative \"draft\" needs a draft_model");
   NBITS_CHECK(g.draft_max >= 1 && g.draft_max <= 32, "draft_max must be in [1, 32] (got ", g.draft_max, ")");
 }
 

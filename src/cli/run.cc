@@ -56,9 +56,9 @@ int run_main(const std::vector<std::string>& args) {
   if ((f.has("--logprobs") || f.has("--teacher-force")) && !json)
     return f.usage_error("--logprobs and --teacher-force write JSON: add --format json");
   const int64_t top_k = f.has("--logprobs") ? f.get_i64("--logprobs") : 0;
-  const bool speculate = f.get_str("--draft") != "none" || f.has("--draft-model");
+  const bool speculate = f.get_str("--spec") != "off" || f.has("--draft-model");
   if (speculate && (f.has("--logprobs") || f.has("--teacher-force")))
-    return f.usage_error("--logprobs and --teacher-force score one step at a time: leave out --draft");
+    return f.usage_error("--logprobs and --teacher-force score one step at a time: leave out --spec");
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/!f.has("--ids"));
   std::vector<int32_t> prompt;

@@ -9,30 +9,30 @@
 namespace nbits::cli {
 
 void add_speculation_flags(Flags& f) {
-  f.choice("--draft", {"none", "lookup", "model"},
-           "speculative decoding: lookup = draft from the prompt and the text so far (n-grams),\n"
-           "                             model = a smaller model of the same tokenizer (--draft-model).\n"
-           "                             The output is what plain decoding gives, token for token",
-           "none");
-  f.str("--draft-model", "FILE", "the draft model (a .gguf file or a model folder); implies --draft model");
+  f.choice("--spec", {"off", "lookup", "draft"},
+           "speculative decoding: lookup = drafts from the prompt and the text so far (n-grams),\n"
+           "                             draft = drafts from a smaller model of the same tokenizer "
+           "(--draft-model).\n"
+           "                             The output is plain decoding's, token for token",
+           "off");
+  f.str("--draft-model", "FILE", "the draft model (a .gguf file or a model folder); implies --spec draft");
   f.i64("--draft-max", "N", "the longest draft; the length adapts below it to what pays", 8, 1, 32);
   f.i64("--draft-min", "N", "the shortest draft (= --draft-max: a fixed length, no adapting)", 0, 0, 32);
 }
 
 Speculation::Speculation(const Flags& f, const ModelSetup& m) {
-  std::string kind = f.get_str("--draft");
+  std::string kind = f.get_str("--spec");
   if (f.has("--draft-model")) {
-    NBITS_CHECK(kind == "none" || kind == "model", "--draft-model goes with --draft model, not --draft ",
-                kind);
-    kind = "model";
+    NBITS_CHECK(kind == "off" || kind == "draft", "--draft-model goes with --spec draft, not --spec ", kind);
+    kind = "draft";
   }
-  if (kind == "none") return;
+  if (kind == "off") return;
   const int64_t max_draft = f.get_i64("--draft-max"), min_draft = f.get_i64("--draft-min");
   NBITS_CHECK(min_draft <= max_draft, "--draft-min ", min_draft, " is above --draft-max ", max_draft);
   if (kind == "lookup") {
     drafter_ = std::make_unique<speculative::PromptLookup>();
   } else {
-    NBITS_CHECK(f.has("--draft-model"), "--draft model needs --draft-model FILE");
+    NBITS_CHECK(f.has("--draft-model"), "--spec draft needs --draft-model FILE");
     draft_ = load_model_setup(f, f.get_str("--draft-model"), /*need_tokenizer=*/m.tokenizer != nullptr);
     const int64_t v = m.generator->vocab_size(), dv = draft_.generator->vocab_size();
     if (m.tokenizer && draft_.tokenizer) speculative::check_same_vocabulary(*m.tokenizer, *draft_.tokenizer);

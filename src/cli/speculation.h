@@ -1,5 +1,5 @@
-// Speculative decoding for `nbits run` and `nbits chat`: --draft lookup (prompt lookup, no
-// second model) or --draft-model FILE (a smaller model of the same tokenizer), --draft-max N.
+// Speculative decoding for `nbits run` and `nbits chat`: --spec lookup (prompt lookup, no second
+// model) or --spec draft --draft-model FILE (a smaller model of the same tokenizer), --draft-max N.
 #pragma once
 
 #include <cstdio>
@@ -17,7 +17,7 @@ void add_speculation_flags(Flags& f);
 
 class Speculation {
  public:
-  // What the flags ask for; nothing (loop() empty) without --draft / --draft-model. Loads the
+  // What the flags ask for; nothing (loop() empty) without --spec / --draft-model. Loads the
   // draft model and refuses one whose vocabulary differs from `m`'s.
   Speculation(const Flags& f, const ModelSetup& m);
   bool on() const { return decoder_ != nullptr; }

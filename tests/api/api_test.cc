@@ -108,7 +108,7 @@ TEST(PublicApi, SpeculativeDecodingGivesPlainTokens) {
     Generator plain(model, go);
     const auto want = plain.generate("Once upon a time");
     const auto more = plain.generate(" The end.");
-    for (const char* kind : {"lookup", "model"}) {
+    for (const char* kind : {"lookup", "draft"}) {
       GenerationOptions so = go;
       so.speculative = kind;
       so.draft_model = model;  // the model drafting for itself
@@ -124,7 +124,7 @@ TEST(PublicApi, SpeculativeDecodingGivesPlainTokens) {
   GenerationOptions bad = greedy(4);
   bad.speculative = "sometimes";
   EXPECT_THROW(Generator(model, bad), Error);
-  bad.speculative = "model";  // no draft_model
+  bad.speculative = "draft";  // no draft_model
   EXPECT_THROW(Generator(model, bad), Error);
   bad.speculative = "lookup";
   bad.draft_max = 0;
@@ -132,7 +132,7 @@ TEST(PublicApi, SpeculativeDecodingGivesPlainTokens) {
   // A draft model of another tokenizer.
   NBITS_REQUIRE_SHARED(stories("onnx_fp32/model.onnx"));
   GenerationOptions ok = greedy(4);
-  ok.speculative = "model";
+  ok.speculative = "draft";
   ok.draft_model = load("onnx_fp32");
   EXPECT_NO_THROW(Generator(model, ok));  // the same tokenizer in another precision
 }

@@ -1,4 +1,4 @@
-// `nbits run --draft lookup | --draft-model FILE`: the tokens of plain decoding (greedy and
+// `nbits run --spec lookup | --spec draft --draft-model FILE`: the tokens of plain decoding (greedy and
 // seeded sampling), on stories260K and on the real Qwen2.5-Coder-0.5B-Instruct Q4_K_M asked to
 // edit code (where prompt lookup's drafts are accepted); clear errors for what cannot work.
 #include <gtest/gtest.h>
@@ -32,7 +32,7 @@ TEST(CliSpeculative, LookupAndADraftModelGivePlainTokensOnStories260K) {
         with({"run", "-m", m, "--ids", "1,403,407", "-n", "40", "--format", "json", "-t", "2"}, sampling);
     const json plain = run_json(base);
     ASSERT_EQ(ids_of(plain).size(), 40u);
-    const json lookup = run_json(with(base, {"--draft", "lookup", "--draft-max", "4"}));
+    const json lookup = run_json(with(base, {"--spec", "lookup", "--draft-max", "4"}));
     EXPECT_EQ(ids_of(lookup), ids_of(plain));
     ASSERT_TRUE(lookup.contains("speculative")) << lookup.dump();
     EXPECT_EQ(lookup["speculative"]["drafter"], "prompt-lookup");
@@ -62,7 +62,7 @@ TEST(CliSpeculative, QwenCoderEditingCodeAcceptsLookupDraftsAndGivesPlainTokens)
                                          "-n",  "64", "--format", "json",   "-t", "2"};
   const json plain = run_json(base);
   // A fixed draft length (no timing-driven adapting): the counts are the same on every machine.
-  const json lookup = run_json(with(base, {"--draft", "lookup", "--draft-min", "6", "--draft-max", "6"}));
+  const json lookup = run_json(with(base, {"--spec", "lookup", "--draft-min", "6", "--draft-max", "6"}));
   EXPECT_EQ(ids_of(lookup), ids_of(plain));
   EXPECT_EQ(lookup.value("text", ""), plain.value("text", ""));
   ASSERT_TRUE(lookup.contains("speculative")) << lookup.dump();
@@ -80,13 +80,13 @@ TEST(CliSpeculative, WhatCannotWorkIsRefusedClearly) {
     EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
   };
-  fails_with({"run", "-m", m, "--ids", "1", "--draft", "lookup", "--logprobs", "3", "--format", "json"},
-             "leave out --draft");
-  fails_with({"run", "-m", m, "--ids", "1", "--draft", "model"}, "--draft-model FILE");
-  fails_with({"run", "-m", m, "--ids", "1", "--draft", "lookup", "--draft-model", m}, "--draft model");
-  fails_with({"run", "-m", m, "--ids", "1", "--draft", "lookup", "--draft-max", "0"}, "--draft-max");
-  fails_with({"run", "-m", m, "--ids", "1", "--draft", "sometimes"}, "--draft");
-  fails_with({"run", "-m", m, "--ids", "1", "--draft", "lookup", "--draft-min", "5", "--draft-max", "4"},
+  fails_with({"run", "-m", m, "--ids", "1", "--spec", "lookup", "--logprobs", "3", "--format", "json"},
+             "leave out --spec");
+  fails_with({"run", "-m", m, "--ids", "1", "--spec", "draft"}, "--draft-model FILE");
+  fails_with({"run", "-m", m, "--ids", "1", "--spec", "lookup", "--draft-model", m}, "--spec draft");
+  fails_with({"run", "-m", m, "--ids", "1", "--spec", "lookup", "--draft-max", "0"}, "--draft-max");
+  fails_with({"run", "-m", m, "--ids", "1", "--spec", "sometimes"}, "--spec");
+  fails_with({"run", "-m", m, "--ids", "1", "--spec", "lookup", "--draft-min", "5", "--draft-max", "4"},
              "--draft-min 5 is above --draft-max 4");
   // A draft model of another tokenizer (SmolLM2's 49152 tokens for stories260K's 512).
   const std::string smol = gguf::test::smollm2_gguf();
