@@ -1,7 +1,8 @@
 // How many tokens to draft next: the length that maximises the expected tokens per
-// millisecond, from the measured acceptance rate and the measured cost of a step of each
-// length. Length 0 is plain decode, so speculation that does not pay switches itself off
-// (and, with a cheap drafter, back on when the drafts start matching again).
+// millisecond, from the measured acceptance rate and a cost model t(k) = t0 + slope * k fitted
+// to the measured steps (t0: a plain step; slope: what each drafted token adds, from every timed
+// verify step whatever its length). Length 0 is plain decode, so speculation that does not pay
+// switches itself off (and, with a cheap drafter, back on when the drafts start matching again).
 #pragma once
 
 #include <cstddef>
@@ -34,10 +35,11 @@ class DraftLength {
 
  private:
   int64_t best() const;             // the adaptive choice, before min_draft
-  double step_ms(int64_t k) const;  // measured, or extrapolated from the lengths measured
+  double step_ms(int64_t k) const;  // the cost model
   int64_t max_draft_, min_draft_;
   double hits_ = 0, trials_ = 0;  // decayed per-token acceptance counts
   int64_t steps_ = 0;
+  double slope_ = 0;           // ms per drafted token (EMA over timed verify steps; 0 = none yet)
   std::vector<int64_t> seen_;  // by draft length: steps recorded
   std::vector<double> ms_;     // by draft length: EMA of the step time (0 = not yet measured)
 };
