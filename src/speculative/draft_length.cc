@@ -74,9 +74,12 @@ int64_t DraftLength::best() const {
     for (int64_t k = 1; k <= max_draft_; ++k)
       if (seen_[static_cast<size_t>(k)] > 0) return 0;
   const double a = acceptance();
+  // No verify step timed yet: one drafted token at a time until one is (a long draft priced by
+  // the prior can cost many plain steps where each row costs nearly one).
+  const int64_t longest = slope_ > 0 ? max_draft_ : std::min<int64_t>(max_draft_, 1);
   int64_t best = 0;
   double best_rate = 0;
-  for (int64_t k = 0; k <= max_draft_; ++k) {
+  for (int64_t k = 0; k <= longest; ++k) {
     const double rate = expected_tokens(a, k) / step_ms(k);
     if (rate > best_rate) {
       best_rate = rate;
