@@ -10,7 +10,9 @@ job_start() {
   log=$(mktemp)
   _job_logs+=("$log")
   # Each job's time at the end of its output (which suites cost the leg its minutes).
-  (t=$SECONDS; rc=0; "$@" || rc=$?; echo "   [job: $(( SECONDS - t )) s]"; exit $rc) >"$log" 2>&1 &
+  # (_job_t0, _job_rc: names the jobs' own functions do not use; run_suite's loop variable is t)
+  (_job_t0=$SECONDS; _job_rc=0; "$@" || _job_rc=$?; echo "   [job: $(( SECONDS - _job_t0 )) s]"; exit "$_job_rc") \
+    >"$log" 2>&1 &
   _job_pids+=($!)
 }
 job_wait() {
