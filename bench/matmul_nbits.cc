@@ -62,7 +62,8 @@ struct Source {
   std::vector<float> scales;
   QuantizedMatrix w;
   std::vector<uint8_t> zp;
-  Source(int bits, int block, int64_t K, int64_t N, bool asym) {
+  // span_bits < 8 (int8): codes 112 + [0, 2^span_bits), GGUF Q5_0's (span 5) as nbits holds them.
+  Source(int bits, int block, int64_t K, int64_t N, bool asym, int span_bits) {
     w.N = N, w.K = K, w.bits = bits, w.block_size = block;
     codes.resize(static_cast<size_t>(N * w.k_blocks() * w.blob_bytes()));
     scales.resize(static_cast<size_t>(N * w.k_blocks()));
@@ -71,6 +72,8 @@ struct Source {
       const uint64_t v = next(s);
       std::memcpy(&codes[i], &v, 8);
     }
+    if (bits == 8 && span_bits < 8)
+      for (auto& c : codes) c = static_cast<uint8_t>(112 + (c & ((1 << span_bits) - 1)));
     for (auto& x : scales) x = 0.001f + static_cast<float>(next(s) % 1000) * 1e-5f;
     w.codes = codes.data(), w.scales = scales.data();
     if (asym) {
@@ -92,6 +95,7 @@ struct Quant {
   const char* name;
   int bits, block;
   bool asym;
+  int span_bits = 8;  // int8 codes of a narrower span (GGUF's 5- and 6-bit types)
 };
 
 // Packed copies of (kernel, quant, fp16 scales, K, N), cached across benchmark runs.
@@ -101,7 +105,7 @@ const Packed& packed(const MatMulNBitsKernel& k, const Quant& q, bool fp16, int6
       std::string(k.name) + "/" + q.name + (fp16 ? "h/" : "/") + std::to_string(K) + "/" + std::to_string(N);
   for (auto& p : cache)
     if (p.key == key) return p;
-  Source src(q.bits, q.block, K, N, q.asym);
+  Source src(q.bits, q.block, K, N, q.asym, q.span_bits);
   Packed p;
   p.key = key;
   size_t total = 0;
@@ -221,10 +225,10 @@ void register_all() {
                           {"o_proj", 896, 896},
                           {"mlp_down", 4864, 896},
                           {"lm_head", 896, 151936}};
-  const Quant quants[] = {{"int4_b32", 4, 32, false},
-                          {"int4_b32_zp", 4, 32, true},
-                          {"int4_b128", 4, 128, false},
-                          {"int8_b32", 8, 32, false}};
+  const Quant quants[] = {{"int4_b32", 4, 32, false},   {"int4_b32_zp", 4, 32, true},
+                          {"int4_b128", 4, 128, false}, {"int8_b32", 8, 32, false},
+                          {"q5_0", 8, 32, false, 5},   // GGUF Q5_0 as 8-bit codes 112..143
+                          {"q6_k", 8, 16, false, 6}};  // a 6-bit span in blocks of 16, as GGUF Q6_K
   for (const auto& k : matmul_nbits_kernels()) {
     for (const Quant& q : quants)
       for (bool fp16 : {false, true})

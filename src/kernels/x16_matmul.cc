@@ -29,6 +29,15 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
   return make_panel_int8(std::move(p), k);
 }
 
+std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
+                                            X16Int8Kernels (*pick)(const quant::PackedX16&),
+                                            bool fold_uniform_zp) {
+  quant::PackedX16 p =
+      quant::pack_x16(w, fp16_scales(w, options), options.rows_consumed, options.pool, fold_uniform_zp);
+  const X16Int8Kernels k = pick(p);
+  return make_panel_int8(std::move(p), k);
+}
+
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const PackOptions& options,
                                             const X16Fp32Kernels& k32, const X16Fp32Kernels& k16) {
   quant::PackedX16 p = quant::pack_x16(w, fp16_scales(w, options), options.rows_consumed, options.pool);

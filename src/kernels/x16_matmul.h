@@ -37,5 +37,9 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
                                             bool fold_uniform_zp = false);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const PackOptions& options,
                                             const X16Fp32Kernels& k32, const X16Fp32Kernels& k16);
+// The same with the micro-kernels chosen from the packed weight (its scale format, its codes' span).
+std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
+                                            X16Int8Kernels (*pick)(const quant::PackedX16&),
+                                            bool fold_uniform_zp = false);
 
 }  // namespace nbits::kernels

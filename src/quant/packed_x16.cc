@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "base/error.h"
 #include "base/fp16.h"
@@ -47,10 +48,17 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w) {
 
 namespace {
 
+// The smallest and largest code seen.
+struct CodeRange {
+  int lo = 255, hi = 0;
+  void add(int c) { lo = std::min(lo, c), hi = std::max(hi, c); }
+};
+
 // Packs source rows [n0, n1) of w into p; n0 is a multiple of 16, so calls on
-// different row ranges write disjoint panels.
-void pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int64_t n1) {
+// different row ranges write disjoint panels. Returns the range of the codes packed.
+CodeRange pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int64_t n1) {
   const int64_t blob = w.blob_bytes(), kb = p.k_blocks, BL = w.block_size;
+  CodeRange range;
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t pi = n / 16, c = n % 16;
     for (int64_t b = 0; b < kb; ++b) {
@@ -72,15 +80,18 @@ void pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int6
         for (int64_t g = 0; g < BL / 8; ++g)
           for (int i = 0; i < 4; ++i)
             codes[g * 64 + 4 * c + i] = static_cast<uint8_t>(q(8 * g + i) | (q(8 * g + 4 + i) << 4));
+        for (int64_t j = 0; j < valid; ++j) range.add((src[j / 2] >> ((j & 1) * 4)) & 0xf);
       } else {
         for (int64_t g = 0; g < BL / 4; ++g)
           for (int i = 0; i < 4; ++i) {
             const int64_t j = 4 * g + i;
             codes[g * 64 + 4 * c + i] = j < valid ? src[j] : 0;
           }
+        for (int64_t j = 0; j < valid; ++j) range.add(src[j]);
       }
     }
   }
+  return range;
 }
 
 }  // namespace
@@ -127,6 +138,7 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   constexpr int64_t kRows = 256;
   const int64_t chunks = (w.N + kRows - 1) / kRows;
   const int64_t threads = pool != nullptr ? pool->num_threads() : 1;
+  std::vector<CodeRange> ranges(static_cast<size_t>(chunks));
   for (int64_t c0 = 0; c0 < chunks; c0 += threads) {
     const int64_t c1 = std::min(chunks, c0 + threads);
     auto task = [&](int64_t i) {
@@ -134,7 +146,7 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
       const int64_t first = n0 / 16, last = (n1 + 15) / 16;  // the chunk's panels
       std::memset(p.data.data() + static_cast<size_t>(first) * p.panel_stride, 0,
                   static_cast<size_t>(last - first) * p.panel_stride);
-      pack_rows(w, p, n0, n1);
+      ranges[static_cast<size_t>(c0 + i)] = pack_rows(w, p, n0, n1);
     };
     if (pool != nullptr) {
       pool->parallel_for(c1 - c0, task);
@@ -143,6 +155,9 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
     }
     if (rows_consumed) rows_consumed(std::min(w.N, c1 * kRows));
   }
+  CodeRange all;
+  for (const CodeRange& r : ranges) all.add(r.lo), all.add(r.hi);
+  p.code_lo = all.lo, p.code_hi = all.hi;
   return p;
 }
 

@@ -62,17 +62,27 @@ struct PackedX16 {
   bool scales_fp16 = false;  // scales stored as IEEE fp16 (else float)
   bool has_mins = false;     // per-block float mins stored (after the scales)
   int uniform_zp = -1;       // >= 0: every zero point is this (none stored, has_zp false)
-  size_t mins_offset = 0;    // offset of the mins in a block (= bytes of scales)
-  size_t zp_offset = 0;      // offset of the zero points in a block (scales + mins)
-  size_t header_bytes = 0;   // scales (+ zero points)
-  size_t block_stride = 0;   // header + codes of one (panel, K-block)
-  size_t panel_stride = 0;   // k_blocks * block_stride
+  // The smallest and largest code of the weight's real elements (k < K, n < N; the zero padding
+  // is not counted). GGUF's 5- and 6-bit types held as 8-bit codes span 32 or 64 values
+  // (Q5_0: 112..143), which kernels can multiply unsigned after subtracting code_lo.
+  int code_lo = 0, code_hi = 255;
+  size_t mins_offset = 0;   // offset of the mins in a block (= bytes of scales)
+  size_t zp_offset = 0;     // offset of the zero points in a block (scales + mins)
+  size_t header_bytes = 0;  // scales (+ zero points)
+  size_t block_stride = 0;  // header + codes of one (panel, K-block)
+  size_t panel_stride = 0;  // k_blocks * block_stride
   AlignedBytes data;
 
   const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride; }
   // Elements of K covered by one 64-byte code group (8 for int4, 4 for int8).
   int group_k() const { return bits == 4 ? 8 : 4; }
   int default_zp() const { return uniform_zp >= 0 ? uniform_zp : 1 << (bits - 1); }
+  // Bits an unsigned code minus code_lo needs (code_hi - code_lo < 2^code_span_bits()).
+  int code_span_bits() const {
+    int b = 0;
+    while ((code_hi - code_lo) >> b != 0) ++b;
+    return b;
+  }
 };
 
 // Bytes of the zero-point section of a block (16 zero points), one value for every

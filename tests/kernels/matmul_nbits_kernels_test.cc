@@ -52,7 +52,10 @@ struct RandomWeight {
   std::vector<float> scales, mins;
   QuantizedMatrix w;
 
-  RandomWeight(int bits, int block, int64_t K, int64_t N, bool asym, std::mt19937& rng) {
+  // span_bits < 8 (int8 only): every code in [code_lo, code_lo + 2^span_bits), as GGUF's 5- and
+  // 6-bit types are held (Q5_0: 112..143), except the garbage past K.
+  RandomWeight(int bits, int block, int64_t K, int64_t N, bool asym, std::mt19937& rng, int span_bits = 8,
+               int code_lo = 0) {
     w.N = N;
     w.K = K;
     w.bits = bits;
@@ -60,6 +63,11 @@ struct RandomWeight {
     const int64_t kb = w.k_blocks();
     codes.resize(static_cast<size_t>(N * kb * w.blob_bytes()));
     for (auto& c : codes) c = static_cast<uint8_t>(rng());  // includes garbage past K: must not count
+    if (bits == 8 && span_bits < 8)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          codes[static_cast<size_t>(n * kb * block + k)] =
+              static_cast<uint8_t>(code_lo + static_cast<int>(rng() % (1u << span_bits)));
     std::uniform_real_distribution<float> sd(0.002f, 0.02f);
     scales.resize(static_cast<size_t>(N * kb));
     for (auto& s : scales) s = sd(rng);
@@ -156,7 +164,8 @@ struct Shape {
   int bits, block;
   int64_t K, N;
   bool asym, bias;
-  bool mins, zp0;  // block mins; with zero points all 0 (Q4_1 / Q4_K) instead of random ones
+  bool mins, zp0;                  // block mins; with zero points all 0 (Q4_1 / Q4_K) instead of random ones
+  int span_bits = 8, code_lo = 0;  // int8 codes in [code_lo, code_lo + 2^span_bits)
 };
 
 std::vector<Shape> shapes() {
@@ -178,6 +187,13 @@ std::vector<Shape> shapes() {
   // K past the dequantize-once CompFp32 GEMM's 256-k chunk with N > K (its panels-outermost order;
   // blocks 128 and 256 above cover chunks-outermost), ragged K and N, zero points.
   s.push_back({4, 32, 300, 330, true, true, false, false});
+  // int8 codes of a narrow span (GGUF Q5_0: 112..143, Q6_K: 96..159, Q5_K: 128..159 with mins,
+  // a 7-bit span, one lower than 2^(span) wide), ragged K and N, blocks 16 and 32 and 256.
+  s.push_back({8, 32, 2 * 32 + 5, 37, false, true, false, false, 5, 112});
+  s.push_back({8, 16, 4 * 16 + 3, 21, false, false, false, false, 6, 96});
+  s.push_back({8, 32, 96, 33, false, true, true, false, 5, 128});
+  s.push_back({8, 256, 256 + 77, 19, true, false, false, false, 7, 60});
+  s.push_back({8, 64, 64 + 9, 40, false, false, false, false, 4, 200});
   return s;
 }
 
@@ -188,7 +204,7 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
   std::vector<std::string> skipped;
   int checked = 0, checked_fp16 = 0, checked_mins = 0;
   for (const Shape& sh : shapes()) {
-    RandomWeight rw(sh.bits, sh.block, sh.K, sh.N, sh.asym, rng);
+    RandomWeight rw(sh.bits, sh.block, sh.K, sh.N, sh.asym, rng, sh.span_bits, sh.code_lo);
     if (sh.mins) rw.add_mins(sh.zp0, rng);
     const QuantizedMatrix& w = rw.w;
     std::vector<float> bias(static_cast<size_t>(sh.N));
@@ -215,7 +231,8 @@ TEST(MatMulNBitsKernels, MatchReferenceOnEveryShape) {
                        " bits=" + std::to_string(sh.bits) + " block=" + std::to_string(sh.block) +
                        " K=" + std::to_string(sh.K) + " N=" + std::to_string(sh.N) +
                        " M=" + std::to_string(M) + (sh.asym ? " asym" : " sym") + (sh.bias ? " bias" : "") +
-                       (sh.mins ? (sh.zp0 ? " mins zp0" : " mins") : ""));
+                       (sh.mins ? (sh.zp0 ? " mins zp0" : " mins") : "") +
+                       (sh.span_bits < 8 ? " span " + std::to_string(sh.span_bits) : ""));
           auto packed = pack_kernel(k, w, scales_opts(fp16));
           std::vector<float> y1(want_i8.size(), NAN), y2(want_i8.size(), NAN);
           packed->run(A.data(), M, y1.data(), bp, pool1);
@@ -527,6 +544,7 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
     int bits, block;
     int64_t K;
     bool asym, positive, mins = false, zp0 = false;
+    int span_bits = 8, code_lo = 0;
   };
   std::vector<Case> cases;
   for (int bits : {4, 8})
@@ -536,11 +554,17 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
   for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, false, true});
   for (int block : {32, 128})  // block mins (GGUF Q4_1 / Q4_K: zero points all 0, or none)
     for (bool zp0 : {false, true}) cases.push_back({4, block, 3 * block + 5, false, false, true, zp0});
+  // int8 codes of 5, 6 and 7-bit spans (GGUF Q5_0 / Q6_K as 8-bit codes; kernels may take them
+  // unsigned and sum more steps in int16), blocks 16, 32 and 512 with positive activations.
+  for (int span : {5, 6, 7})
+    for (int block : {16, 32})
+      cases.push_back({8, block, 3 * block + 7, span == 6, false, false, false, span, 64});
+  cases.push_back({8, 512, 1024 + 77, false, true, false, false, 5, 112});
   const int64_t N = 200;
   ThreadPool pool1(1), pool2(2);
   int checked = 0;
   for (const Case& c : cases) {
-    RandomWeight rw(c.bits, c.block, c.K, N, c.asym, rng);
+    RandomWeight rw(c.bits, c.block, c.K, N, c.asym, rng, c.span_bits, c.code_lo);
     if (c.mins) rw.add_mins(c.zp0, rng);
     if (!k->supports(rw.w, cpu_features())) continue;  // e.g. AMX: symmetric weights only
     const Fp16Rounded rounded(rw.w);
@@ -555,7 +579,8 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
         SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + " scales bits=" + std::to_string(c.bits) +
                      " block=" + std::to_string(c.block) + " K=" + std::to_string(c.K) +
                      " M=" + std::to_string(M) + (c.asym ? " asym" : " sym") +
-                     (c.mins ? (c.zp0 ? " mins zp0" : " mins") : ""));
+                     (c.mins ? (c.zp0 ? " mins zp0" : " mins") : "") +
+                     (c.span_bits < 8 ? " span " + std::to_string(c.span_bits) : ""));
         std::vector<float> want(static_cast<size_t>(M * N)), y1(want.size(), NAN), y2(want.size(), NAN);
         matmul_nbits_ref_int8(fp16 ? rounded.w : rw.w, A.data(), M, want.data(), bp);
         auto packed = k->pack_opts(rw.w, scales_opts(fp16));
@@ -572,6 +597,39 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+// The AVX2 set: every remainder of its 4-row GEMM tiles up to M = 40, on int4, int8 and int8
+// codes of narrow spans (the q8n kernels).
+TEST(MatMulNBitsKernels, Avx2BitExactOnDenseMGrid) {
+  std::vector<int64_t> ms;
+  for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) ms.push_back(M);
+  dense_grid_bit_exact("x16_avx2_int8", "avx2 + fma + f16c", ms);
+}
+
+// GGUF's 5- and 6-bit types held as 8-bit codes take the AVX2 kernels for their span (q8n5,
+// q8n6, q8n7), full-range int8 codes the sign-trick int8 kernels.
+TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
+  const MatMulNBitsKernel* k = find_kernel_set("x16_avx2_int8");
+  if (k == nullptr) GTEST_SKIP() << "x16_avx2_int8 is not built for this architecture";
+  std::mt19937 rng(99);
+  RandomWeight probe(4, 32, 64, 16, false, rng);
+  if (!k->supports(probe.w, cpu_features())) GTEST_SKIP() << "needs avx2 + fma + f16c";
+  const struct {
+    int span, lo;
+    const char *gemv, *gemm;
+  } cases[] = {{5, 112, "qgemv_q8n5x16_avx2", "qgemm_q8n5x16_4x16_avx2"},
+               {3, 0, "qgemv_q8n5x16_avx2", "qgemm_q8n5x16_4x16_avx2"},
+               {6, 96, "qgemv_q8n6x16_avx2", "qgemm_q8n6x16_4x16_avx2"},
+               {7, 128, "qgemv_q8n7x16_avx2", "qgemm_q8n7x16_4x16_avx2"},
+               {8, 0, "qgemv_q8x16_avx2", "qgemm_q8x16_4x8_avx2"}};
+  for (const auto& c : cases) {
+    RandomWeight rw(8, 32, 100, 40, false, rng, c.span, c.lo);
+    if (c.span == 8) rw.codes[0] = 0, rw.codes[1] = 255;  // the whole range, whatever the draw
+    auto packed = k->pack_opts(rw.w, scales_opts(false));
+    EXPECT_EQ(std::string(packed->kernel_name(1)), c.gemv) << "span " << c.span;
+    EXPECT_EQ(std::string(packed->kernel_name(3)), c.gemm) << "span " << c.span;
+  }
 }
 
 // The AVX-512 VNNI set: every remainder of its 6-row GEMM tile up to M = 40, and a panel left

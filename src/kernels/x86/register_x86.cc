@@ -1,5 +1,7 @@
 #include "kernels/x86/register_x86.h"
 
+#include <string>
+
 #include "kernels/x16_matmul.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
@@ -41,6 +43,43 @@ X16Int8Kernels avx2_int8(int bits) {
   return {kF16 ? "qgemv_q8x16h_avx2" : "qgemv_q8x16_avx2",
           kF16 ? "qgemm_q8x16h_4x8_avx2" : "qgemm_q8x16_4x8_avx2", quantize_row_blocks_avx2,
           qgemv_q8x16_avx2<kAsym, kF16>, qgemm_q8x16_4x8_avx2<kAsym, kF16>};
+}
+
+// AVX2 on int8 codes of a narrow span (x16_avx2.h's q8n kernels): the named GEMV and GEMM.
+template <int kSpanBits, bool kAsym, bool kF16>
+X16Int8Kernels avx2_q8n_int8() {
+  static const std::string gemv =
+                               "qgemv_q8n" + std::to_string(kSpanBits) + "x16" + (kF16 ? "h" : "") + "_avx2",
+                           gemm = "qgemm_q8n" + std::to_string(kSpanBits) + "x16" + (kF16 ? "h" : "") +
+                                  "_4x16_avx2";
+  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q8nx16_avx2<kSpanBits, kAsym, kF16>,
+          qgemm_q8nx16_4x16_avx2<kSpanBits, kAsym, kF16>};
+}
+
+// The AVX2 kernels for a packed weight: int8 codes that span at most 7 bits (GGUF's 5- and 6-bit
+// types) take the q8n kernels (no sign trick, int16 sums: about 2x the int8 kernels' MACs per
+// cycle), others the int4 / int8 kernels above.
+template <bool kAsym>
+X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
+  if (p.bits == 8) {
+    const bool h = p.scales_fp16;
+    switch (p.code_span_bits()) {
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+      case 4:
+      case 5:
+        return h ? avx2_q8n_int8<5, kAsym, true>() : avx2_q8n_int8<5, kAsym, false>();
+      case 6:
+        return h ? avx2_q8n_int8<6, kAsym, true>() : avx2_q8n_int8<6, kAsym, false>();
+      case 7:
+        return h ? avx2_q8n_int8<7, kAsym, true>() : avx2_q8n_int8<7, kAsym, false>();
+      default:
+        break;
+    }
+  }
+  return p.scales_fp16 ? avx2_int8<kAsym, true>(p.bits) : avx2_int8<kAsym, false>(p.bits);
 }
 
 // The VNNI sets (x16_vnni.h): kernel names carry the GEMM tile (rows x columns).
@@ -90,10 +129,15 @@ std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const Pac
 #define NBITS_PACK_INT8(set)                                                                \
   pack_int8_with<set##_int8<true, false>, set##_int8<true, true>, set##_int8<false, false>, \
                  set##_int8<false, true>>
-constexpr auto pack_avx2_int8_with = NBITS_PACK_INT8(avx2);
 constexpr auto pack_avx512vnni_int8_with = NBITS_PACK_INT8(avx512vnni);
 constexpr auto pack_avxvnni_int8_with = NBITS_PACK_INT8(avxvnni);
 #undef NBITS_PACK_INT8
+
+std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
+    return make_x16_int8(w, o, avx2_int8_for<true>);
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true);
+}
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);

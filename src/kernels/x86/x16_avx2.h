@@ -39,6 +39,17 @@ template <bool kAsym, bool kF16>
 void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
+// CompInt8 on int8 panels whose codes span fewer than kSpanBits bits (5, 6 or 7:
+// PackedX16::code_span_bits(), GGUF Q5_0 / Q5_1 / Q5_K / Q6_K / MXFP4): the codes minus code_lo
+// multiply unsigned with no sign trick, summed in int16 over several steps, for every row of a
+// 4 x 16 tile (the M = 1 GEMV is its one-row tile). The "q8n<span>" kernels.
+template <int kSpanBits, bool kAsym, bool kF16>
+void qgemv_q8nx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                       const int32_t* qsum, float* y, const float* bias);
+template <int kSpanBits, bool kAsym, bool kF16>
+void qgemm_q8nx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
+
 // CompFp32, M = 1 (dequantize on the fly, fp32 FMA).
 template <bool kAsym, bool kF16>
 void fgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const float* a, const float* asum, float* y,

@@ -245,61 +245,91 @@ void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, c
   for (int r = 0; r < R; ++r) store8(Y + r * ldy + n0, acc[r], bias != nullptr ? bias + n0 : nullptr, cnt);
 }
 
-// CompInt8 int4 M>=2 GEMM tile of R rows x the panel's 16 columns: both 8-column
-// halves share each row's activation broadcasts (4 maddubs per pair of broadcasts
-// instead of 2); the fp32 accumulators live in memory, touched once per block.
-// G > 0: the block's code groups (block / 8, a multiple of kQ4GroupsPerI16) known at
-// compile time, so the loops unroll and the int16 sums of a block of 32 never leave
-// registers (G = 0: any block size, counted at run time).
-template <int R, int G, bool kAsym, bool kF16>
-void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const float* sa, const int32_t* qsum,
-                        float* Y, int64_t ldy, const float* bias) {
-  static_assert(G % kQ4GroupsPerI16 == 0);
-  const int64_t kb = w.k_blocks, kp = kb * w.block, groups = G > 0 ? G : w.block / 8;
-  alignas(32) float acc[R][16] = {};
+// The unsigned codes the 16-column CompInt8 tile below feeds to maddubs, in steps of 4 k: step s
+// of a block is k = 4s..4s+3 of its 16 columns as two 8-column vectors (dword i = column i).
+// offset(): what the steps subtracted from the codes (the zero-point term's offset).
+// kI16Steps: steps whose int16 maddubs sums cannot saturate (each pair sum is at most
+// 2 x (largest code) x 128 in magnitude).
+struct Q4Steps {  // int4: step s = the low (s even) or high (s odd) nibbles of group s / 2
+  static constexpr int kI16Steps = 32767 / (2 * 15 * 128);  // 8
   const __m256i m4 = _mm256_set1_epi8(0x0f);
+  static int offset() { return 0; }
+  static const uint8_t* group(const uint8_t* codes, int64_t s) { return codes + 64 * (s >> 1); }
+  void load(const uint8_t* codes, int64_t s, __m256i& c0, __m256i& c1) const {
+    c0 = load_codes(codes + 64 * (s >> 1)), c1 = load_codes(codes + 64 * (s >> 1) + 32);
+    if ((s & 1) != 0) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
+    c0 = _mm256_and_si256(c0, m4), c1 = _mm256_and_si256(c1, m4);
+  }
+};
+
+// int8 codes that span fewer than kSpanBits bits (PackedX16::code_lo / code_hi: GGUF Q5_0, Q5_1,
+// Q5_K, Q6_K, MXFP4 held as 8-bit codes): step s = group s minus code_lo, unsigned below
+// 2^kSpanBits (the zero padding wraps to larger values in lanes no row keeps: columns past N,
+// or k past K where the activations are 0).
+template <int kSpanBits>
+struct NarrowQ8Steps {
+  static_assert(kSpanBits >= 5 && kSpanBits <= 7);
+  static constexpr int kI16Steps = 32767 / (2 * ((1 << kSpanBits) - 1) * 128);  // 5: 4, 6: 2, 7: 1
+  int lo;
+  __m256i vlo;
+  explicit NarrowQ8Steps(int code_lo) : lo(code_lo), vlo(_mm256_set1_epi8(static_cast<char>(code_lo))) {}
+  int offset() const { return lo; }
+  static const uint8_t* group(const uint8_t* codes, int64_t s) { return codes + 64 * s; }
+  void load(const uint8_t* codes, int64_t s, __m256i& c0, __m256i& c1) const {
+    c0 = _mm256_sub_epi8(load_codes(codes + 64 * s), vlo);
+    c1 = _mm256_sub_epi8(load_codes(codes + 64 * s + 32), vlo);
+  }
+};
+
+// CompInt8 M>=1 GEMM tile of R rows x the panel's 16 columns on unsigned code steps (Q4Steps,
+// NarrowQ8Steps): each step's codes are loaded once for the R rows, and both 8-column halves
+// share each row's activation broadcast; the fp32 accumulators live in memory, touched once per
+// block. S > 0: the block's steps (block / 4) known at compile time, so the loops unroll and a
+// block's int16 sums never leave registers (S = 0: any block size, counted at run time).
+template <int R, int S, class Steps, bool kAsym, bool kF16>
+void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, const int8_t* qa, const float* sa,
+                        const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  constexpr int kRun = Steps::kI16Steps;
+  const int64_t kb = w.k_blocks, kp = kb * w.block, steps = S > 0 ? S : w.block / 4;
+  alignas(32) float acc[R][16] = {};
   const uint8_t* blk = w.panel(p);
   for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
     const uint8_t* codes = blk + w.header_bytes;
     const int8_t* q = qa + b * w.block;
+    if constexpr (R == 1) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
     __m256i d0[R], d1[R];
     for (int r = 0; r < R; ++r) d0[r] = d1[r] = _mm256_setzero_si256();
-    for (int64_t g0 = 0; g0 < groups; g0 += kQ4GroupsPerI16) {
-      __m256i s0[R], s1[R];
-      // Group g's low nibbles (k 0..3, half 0) or high ones (k 4..7) for every row: two
-      // code vectors live at a time, so the 2R int16 sums stay in registers. The first
-      // step of a run sets the sums; the others add with saturating adds (never
-      // saturate: |sum| <= 4 groups x 4 x 15 x 127) that GCC cannot reassociate.
-      const auto step = [&](int64_t g, int half, auto first) {
-        __m256i c0 = load_codes(codes + 64 * g), c1 = load_codes(codes + 64 * g + 32);
-        if (half == 1) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
-        c0 = _mm256_and_si256(c0, m4), c1 = _mm256_and_si256(c1, m4);
+    for (int64_t s0 = 0; s0 < steps; s0 += kRun) {
+      __m256i s16a[R], s16b[R];
+      // The first step of a run sets the int16 sums; the others add with saturating adds (they
+      // never saturate: kI16Steps) that GCC cannot reassociate.
+      const auto step = [&](int64_t s, auto first) {
+        if constexpr (R == 1)  // the GEMV: the weights stream from memory (as in qgemv_x16)
+          _mm_prefetch(reinterpret_cast<const char*>(Steps::group(codes, s)) + kPrefetchBytes, _MM_HINT_T0);
+        __m256i c0, c1;
+        st.load(codes, s, c0, c1);
         for (int r = 0; r < R; ++r) {
-          const __m256i a = bcast4(q + r * kp + 8 * g + 4 * half);
+          const __m256i a = bcast4(q + r * kp + 4 * s);
           const __m256i m0 = _mm256_maddubs_epi16(c0, a), m1 = _mm256_maddubs_epi16(c1, a);
           if constexpr (decltype(first)::value) {
-            s0[r] = m0, s1[r] = m1;
+            s16a[r] = m0, s16b[r] = m1;
           } else {
-            s0[r] = _mm256_adds_epi16(s0[r], m0), s1[r] = _mm256_adds_epi16(s1[r], m1);
+            s16a[r] = _mm256_adds_epi16(s16a[r], m0), s16b[r] = _mm256_adds_epi16(s16b[r], m1);
           }
         }
       };
-      step(g0, 0, std::true_type{});
-      step(g0, 1, std::false_type{});
-      const int64_t g1 = std::min(groups, g0 + kQ4GroupsPerI16);
-      for (int64_t g = g0 + 1; g < g1; ++g) {
-        step(g, 0, std::false_type{});
-        step(g, 1, std::false_type{});
-      }
+      step(s0, std::true_type{});
+      const int64_t s1 = std::min<int64_t>(steps, s0 + kRun);
+      for (int64_t s = s0 + 1; s < s1; ++s) step(s, std::false_type{});
       for (int r = 0; r < R; ++r) {
-        d0[r] = _mm256_add_epi32(d0[r], widen(s0[r]));
-        d1[r] = _mm256_add_epi32(d1[r], widen(s1[r]));
+        d0[r] = _mm256_add_epi32(d0[r], widen(s16a[r]));
+        d1[r] = _mm256_add_epi32(d1[r], widen(s16b[r]));
       }
     }
-    // The zero-point term, -(zp - 0) * qsum per row, added to the exact dots.
+    // The zero-point term, -(zp - offset) * qsum per row, added to the exact dots.
     __m256i z0[R], z1[R];
-    init_dots<R, kAsym>(z0, blk + w.zp_offset, w.default_zp(), 0, qsum + b, kb);
-    init_dots<R, kAsym>(z1, blk + w.zp_offset + 8, w.default_zp(), 0, qsum + b, kb);
+    init_dots<R, kAsym>(z0, blk + w.zp_offset, w.default_zp(), st.offset(), qsum + b, kb);
+    init_dots<R, kAsym>(z1, blk + w.zp_offset + 8, w.default_zp(), st.offset(), qsum + b, kb);
     const __m256 sc0 = load_scales8<kF16>(blk, 0), sc1 = load_scales8<kF16>(blk, 1);
     for (int r = 0; r < R; ++r) {
       __m256 a0 = accumulate(_mm256_load_ps(acc[r]), _mm256_add_epi32(d0[r], z0[r]), sa[r * kb + b], sc0);
@@ -317,16 +347,36 @@ void qgemm_q4x16_tile16(const PackedX16& w, int64_t p, const int8_t* qa, const f
     store16(Y + r * ldy, bias, n0, w.N, _mm256_load_ps(acc[r]), _mm256_load_ps(acc[r] + 8));
 }
 
-// The int4 GEMM over panels [p0, p1) in row tiles of 4, the tile compiled for G groups per block.
-template <int G, bool kAsym, bool kF16>
-void qgemm_q4x16_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
-                        const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+// The steps GEMM over panels [p0, p1) in row tiles of 4, the tile compiled for S steps per block.
+template <int S, class Steps, bool kAsym, bool kF16>
+void qgemm_steps_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const Steps& st,
+                        const int8_t* qa, const float* sa, const int32_t* qsum, float* Y, int64_t ldy,
+                        const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   for (int64_t p = p0; p < p1; ++p)
     for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
-      qgemm_q4x16_tile16<decltype(rows)::value, G, kAsym, kF16>(w, p, qa + m * kp, sa + m * kb, qsum + m * kb,
-                                                                Y + m * ldy, ldy, bias);
+      qgemm_steps_tile16<decltype(rows)::value, S, Steps, kAsym, kF16>(w, p, st, qa + m * kp, sa + m * kb,
+                                                                       qsum + m * kb, Y + m * ldy, ldy, bias);
     });
+}
+
+// The steps GEMM with unrolled tiles for blocks of 16, 32 (onnxruntime-genai's and GGUF's), 64
+// and 128.
+template <class Steps, bool kAsym, bool kF16>
+void qgemm_steps(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const Steps& st, const int8_t* qa,
+                 const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  switch (w.block) {
+    case 16:
+      return qgemm_steps_panels<4, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+    case 32:
+      return qgemm_steps_panels<8, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+    case 64:
+      return qgemm_steps_panels<16, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+    case 128:
+      return qgemm_steps_panels<32, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+    default:
+      return qgemm_steps_panels<0, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+  }
 }
 
 // CompInt8 M>=2 GEMM: int4 in tiles of 4 rows x 16 columns, int8 in 4 x 8.
@@ -335,11 +385,7 @@ void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   if constexpr (Bits == 4) {
-    // Blocks of 32 (onnxruntime-genai's and GGUF's), 64 and 128 get their own unrolled tiles.
-    if (w.block == 32) return qgemm_q4x16_panels<4, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-    if (w.block == 64) return qgemm_q4x16_panels<8, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-    if (w.block == 128) return qgemm_q4x16_panels<16, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-    qgemm_q4x16_panels<0, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    qgemm_steps<Q4Steps, kAsym, kF16>(w, p0, p1, M, Q4Steps{}, qa, sa, qsum, Y, ldy, bias);
   } else {
     for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
       qgemm_q8x16_tile8<decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
