@@ -48,12 +48,6 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w) {
 
 namespace {
 
-// The smallest and largest code seen.
-struct CodeRange {
-  int lo = 255, hi = 0;
-  void add(int c) { lo = std::min(lo, c), hi = std::max(hi, c); }
-};
-
 // Packs source rows [n0, n1) of w into p; n0 is a multiple of 16, so calls on
 // different row ranges write disjoint panels. Returns the range of the codes packed.
 CodeRange pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int64_t n1) {
@@ -81,6 +75,21 @@ CodeRange pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0,
           for (int i = 0; i < 4; ++i)
             codes[g * 64 + 4 * c + i] = static_cast<uint8_t>(q(8 * g + i) | (q(8 * g + 4 + i) << 4));
         for (int64_t j = 0; j < valid; ++j) range.add((src[j / 2] >> ((j & 1) * 4)) & 0xf);
+      } else if (p.bits == 5) {
+        // Low nibbles as int4 (k 8g+i low, 8g+4+i high); bit 4 in the plane of step j / 4.
+        auto q = [&](int64_t j) -> int { return j < valid ? src[j] - p.code_lo : 0; };
+        for (int64_t g = 0; g < BL / 8; ++g)
+          for (int i = 0; i < 4; ++i)
+            codes[g * 64 + 4 * c + i] =
+                static_cast<uint8_t>((q(8 * g + i) & 0xf) | ((q(8 * g + 4 + i) & 0xf) << 4));
+        uint8_t* planes = blk + p.high_planes_offset();
+        const int64_t lane = c < 8 ? 4 * c : 32 + 4 * (c - 8);
+        for (int64_t j = 0; j < valid; ++j) {
+          const int64_t step = j / 4;
+          if ((q(j) & 0x10) != 0)
+            planes[(step / 8) * 64 + lane + j % 4] |= static_cast<uint8_t>(1u << (step % 8));
+        }
+        for (int64_t j = 0; j < valid; ++j) range.add(src[j]);
       } else {
         for (int64_t g = 0; g < BL / 4; ++g)
           for (int i = 0; i < 4; ++i) {
@@ -106,12 +115,28 @@ int uniform_zero_point(const kernels::QuantizedMatrix& w) {
   return static_cast<int>(z);
 }
 
+CodeRange code_range(const kernels::QuantizedMatrix& w) {
+  CodeRange r;
+  const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
+  for (int64_t n = 0; n < w.N; ++n)
+    for (int64_t b = 0; b < kb; ++b) {
+      const uint8_t* src = w.codes + (n * kb + b) * blob;
+      const int64_t valid = std::min<int64_t>(w.block_size, w.K - b * w.block_size);
+      for (int64_t j = 0; j < valid; ++j) r.add(w.bits == 4 ? (src[j / 2] >> ((j & 1) * 4)) & 0xf : src[j]);
+    }
+  return r;
+}
+
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
-                   const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool,
-                   bool fold_uniform_zp) {
+                   const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool, bool fold_uniform_zp,
+                   bool int5) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
   p.bits = w.bits;
+  if (int5 && w.bits == 8 && w.block_size % 32 == 0) {
+    const CodeRange r = code_range(w);
+    if (r.hi - r.lo <= 31) p.bits = 5, p.code_lo = r.lo;
+  }
   p.block = w.block_size;
   p.N = w.N;
   p.K = w.K;
@@ -127,7 +152,7 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   p.mins_offset = p.scales_fp16 ? 32 : 64;
   p.zp_offset = p.mins_offset + (p.has_mins ? 64 : 0);
   p.header_bytes = p.zp_offset + (p.has_zp ? kZpBytes : 0);
-  const size_t code_bytes = static_cast<size_t>(16) * w.block_size * w.bits / 8;
+  const size_t code_bytes = static_cast<size_t>(16) * w.block_size * p.bits / 8;
   p.block_stride = p.header_bytes + code_bytes;
   p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
   // Zeroed panel by panel as the chunks reach them (pack_rows writes only non-zero bytes).

@@ -11,6 +11,13 @@
 //     bits 4: a group covers 8 k; column c's dword (bytes 4c..4c+3): byte i holds
 //             k = 8g+i in its low nibble and k = 8g+4+i in its high nibble;
 //     bits 8: a group covers 4 k; byte i of column c's dword is the code of k = 4g+i.
+//     bits 5 (int8 weights whose codes span at most 32 values, packed so when asked: GGUF
+//             Q5_0 / Q5_1 / Q5_K at the file's size): the codes minus code_lo, their low 4 bits
+//             as bits 4 (block / 8 groups), then block / 32 high-bit planes of 64 bytes: plane j
+//             holds steps s = 8j..8j+7 (a step: k = 4s..4s+3); its byte 4c + i (columns 0..7) or
+//             32 + 4(c - 8) + i (columns 8..15) has, in bit s - 8j, bit 4 of that column's code
+//             at k = 4s + i. The zero points stay the unshifted ones (kernels take code_lo as the
+//             offset of their dots).
 // Codes stay unsigned (0..15 / 0..255). Codes past K and columns past N are 0
 // with scale 0 and zero point 0, so they never contribute (kernels also feed
 // zero activations there). Without has_zp the zero point is default_zp():
@@ -74,9 +81,12 @@ struct PackedX16 {
   AlignedBytes data;
 
   const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride; }
-  // Elements of K covered by one 64-byte code group (8 for int4, 4 for int8).
-  int group_k() const { return bits == 4 ? 8 : 4; }
-  int default_zp() const { return uniform_zp >= 0 ? uniform_zp : 1 << (bits - 1); }
+  // Elements of K covered by one 64-byte code group (8 for int4 and the low bits of int5, 4 for int8).
+  int group_k() const { return bits == 8 ? 4 : 8; }
+  // Bytes of the high-bit planes of a block (bits 5), after its block / 8 nibble groups.
+  size_t high_planes_offset() const { return header_bytes + static_cast<size_t>(block) * 8; }
+  // The implicit zero point: 2^(bits-1) of the source's codes (int5 comes from int8: 128).
+  int default_zp() const { return uniform_zp >= 0 ? uniform_zp : bits == 4 ? 8 : 128; }
   // Bits an unsigned code minus code_lo needs (code_hi - code_lo < 2^code_span_bits()).
   int code_span_bits() const {
     int b = 0;
@@ -94,6 +104,13 @@ static_assert(kZpBytes >= 16 && kZpBytes % 16 == 0, "zero points: 16 bytes, 16-b
 // integer zero points).
 bool x16_packable(const kernels::QuantizedMatrix& w);
 
+// The smallest and largest code of `w`'s real elements (k < K).
+struct CodeRange {
+  int lo = 255, hi = 0;
+  void add(int c) { lo = c < lo ? c : lo, hi = c > hi ? c : hi; }
+};
+CodeRange code_range(const kernels::QuantizedMatrix& w);
+
 // True when every scale of `w` is 0 or a normal fp16 number in magnitude
 // (2^-14 <= |s| <= 65504), so rounding it to fp16 costs at most 2^-11 relative.
 bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
@@ -108,9 +125,11 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
 // pool (optional): rows are packed in parallel, 256 at a time per task.
 // w.mins (when set) are stored (has_mins). fold_uniform_zp: explicit zero points
 // that are all equal are not stored (uniform_zp; for kernels reading default_zp()).
+// int5: an int8 weight whose codes span at most 32 values, with blocks a multiple of 32, is
+// packed as bits 5 (for kernels that read it; others leave it false).
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
                    const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr,
-                   bool fold_uniform_zp = false);
+                   bool fold_uniform_zp = false, bool int5 = false);
 
 // The zero point that every block of `w` has, or -1 when they differ (or w has none).
 int uniform_zero_point(const kernels::QuantizedMatrix& w);

@@ -560,6 +560,7 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
     for (int block : {16, 32})
       cases.push_back({8, block, 3 * block + 7, span == 6, false, false, false, span, 64});
   cases.push_back({8, 512, 1024 + 77, false, true, false, false, 5, 112});
+  cases.push_back({8, 64, 2 * 64 + 33, true, false, false, false, 5, 100});  // int5 with zero points
   const int64_t N = 200;
   ThreadPool pool1(1), pool2(2);
   int checked = 0;
@@ -607,8 +608,9 @@ TEST(MatMulNBitsKernels, Avx2BitExactOnDenseMGrid) {
   dense_grid_bit_exact("x16_avx2_int8", "avx2 + fma + f16c", ms);
 }
 
-// GGUF's 5- and 6-bit types held as 8-bit codes take the AVX2 kernels for their span (q8n5,
-// q8n6, q8n7), full-range int8 codes the sign-trick int8 kernels.
+// GGUF's 5- and 6-bit types held as 8-bit codes take the AVX2 kernels for their span: a span of
+// at most 5 bits in blocks of 32k is packed as int5 (q5x16), others read their 8-bit codes (q8n5,
+// q8n6, q8n7); full-range int8 codes take the sign-trick int8 kernels.
 TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
   const MatMulNBitsKernel* k = find_kernel_set("x16_avx2_int8");
   if (k == nullptr) GTEST_SKIP() << "x16_avx2_int8 is not built for this architecture";
@@ -616,15 +618,16 @@ TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
   RandomWeight probe(4, 32, 64, 16, false, rng);
   if (!k->supports(probe.w, cpu_features())) GTEST_SKIP() << "needs avx2 + fma + f16c";
   const struct {
-    int span, lo;
+    int span, lo, block;
     const char *gemv, *gemm;
-  } cases[] = {{5, 112, "qgemv_q8n5x16_avx2", "qgemm_q8n5x16_4x16_avx2"},
-               {3, 0, "qgemv_q8n5x16_avx2", "qgemm_q8n5x16_4x16_avx2"},
-               {6, 96, "qgemv_q8n6x16_avx2", "qgemm_q8n6x16_4x16_avx2"},
-               {7, 128, "qgemv_q8n7x16_avx2", "qgemm_q8n7x16_4x16_avx2"},
-               {8, 0, "qgemv_q8x16_avx2", "qgemm_q8x16_4x8_avx2"}};
+  } cases[] = {{5, 112, 32, "qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2"},  // packed as int5
+               {3, 0, 64, "qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2"},
+               {5, 112, 16, "qgemv_q8n5x16_avx2", "qgemm_q8n5x16_4x16_avx2"},  // int5 needs blocks of 32k
+               {6, 96, 16, "qgemv_q8n6x16_avx2", "qgemm_q8n6x16_4x16_avx2"},
+               {7, 128, 32, "qgemv_q8n7x16_avx2", "qgemm_q8n7x16_4x16_avx2"},
+               {8, 0, 32, "qgemv_q8x16_avx2", "qgemm_q8x16_4x8_avx2"}};
   for (const auto& c : cases) {
-    RandomWeight rw(8, 32, 100, 40, false, rng, c.span, c.lo);
+    RandomWeight rw(8, c.block, 100, 40, false, rng, c.span, c.lo);
     if (c.span == 8) rw.codes[0] = 0, rw.codes[1] = 255;  // the whole range, whatever the draw
     auto packed = k->pack_opts(rw.w, scales_opts(false));
     EXPECT_EQ(std::string(packed->kernel_name(1)), c.gemv) << "span " << c.span;

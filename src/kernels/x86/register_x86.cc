@@ -1,6 +1,8 @@
 #include "kernels/x86/register_x86.h"
 
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "kernels/x16_matmul.h"
 #include "kernels/x86/x16_amx.h"
@@ -61,6 +63,13 @@ X16Int8Kernels avx2_q8n_int8() {
 // cycle), others the int4 / int8 kernels above.
 template <bool kAsym>
 X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
+  if (p.bits == 5) {
+    if (p.scales_fp16)
+      return {"qgemv_q5x16h_avx2", "qgemm_q5x16h_4x16_avx2", quantize_row_blocks_avx2,
+              qgemv_q5x16_avx2<kAsym, true>, qgemm_q5x16_4x16_avx2<kAsym, true>};
+    return {"qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2", quantize_row_blocks_avx2,
+            qgemv_q5x16_avx2<kAsym, false>, qgemm_q5x16_4x16_avx2<kAsym, false>};
+  }
   if (p.bits == 8) {
     const bool h = p.scales_fp16;
     switch (p.code_span_bits()) {
@@ -133,10 +142,20 @@ constexpr auto pack_avx512vnni_int8_with = NBITS_PACK_INT8(avx512vnni);
 constexpr auto pack_avxvnni_int8_with = NBITS_PACK_INT8(avxvnni);
 #undef NBITS_PACK_INT8
 
+// GGUF's 5-bit types packed as int5 (the file's bytes) unless NBITS_INT5=0 keeps their 8-bit codes
+// (the q8n kernels: more bytes a step, less unpacking a row; docs/PERFORMANCE.md compares them).
+bool avx2_int5() {
+  static const bool on = [] {
+    const char* e = std::getenv("NBITS_INT5");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return on;
+}
+
 std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avx2_int8_for<true>);
-  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true);
+    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5());
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5());
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {

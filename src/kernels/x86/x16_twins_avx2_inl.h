@@ -262,6 +262,48 @@ struct Q4Steps {  // int4: step s = the low (s even) or high (s odd) nibbles of 
   }
 };
 
+// int5 panels (PackedX16 bits 5): step s = the int4 step of the low nibbles with bit 4 from the
+// block's high-bit plane s / 8 (bit s % 8 of each byte, moved to bit 4 by one 16-bit shift: the
+// bits a shift carries across a byte boundary land outside the 0x10 mask).
+struct Q5Steps {
+  static constexpr int kI16Steps = 32767 / (2 * 31 * 128);  // 4
+  const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+  int lo;
+  size_t planes;  // high-bit planes' offset from the codes
+  explicit Q5Steps(const PackedX16& w) : lo(w.code_lo), planes(w.high_planes_offset() - w.header_bytes) {}
+  int offset() const { return lo; }
+  static const uint8_t* group(const uint8_t* codes, int64_t s) { return codes + 64 * (s >> 1); }
+  static __m256i bit4(__m256i h, int t) {  // immediate shifts once the step loop unrolls
+    switch (t) {
+      case 0:
+        return _mm256_slli_epi16(h, 4);
+      case 1:
+        return _mm256_slli_epi16(h, 3);
+      case 2:
+        return _mm256_slli_epi16(h, 2);
+      case 3:
+        return _mm256_add_epi16(h, h);
+      case 4:
+        return h;
+      case 5:
+        return _mm256_srli_epi16(h, 1);
+      case 6:
+        return _mm256_srli_epi16(h, 2);
+      default:
+        return _mm256_srli_epi16(h, 3);
+    }
+  }
+  void load(const uint8_t* codes, int64_t s, __m256i& c0, __m256i& c1) const {
+    c0 = load_codes(codes + 64 * (s >> 1)), c1 = load_codes(codes + 64 * (s >> 1) + 32);
+    if ((s & 1) != 0) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
+    const uint8_t* plane = codes + planes + 64 * (s >> 3);
+    const int t = static_cast<int>(s & 7);
+    const __m256i h0 = _mm256_and_si256(bit4(load_codes(plane), t), b4);
+    const __m256i h1 = _mm256_and_si256(bit4(load_codes(plane + 32), t), b4);
+    c0 = _mm256_or_si256(_mm256_and_si256(c0, m4), h0), c1 = _mm256_or_si256(_mm256_and_si256(c1, m4), h1);
+  }
+};
+
 // int8 codes that span fewer than kSpanBits bits (PackedX16::code_lo / code_hi: GGUF Q5_0, Q5_1,
 // Q5_K, Q6_K, MXFP4 held as 8-bit codes): step s = group s minus code_lo, unsigned below
 // 2^kSpanBits (the zero padding wraps to larger values in lanes no row keeps: columns past N,
