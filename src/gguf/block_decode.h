@@ -24,7 +24,8 @@
 //
 // kv: IQ4_NL's 16-entry non-linear table; MXFP4/NVFP4: e2m1 values doubled (as ggml stores
 // them, the scales halved to match). The 8-bit forms of 5- and 6-bit codes and the 4-bit
-// forms of 2- and 3-bit codes stream more bytes than the file holds (bytes_per_weight()).
+// forms of 2- and 3-bit codes stream more bytes than the file holds (bytes_per_weight()), unless
+// a kernel set packs them narrower (AVX2 packs codes that span 32 values as int5: Q5_0 / Q5_1 / Q5_K).
 #pragma once
 
 #include <cstdint>

@@ -329,8 +329,8 @@ struct NarrowQ8Steps {
 // block. S > 0: the block's steps (block / 4) known at compile time, so the loops unroll and a
 // block's int16 sums never leave registers (S = 0: any block size, counted at run time).
 template <int R, int S, class Steps, bool kAsym, bool kF16>
-void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, const int8_t* qa, const float* sa,
-                        const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, bool stream, const int8_t* qa,
+                        const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   constexpr int kRun = Steps::kI16Steps;
   const int64_t kb = w.k_blocks, kp = kb * w.block, steps = S > 0 ? S : w.block / 4;
   alignas(32) float acc[R][16] = {};
@@ -338,7 +338,7 @@ void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, const in
   for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
     const uint8_t* codes = blk + w.header_bytes;
     const int8_t* q = qa + b * w.block;
-    if constexpr (R == 1) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
+    if (stream) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
     __m256i d0[R], d1[R];
     for (int r = 0; r < R; ++r) d0[r] = d1[r] = _mm256_setzero_si256();
     for (int64_t s0 = 0; s0 < steps; s0 += kRun) {
@@ -346,7 +346,7 @@ void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, const in
       // The first step of a run sets the int16 sums; the others add with saturating adds (they
       // never saturate: kI16Steps) that GCC cannot reassociate.
       const auto step = [&](int64_t s, auto first) {
-        if constexpr (R == 1)  // the GEMV: the weights stream from memory (as in qgemv_x16)
+        if (stream)
           _mm_prefetch(reinterpret_cast<const char*>(Steps::group(codes, s)) + kPrefetchBytes, _MM_HINT_T0);
         __m256i c0, c1;
         st.load(codes, s, c0, c1);
@@ -395,10 +395,14 @@ void qgemm_steps_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, c
                         const int8_t* qa, const float* sa, const int32_t* qsum, float* Y, int64_t ldy,
                         const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
+  // One row tile (decode, verify steps): each weight is read once, from memory, so prefetch
+  // kPrefetchBytes ahead as the GEMVs do (1.2-1.5x on 2-4 rows of int4 / int5, cold weights); more
+  // rows re-read each panel from cache for every row tile.
+  const bool stream = M <= 4;
   for (int64_t p = p0; p < p1; ++p)
     for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
-      qgemm_steps_tile16<decltype(rows)::value, S, Steps, kAsym, kF16>(w, p, st, qa + m * kp, sa + m * kb,
-                                                                       qsum + m * kb, Y + m * ldy, ldy, bias);
+      qgemm_steps_tile16<decltype(rows)::value, S, Steps, kAsym, kF16>(
+          w, p, st, stream, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias);
     });
 }
 
