@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${NBITS_JOBS:-$(nproc)}
 LAUNCHER=""
+# llguidance (cargo) compiles once per machine for every flavour (and the Python package):
+# one cargo target folder in the cache (cmake/room_guidance.cmake reads the variable).
+export NBITS_CARGO_TARGET_DIR=${NBITS_CARGO_TARGET_DIR:-${NBITS_CACHE:-$HOME/.cache/nbits}/cargo}
 if command -v ccache >/dev/null 2>&1; then
   LAUNCHER="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
 fi

@@ -37,6 +37,8 @@ if [ ! -f bench/peers/.deps/node_modules/onnxruntime-node/package.json ]; then
 fi
 
 stamp "builder exports + ONNX Runtime references (cached in \${NBITS_CACHE:-~/.cache/nbits})"
+# llguidance (cargo) compiles once for every build folder and the Python package.
+export NBITS_CARGO_TARGET_DIR=${NBITS_CARGO_TARGET_DIR:-${NBITS_CACHE:-$HOME/.cache/nbits}/cargo}
 export NBITS_BUILDER_MODELS=${NBITS_BUILDER_MODELS:-${NBITS_CACHE:-$HOME/.cache/nbits}/builder-models}
 bash tools/setup_models.sh
 export NBITS_SMOLLM2_GGUF=${NBITS_SMOLLM2_GGUF:-${NBITS_CACHE:-$HOME/.cache/nbits}/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}

@@ -85,7 +85,21 @@ struct GenerationOptions {
   std::string speculative;
   std::shared_ptr<const Model> draft_model;
   int64_t draft_max = 8;  // the longest draft; the length adapts below it to what pays
+  // Constrained decoding (onnxruntime-genai's set_guidance): every token drawn keeps the reply a
+  // prefix of the language guidance_data describes, and a reply ends (an eos token) only where it
+  // is complete. guidance_type: "" = off; "json_schema" (data: a JSON schema), "json_object" (any
+  // JSON object; data unused), "regex" (Rust regex syntax), "lark" (llguidance's Lark dialect).
+  // generate() / generate_ids() start each reply afresh; generate_next_token() follows it from
+  // set_options() (or construction) on. Not with speculative. guidance_available() says whether
+  // this build has the engine.
+  std::string guidance_type;
+  std::string guidance_data;
 };
+
+// Whether this build can do constrained decoding (GenerationOptions::guidance_type), and the
+// engine's name and version, or why there is none.
+bool guidance_available();
+std::string guidance_engine();
 
 struct GenerationResult {
   std::vector<int32_t> prompt_ids;  // the tokens prefilled for this call
@@ -125,6 +139,10 @@ class Model {
   bool is_eos(int32_t id) const;
   std::string model_type() const;  // "qwen2", "llama", ...
   size_t weight_bytes() const;     // packed weights + other initializers in use
+  // Compiles a guidance spec (GenerationOptions::guidance_type / _data) for this model's
+  // vocabulary without generating: "" when it compiles, else why not (an invalid schema, an
+  // unknown type, a grammar over the engine's limits). Throws when the build has no engine.
+  std::string check_guidance(std::string_view type, std::string_view data) const;
 
   class Impl;
 

@@ -4,11 +4,13 @@
 // own KV cache.
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "api/model_loader.h"
 #include "base/error.h"
 #include "gguf/model_builder.h"
+#include "guidance/guidance.h"
 #include "llm/generator.h"
 #include "llm/stream_generate.h"
 #include "nbits/nbits.h"
@@ -32,6 +34,21 @@ class Model::Impl {
                 " has no tokenizer.json): give token ids");
     return *tokenizer;
   }
+
+  // The guidance engine's index of the vocabulary, built on first use and shared.
+  std::shared_ptr<const guidance::Vocabulary> guidance_vocabulary() const {
+    std::lock_guard<std::mutex> lock(vocab_mu);
+    if (!vocab) {
+      const int64_t V = config.vocab_size > 0 ? config.vocab_size : tok().vocab_size();
+      const std::vector<int32_t> eos(config.eos_token_ids.begin(), config.eos_token_ids.end());
+      vocab = guidance::make_vocabulary(tok(), V, eos);
+    }
+    return vocab;
+  }
+
+ private:
+  mutable std::mutex vocab_mu;
+  mutable std::shared_ptr<const guidance::Vocabulary> vocab;
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -100,6 +117,19 @@ std::optional<int32_t> Model::pad_token_id() const {
 }
 int32_t Model::token_to_id(std::string_view token) const { return impl_->tok().token_to_id(token); }
 std::string Model::model_type() const { return impl_->config.model_type; }
+
+std::string Model::check_guidance(std::string_view type, std::string_view data) const {
+  guidance::Spec spec;
+  try {
+    spec = guidance::make_spec(type, std::string(data));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return guidance::check(*impl_->guidance_vocabulary(), spec);
+}
+
+bool guidance_available() { return guidance::available(); }
+std::string guidance_engine() { return guidance::engine(); }
 size_t Model::weight_bytes() const { return impl_->prototype->weight_bytes(); }
 
 // --- TokenStream ---
@@ -157,6 +187,8 @@ void check_options(const GenerationOptions& g) {
   NBITS_CHECK(g.speculative != "draft" || g.draft_model != nullptr,
               "speculative \"draft\" needs a draft_model");
   NBITS_CHECK(g.draft_max >= 1 && g.draft_max <= 32, "draft_max must be in [1, 32] (got ", g.draft_max, ")");
+  NBITS_CHECK(g.guidance_type.empty() || g.speculative.empty(),
+              "guidance (constrained decoding) and speculative decoding cannot be combined yet");
 }
 
 }  // namespace
@@ -171,8 +203,11 @@ struct Generator::State {
   bool eos = false;                               // `next` is an eos token
   std::unique_ptr<speculative::Drafter> drafter;  // options.speculative
   std::unique_ptr<speculative::SpeculativeDecoder> spec;
+  bool guide_used = false;  // the sampler's constraint has drawn (or a reply began with it)
 
   void set_speculation();
+  // A fresh constraint for options.guidance_* on the sampler (none when off).
+  void set_guidance();
 
   const Model::Impl& m() const { return *model->impl_; }
   int64_t length() const { return gen->length() + (gen->pending() >= 0 ? 1 : 0); }
@@ -193,6 +228,16 @@ void Generator::State::set_speculation() {
   spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, options.draft_max);
 }
 
+void Generator::State::set_guidance() {
+  guide_used = false;
+  if (options.guidance_type.empty()) {
+    sampler.set_constraint(nullptr);
+    return;
+  }
+  const guidance::Spec g = guidance::make_spec(options.guidance_type, options.guidance_data);
+  sampler.set_constraint(guidance::make_constraint(m().guidance_vocabulary(), g));
+}
+
 Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions& options) {
   NBITS_CHECK(model != nullptr, "Generator: no model");
   check_options(options);
@@ -201,9 +246,10 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions
   auto gen = std::make_unique<llm::Generator>(m.config, m.prototype->fork(), ctx);
   llm::Sampler sampler(sampler_options(options, m.config.search));
   s_.reset(new State{std::move(model), options, std::move(gen), std::move(sampler), 0, -1, false, nullptr,
-                     nullptr});
+                     nullptr, false});
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   s_->set_speculation();
+  s_->set_guidance();
 }
 Generator::~Generator() = default;
 
@@ -216,6 +262,7 @@ void Generator::set_options(const GenerationOptions& options) {
   s_->options = options;
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   if (!same_drafter) s_->set_speculation();
+  s_->set_guidance();
 }
 
 void Generator::append_tokens(std::span<const int32_t> ids) {
@@ -236,6 +283,7 @@ void Generator::generate_next_token() {
   llm::Generator& g = *s_->gen;
   NBITS_CHECK(g.pending() >= 0 || !g.last_logits().empty(),
               "generate_next_token: nothing to generate from (call append_tokens first)");
+  s_->guide_used = true;
   auto r = g.generate({}, 1, s_->sampler);
   NBITS_ASSERT(r.ids.size() == 1);
   s_->next = r.ids[0];
@@ -262,6 +310,7 @@ void generate_next_tokens(std::span<Generator* const> generators) {
   llm::Generator::append_pending(run);
   for (Generator* g : generators) {
     Generator::State& st = *g->s_;
+    st.guide_used = true;
     st.next = st.gen->sample_next(st.sampler);
     st.eos = st.m().config.is_eos(st.next);
   }
@@ -295,6 +344,8 @@ GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnT
   llm::Generator& g = *s_->gen;
   g.reset_stats();
   s_->sampler.forget_drawn();
+  if (s_->guide_used) s_->set_guidance();  // each reply matches the spec on its own
+  s_->guide_used = s_->sampler.constraint() != nullptr;
   GenerationResult out;
   if (g.pending() >= 0) out.prompt_ids.push_back(g.pending());
   out.prompt_ids.insert(out.prompt_ids.end(), ids.begin(), ids.end());

@@ -9,6 +9,7 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/guidance_flags.h"
 #include "cli/model_setup.h"
 #include "cli/scoring.h"
 #include "cli/speculation.h"
@@ -46,6 +47,7 @@ int run_main(const std::vector<std::string>& args) {
   add_model_flags(f);
   add_sampling_flags(f);
   add_speculation_flags(f);
+  add_guidance_flags(f);
   if (auto rc = f.parse(args)) return *rc;
   if (f.has("--prompt") && f.has("--ids")) return f.usage_error("give -p or --ids, not both");
   const bool chat = f.get_flag("--chat");
@@ -139,6 +141,9 @@ int run_main(const std::vector<std::string>& args) {
   }
 
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
+  const GuidanceFlags guide(f, m);
+  NBITS_CHECK(!guide.on() || !speculate, "constrained output and --spec cannot be combined yet");
+  sampler.set_constraint(guide.constraint());
   Speculation spec(f, m);
 
   std::optional<StreamDecoder> stream;

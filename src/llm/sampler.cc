@@ -1,6 +1,7 @@
 #include "llm/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "base/error.h"
@@ -96,6 +97,19 @@ void Sampler::sort_top(size_t n) {
                     cand_.begin() + static_cast<ptrdiff_t>(n_cand_), before);
 }
 
+void Sampler::allowed_candidates(std::span<const float> l, float inv_t) {
+  const std::span<const uint32_t> mask = constraint_->allowed();
+  const size_t V = l.size();
+  n_cand_ = 0;
+  for (size_t w = 0; w < mask.size() && w * 32 < V; ++w)
+    for (uint32_t bits = mask[w]; bits != 0; bits &= bits - 1) {
+      const size_t id = w * 32 + static_cast<size_t>(std::countr_zero(bits));
+      if (id < V) cand_[n_cand_++] = {l[id] * inv_t, static_cast<int32_t>(id)};
+    }
+  NBITS_CHECK(n_cand_ > 0, "constrained decoding: the grammar allows no token of the ", V,
+              "-token vocabulary here");
+}
+
 void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history) {
   NBITS_CHECK(!logits.empty(), "sampler: empty logits");
   std::span<const float> l = logits;
@@ -108,18 +122,30 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
   }
   const size_t V = l.size();
   cand_.resize(V);
-  if (opt_.greedy) {
+  const float inv_t = opt_.greedy ? 1.0f : 1.0f / opt_.temperature;
+  if (constraint_) {
+    allowed_candidates(l, inv_t);
+    if (opt_.greedy) {
+      size_t best = 0;  // ids ascend: the first of equal logits is the lowest id
+      for (size_t i = 1; i < n_cand_; ++i)
+        if (cand_[i].first > cand_[best].first) best = i;
+      cand_[0] = {1.0f, cand_[best].second};
+      n_cand_ = 1;
+      return;
+    }
+  } else if (opt_.greedy) {
     cand_[0] = {1.0f, argmax(l)};
     n_cand_ = 1;
     return;
+  } else {
+    for (size_t i = 0; i < V; ++i) cand_[i] = {l[i] * inv_t, static_cast<int32_t>(i)};
+    n_cand_ = V;
   }
-  const float inv_t = 1.0f / opt_.temperature;
-  for (size_t i = 0; i < V; ++i) cand_[i] = {l[i] * inv_t, static_cast<int32_t>(i)};
-  n_cand_ = V;
   bool permuted = false;
-  if (opt_.top_k > 0 && static_cast<size_t>(opt_.top_k) < V) {
+  if (opt_.top_k > 0 && static_cast<size_t>(opt_.top_k) < n_cand_) {
     const auto k = static_cast<ptrdiff_t>(opt_.top_k);
-    std::nth_element(cand_.begin(), cand_.begin() + k - 1, cand_.end(), before);
+    std::nth_element(cand_.begin(), cand_.begin() + k - 1, cand_.begin() + static_cast<ptrdiff_t>(n_cand_),
+                     before);
     n_cand_ = static_cast<size_t>(k);
     permuted = true;
   }
@@ -185,6 +211,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     if (drawn_count_.size() < logits.size()) drawn_count_.resize(logits.size(), 0);
     if (drawn_count_[id]++ == 0) drawn_ids_.push_back(id);
   }
+  if (constraint_) constraint_->accept(id);
   return id;
 }
 

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
+
+#include "llm/token_constraint.h"
 
 namespace nbits::llm {
 
@@ -53,12 +56,18 @@ class Sampler {
 
   const SamplerOptions& options() const { return opt_; }
   void reseed(uint64_t seed) { rng_.reseed(seed); }
+  // Draws only among the tokens `c` allows (after the penalties, before temperature and the
+  // filters), and tells it each token sample() draws. Null: no constraint.
+  void set_constraint(std::shared_ptr<TokenConstraint> c) { constraint_ = std::move(c); }
+  const std::shared_ptr<TokenConstraint>& constraint() const { return constraint_; }
 
  private:
   // Fills cand_ with the surviving (id, prob) pairs, probs normalised.
   void filter(std::span<const float> logits, std::span<const int32_t> history);
   void apply_penalty(std::span<const float> logits, std::span<const int32_t> history);
   void sort_top(size_t n);  // cand_[0..n) sorted by logit desc, id asc
+  // cand_ = the tokens the constraint allows, (logit * inv_t, id) in id order.
+  void allowed_candidates(std::span<const float> l, float inv_t);
 
   SamplerOptions opt_;
   Rng rng_;
@@ -68,6 +77,7 @@ class Sampler {
   std::vector<uint32_t> drawn_count_;            // by id, since forget_drawn()
   std::vector<int32_t> drawn_ids_;               // the ids with a count
   size_t n_cand_ = 0;
+  std::shared_ptr<TokenConstraint> constraint_;
 };
 
 // Index of the largest value; ties go to the lowest index.

@@ -99,6 +99,42 @@ void refuse_truthy(const json& o, const char* name, const char* why) {
     throw ApiError(400, std::string("'") + name + "' is not supported: " + why, name, "unsupported");
 }
 
+// OpenAI's response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "description", "schema", "strict"}}; as llama-server, json_object may
+// carry a "schema" too. The schema is compiled later, against the model's vocabulary.
+void parse_response_format(const json& rf, GenRequest& r) {
+  if (!rf.is_object()) bad("response_format", "must be an object");
+  const json* type = field(rf, "type");
+  if (!type || !type->is_string())
+    bad("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\"");
+  const std::string t = type->get<std::string>();
+  const json* schema = nullptr;
+  if (t == "text") return;
+  if (t == "json_object") {
+    schema = field(rf, "schema");
+  } else if (t == "json_schema") {
+    const json* js = field(rf, "json_schema");
+    if (!js || !js->is_object()) bad("response_format.json_schema", "must be an object with the schema");
+    if (const json* n = field(*js, "name"); n && !n->is_string())
+      bad("response_format.json_schema.name", "must be a string");
+    if (const json* st = field(*js, "strict"); st && !st->is_boolean())
+      bad("response_format.json_schema.strict", "must be a boolean");
+    schema = field(*js, "schema");
+    if (!schema) schema = field(rf, "schema");
+    if (!schema) bad("response_format.json_schema.schema", "is missing");
+  } else {
+    bad("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\" (got \"" + t + "\")");
+  }
+  if (!schema) {
+    r.guidance_type = "json_object";
+    return;
+  }
+  if (!schema->is_object() && !schema->is_boolean())
+    bad("response_format.json_schema.schema", "must be a JSON schema object");
+  r.guidance_type = "json_schema";
+  r.guidance_data = schema->dump();
+}
+
 }  // namespace
 
 GenRequest parse_gen_request(const json& b, Endpoint endpoint) {
@@ -201,11 +237,7 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint) {
   refuse_truthy(b, "tools", "tool calls are not implemented");
   refuse_truthy(b, "functions", "function calls are not implemented");
   refuse_truthy(b, "logit_bias", "logit bias is not implemented");
-  if (const json* rf = field(b, "response_format")) {
-    if (!rf->is_object() || rf->value("type", json()) != "text")
-      throw ApiError(400, "'response_format': only {\"type\": \"text\"} is supported", "response_format",
-                     "unsupported");
-  }
+  if (const json* rf = field(b, "response_format")) parse_response_format(*rf, r);
   return r;
 }
 

@@ -54,6 +54,8 @@ struct GenRequest {
   bool stream = false;
   bool include_usage = false;
   bool return_token_ids = false;  // nbits extension: choices[0].token_ids
+  // response_format json_object / json_schema: GenerationOptions::guidance_type / _data ("" = text).
+  std::string guidance_type, guidance_data;
 };
 
 // Throws ApiError(400) for a body that is not a JSON object.

@@ -33,8 +33,11 @@ namespace nbits::serve {
 namespace {
 
 // The Generator's options for one request (every knob explicit: OpenAI's defaults, not the model's).
-GenerationOptions generation_options(const SamplingParams& s) {
+GenerationOptions generation_options(const GenRequest& r) {
+  const SamplingParams& s = r.sampling;
   GenerationOptions o;
+  o.guidance_type = r.guidance_type;
+  o.guidance_data = r.guidance_data;
   o.temperature = s.temperature;
   o.do_sample = s.temperature > 0;
   o.top_k = s.top_k;
@@ -213,6 +216,15 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
           413,
           "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
           endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+    if (!r.guidance_type.empty()) {  // a schema that does not compile is the client's error
+      if (!guidance_available())
+        throw ApiError(
+            400,
+            "'response_format': this build of nbits has no constrained decoding (" + guidance_engine() + ")",
+            "response_format", "unsupported");
+      const std::string why = model_->check_guidance(r.guidance_type, r.guidance_data);
+      if (!why.empty()) throw ApiError(400, "'response_format': " + why, "response_format", "invalid_schema");
+    }
     // The session's sequence (prompt + reply) fits its context.
     const int64_t room = ctx - P;
     job->max_tokens = std::min(r.max_tokens.value_or(room), room);
@@ -293,7 +305,7 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   bool failed = false, shut = false;
   try {
     const auto t0 = Clock::now();
-    g.set_options(generation_options(r.sampling));
+    g.set_options(generation_options(r));
     g.rewind_to(cached);
     // Prefill in chunks, each an exclusive turn: other sessions' decode steps run between
     // them, and a client that has gone (or a shutdown) stops the prompt at the next chunk.

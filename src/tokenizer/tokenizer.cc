@@ -358,7 +358,7 @@ void split_added(const TokenizerImpl& t, const std::vector<int32_t>& which, std:
 
 }  // namespace
 
-std::string TokenizerImpl::decode_tokens(std::vector<std::string> tokens) const {
+std::string TokenizerImpl::decode_tokens(std::vector<std::string> tokens, bool whole_text) const {
   if (!has_decoder) {
     std::string r;
     for (size_t i = 0; i < tokens.size(); ++i) r += (i ? " " : "") + tokens[i];
@@ -418,6 +418,7 @@ std::string TokenizerImpl::decode_tokens(std::vector<std::string> tokens) const 
         break;
       }
       case DecStep::kStrip:
+        if (!whole_text) break;
         for (std::string& tkn : tokens) {
           size_t b = 0;
           for (size_t k = 0; k < d.start && tkn.compare(b, d.a.size(), d.a) == 0; ++k) b += d.a.size();
@@ -479,6 +480,25 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
     tokens.push_back(t.id_to_token[static_cast<size_t>(id)]);
   }
   return t.decode_tokens(std::move(tokens));
+}
+
+std::vector<std::string> Tokenizer::token_bytes() const {
+  const tok::TokenizerImpl& t = *impl_;
+  std::vector<std::string> r(t.id_to_token.size());
+  for (size_t id = 0; id < r.size(); ++id) {
+    const std::string& s = t.id_to_token[id];
+    if (s.empty()) continue;
+    if (t.byte_level) {
+      r[id] = tok::byte_level_bytes(s);
+    } else if (const int v = tok::byte_fallback_value(s); t.byte_fallback && v >= 0) {
+      r[id] = std::string(1, static_cast<char>(v));
+    } else {
+      r[id] = t.decode_tokens({s}, /*whole_text=*/false);
+    }
+  }
+  for (const auto& a : t.added)
+    if (a.id >= 0 && static_cast<size_t>(a.id) < r.size()) r[static_cast<size_t>(a.id)] = a.content;
+  return r;
 }
 
 std::string Tokenizer::id_to_token(int32_t id) const {

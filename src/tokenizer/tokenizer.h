@@ -45,6 +45,11 @@ class Tokenizer {
   bool is_special(int32_t id) const;
   // Vocabulary size including added tokens (max id + 1).
   int32_t vocab_size() const;
+  // The bytes each id stands for inside a text (index = id; vocab_size() entries): byte-level
+  // tokens' bytes (a token may hold part of a UTF-8 character), a <0xNN> token's byte, a
+  // SentencePiece piece with its word marker as a space (no leading-space stripping), an added
+  // token's content. For engines that walk the vocabulary as bytes (constrained decoding).
+  std::vector<std::string> token_bytes() const;
 
   // From tokenizer_config.json; -1 / "" when absent.
   int32_t bos_id() const;

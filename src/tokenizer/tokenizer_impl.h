@@ -159,7 +159,8 @@ struct TokenizerImpl {
   std::string normalize(std::string_view s) const;
   void encode_words(std::string_view normalized, std::vector<int32_t>& out) const;
   void bpe(std::string_view word, std::vector<int32_t>& out) const;
-  std::string decode_tokens(std::vector<std::string> tokens) const;
+  // whole_text: the decoder's Strip steps apply (a text's first token loses its leading space).
+  std::string decode_tokens(std::vector<std::string> tokens, bool whole_text = true) const;
 };
 
 // Byte-level alphabet of GPT-2: the code point standing for each byte.

@@ -1,0 +1,198 @@
+// The guidance room's engine: llguidance's C API (llguidance.h from the crate cargo fetched; the
+// static library from rust/llguidance). One LlgTokenizer per model (Vocabulary), one LlgMatcher
+// per reply (Matcher), its masks computed on a BackgroundTask.
+#include <llguidance.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "guidance/background_task.h"
+#include "guidance/guidance.h"
+
+namespace nbits::guidance {
+namespace {
+
+// llguidance marks special tokens with a 0xFF byte before their text (toktrie's convention).
+constexpr char kSpecialMarker = '\xff';
+
+class LlgVocabulary final : public Vocabulary {
+ public:
+  LlgVocabulary(const Tokenizer& tokenizer, int64_t vocab_size, std::span<const int32_t> eos)
+      : tokenizer_(tokenizer) {
+    NBITS_CHECK(!eos.empty(), "constrained decoding needs the model's end-of-sequence token ids");
+    NBITS_CHECK(vocab_size >= tokenizer.vocab_size(), "constrained decoding: the model's ", vocab_size,
+                " logits do not cover the tokenizer's ", tokenizer.vocab_size(), " tokens");
+    const std::vector<std::string> bytes = tokenizer.token_bytes();
+    std::vector<uint32_t> lens(static_cast<size_t>(vocab_size), 0);
+    std::string all;
+    for (size_t id = 0; id < bytes.size(); ++id) {
+      if (bytes[id].empty()) continue;
+      const bool special = tokenizer.is_special(static_cast<int32_t>(id));
+      if (special) all.push_back(kSpecialMarker);
+      all += bytes[id];
+      lens[id] = static_cast<uint32_t>(bytes[id].size() + (special ? 1 : 0));
+    }
+    for (int32_t e : eos)
+      NBITS_CHECK(e >= 0 && e < vocab_size, "end-of-sequence id ", e, " is outside the vocabulary");
+    std::vector<uint32_t> extra(eos.begin() + 1, eos.end());
+    LlgTokenizerInitV2 init{};
+    init.struct_size = sizeof(init);
+    init.vocab_size = static_cast<uint32_t>(vocab_size);
+    init.tok_eos = static_cast<uint32_t>(eos[0]);
+    init.token_lens = lens.data();
+    init.token_bytes = reinterpret_cast<const uint8_t*>(all.data());
+    // The tokenizer replaces invalid UTF-8 (as Hugging Face's does): llguidance tokenizes such
+    // bytes greedily from the trie instead.
+    init.tokenize_assumes_string = true;
+    init.tokenize_fn = &LlgVocabulary::tokenize;
+    init.tokenize_user_data = this;
+    init.tok_eos_extra = extra.empty() ? nullptr : extra.data();
+    init.tok_eos_extra_count = static_cast<uint32_t>(extra.size());
+    char err[1024] = {0};
+    tok_ = llg_new_tokenizer_v2(&init, err, sizeof err);
+    NBITS_CHECK(tok_ != nullptr, "constrained decoding: the vocabulary was refused: ", err);
+  }
+  ~LlgVocabulary() override { llg_free_tokenizer(tok_); }
+
+  LlgConstraintInit init() const {
+    LlgConstraintInit c{};
+    llg_constraint_init_set_defaults(&c, tok_);
+    c.log_stderr_level = 0;  // warnings go into the error text, not onto a server's stderr
+    c.log_buffer_level = 0;
+    c.limits.verbose_errors = false;  // errors name the problem, not the whole parser state
+    return c;
+  }
+
+ private:
+  // llguidance's tokenize callback: thread-safe (Tokenizer::encode is const).
+  static size_t tokenize(const void* user, const uint8_t* bytes, size_t n, uint32_t* out, size_t cap) {
+    const auto* self = static_cast<const LlgVocabulary*>(user);
+    try {
+      const std::vector<int32_t> ids =
+          self->tokenizer_.encode(std::string_view(reinterpret_cast<const char*>(bytes), n), false);
+      for (size_t i = 0; i < ids.size() && i < cap; ++i) out[i] = static_cast<uint32_t>(ids[i]);
+      return ids.size();
+    } catch (...) {
+      return 0;  // never unwind into Rust
+    }
+  }
+
+  const Tokenizer& tokenizer_;
+  LlgTokenizer* tok_ = nullptr;
+};
+
+const char* engine_type(Kind k) {
+  switch (k) {
+    case Kind::kJsonSchema:
+      return "json_schema";
+    case Kind::kJsonObject:
+      return "json_object";
+    case Kind::kRegex:
+      return "regex";
+    case Kind::kLark:
+      return "lark";
+  }
+  return "";
+}
+
+class Matcher final : public llm::TokenConstraint {
+ public:
+  Matcher(std::shared_ptr<const LlgVocabulary> vocab, const Spec& spec) : vocab_(std::move(vocab)) {
+    const LlgConstraintInit init = vocab_->init();
+    m_ = llg_new_matcher(&init, engine_type(spec.kind),
+                         spec.kind == Kind::kJsonObject ? "" : spec.data.c_str());
+    if (const char* e = llg_matcher_get_error(m_)) {
+      const std::string msg = e;
+      llg_free_matcher(m_);
+      fail("invalid ", kind_name(spec.kind), ": ", msg);
+    }
+    mask_.resize(llg_matcher_get_mask_byte_size(m_) / sizeof(uint32_t));
+    start_mask();
+  }
+  ~Matcher() override {
+    try {
+      task_.wait();
+    } catch (...) {
+    }
+    llg_free_matcher(m_);
+  }
+
+  std::span<const uint32_t> allowed() override {
+    task_.wait();
+    NBITS_CHECK(!ended_, "constrained decoding: the reply has ended (an end-of-sequence token was drawn)");
+    NBITS_CHECK(error_.empty(), "constrained decoding failed: ", error_);
+    return mask_;
+  }
+
+  void accept(int32_t token) override {
+    task_.wait();
+    // A complete reply (the grammar allows nothing more) was offered only the eos tokens.
+    if (llg_matcher_is_stopped(m_) && !llg_matcher_is_error(m_)) {
+      ended_ = true;
+      return;
+    }
+    if (llg_matcher_consume_token(m_, static_cast<uint32_t>(token)) != 0) {
+      const char* e = llg_matcher_get_error(m_);
+      fail("constrained decoding: token ", token, " was refused: ", e ? e : "(no message)");
+    }
+    start_mask();
+  }
+
+ private:
+  // The next mask (the eos tokens alone once the grammar is complete), on the task's thread.
+  void start_mask() {
+    task_.start([this] {
+      if (llg_matcher_compute_mask_into(m_, mask_.data(), mask_.size() * sizeof(uint32_t)) != 0) {
+        const char* e = llg_matcher_get_error(m_);
+        error_ = e ? e : "the mask could not be computed";
+      }
+    });
+  }
+
+  std::shared_ptr<const LlgVocabulary> vocab_;
+  LlgMatcher* m_ = nullptr;
+  std::vector<uint32_t> mask_;
+  std::string error_;
+  bool ended_ = false;
+  BackgroundTask task_;  // last: joined before the members it uses go
+};
+
+const LlgVocabulary& llg(const Vocabulary& v) {
+  const auto* p = dynamic_cast<const LlgVocabulary*>(&v);
+  NBITS_ASSERT(p != nullptr);
+  return *p;
+}
+
+}  // namespace
+
+bool available() { return true; }
+
+std::string engine() {
+  std::string v = llg_get_version();
+  return v.empty() ? "llguidance" : v;
+}
+
+std::shared_ptr<const Vocabulary> make_vocabulary(const Tokenizer& tokenizer, int64_t vocab_size,
+                                                  std::span<const int32_t> eos_ids) {
+  return std::make_shared<LlgVocabulary>(tokenizer, vocab_size, eos_ids);
+}
+
+std::shared_ptr<llm::TokenConstraint> make_constraint(std::shared_ptr<const Vocabulary> vocab,
+                                                      const Spec& spec) {
+  NBITS_CHECK(vocab != nullptr, "constrained decoding: no vocabulary");
+  llg(*vocab);
+  return std::make_shared<Matcher>(std::static_pointer_cast<const LlgVocabulary>(vocab), spec);
+}
+
+std::string check(const Vocabulary& vocab, const Spec& spec) {
+  const LlgConstraintInit init = llg(vocab).init();
+  char msg[2048] = {0};
+  const int32_t rc =
+      llg_validate_grammar(&init, engine_type(spec.kind),
+                           spec.kind == Kind::kJsonObject ? "" : spec.data.c_str(), msg, sizeof msg);
+  if (rc < 0) return std::string("invalid ") + kind_name(spec.kind) + ": " + msg;
+  return "";
+}
+
+}  // namespace nbits::guidance
