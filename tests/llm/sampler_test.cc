@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <span>
+#include <string>
 #include <numeric>
 #include <vector>
 
@@ -197,6 +200,99 @@ TEST(Sampler, NoAllocationAfterFirstCall) {
   const int64_t before2 = testing::allocation_count();
   for (int i = 0; i < 20; ++i) s2.sample(l, history);
   EXPECT_EQ(testing::allocation_count(), before2);
+}
+
+// A constraint that allows a fixed set of ids and records what it was told.
+class FixedConstraint : public TokenConstraint {
+ public:
+  FixedConstraint(std::vector<int32_t> allowed, size_t vocab) : words_((vocab + 31) / 32, 0) {
+    for (int32_t id : allowed) words_[static_cast<size_t>(id) / 32] |= 1u << (id % 32);
+  }
+  std::span<const uint32_t> allowed() override {
+    ++asked;
+    return words_;
+  }
+  void accept(int32_t token) override { accepted.push_back(token); }
+  std::vector<int32_t> accepted;
+  int asked = 0;
+
+ private:
+  std::vector<uint32_t> words_;
+};
+
+TEST(Sampler, ConstraintLimitsEveryModeToTheAllowedTokens) {
+  const size_t V = 100;
+  std::vector<float> logits(V);
+  for (size_t i = 0; i < V; ++i) logits[i] = static_cast<float>(i % 7) * 0.5f;  // id 6 (of the best) first
+  const std::vector<int32_t> allowed = {3, 33, 64, 65, 99};
+  // Greedy: the best allowed logit (3 % 7 = 3, 33 % 7 = 5, 64 % 7 = 1, 65 % 7 = 2, 99 % 7 = 1) -> 33.
+  {
+    Sampler s;
+    auto c = std::make_shared<FixedConstraint>(allowed, V);
+    s.set_constraint(c);
+    EXPECT_EQ(s.sample(logits, {}), 33);
+    EXPECT_EQ(c->accepted, std::vector<int32_t>{33});
+  }
+  // Sampling with top-k / top-p / min-p and penalties: only allowed ids, each told to the constraint.
+  for (int mode = 0; mode < 4; ++mode) {
+    SamplerOptions o = sampling(1.5f);
+    o.seed = 7 + static_cast<uint64_t>(mode);
+    if (mode == 1) o.top_k = 2;
+    if (mode == 2) o.top_p = 0.5f;
+    if (mode == 3) {
+      o.min_p = 0.2f;
+      o.repetition_penalty = 1.3f;
+      o.presence_penalty = 0.5f;
+    }
+    Sampler s(o);
+    auto c = std::make_shared<FixedConstraint>(allowed, V);
+    s.set_constraint(c);
+    std::vector<int32_t> hist = {33, 3};
+    std::vector<int> seen(V, 0);
+    for (int i = 0; i < 400; ++i) {
+      const int32_t id = s.sample(logits, hist);
+      ASSERT_NE(std::find(allowed.begin(), allowed.end(), id), allowed.end()) << "mode " << mode << ": " << id;
+      ++seen[static_cast<size_t>(id)];
+    }
+    EXPECT_EQ(c->accepted.size(), 400u);
+    if (mode == 1) {  // top-2 of the allowed: 33 (2.5) and 3 (1.5) only
+      EXPECT_GT(seen[33], 0);
+      EXPECT_GT(seen[3], 0);
+      EXPECT_EQ(seen[33] + seen[3], 400);
+    }
+    if (mode == 0) {
+      EXPECT_GT(seen[99] + seen[64] + seen[65], 0);  // the weak ones are drawn too
+    }
+  }
+  // probabilities(): zero outside the allowed set, summing to one, and nothing accepted.
+  {
+    Sampler s(sampling());
+    auto c = std::make_shared<FixedConstraint>(allowed, V);
+    s.set_constraint(c);
+    std::vector<float> p;
+    s.probabilities(logits, {}, p);
+    double sum = 0;
+    for (size_t i = 0; i < V; ++i) {
+      if (std::find(allowed.begin(), allowed.end(), static_cast<int32_t>(i)) == allowed.end()) {
+        EXPECT_EQ(p[i], 0.0f) << i;
+      }
+      sum += p[i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+    EXPECT_TRUE(c->accepted.empty());
+  }
+}
+
+TEST(Sampler, ConstraintThatAllowsNothingIsAnError) {
+  Sampler s;
+  // Ids past the logits do not count: 40 is outside a 32-token vocabulary.
+  s.set_constraint(std::make_shared<FixedConstraint>(std::vector<int32_t>{40}, 64));
+  try {
+    s.sample(std::vector<float>(32, 0.0f), {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("allows no token"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
