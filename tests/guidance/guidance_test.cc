@@ -20,12 +20,12 @@ namespace {
 using nlohmann::json;
 
 // Fails in CI (the engine must be built there), skips elsewhere when it is not.
-#define REQUIRE_ENGINE()                                                                       \
-  do {                                                                                         \
-    if (!guidance::available()) {                                                              \
+#define REQUIRE_ENGINE()                                                                          \
+  do {                                                                                            \
+    if (!guidance::available()) {                                                                 \
       if (testing::in_ci()) FAIL() << "no guidance engine in this build: " << guidance::engine(); \
-      GTEST_SKIP() << "no guidance engine: " << guidance::engine();                           \
-    }                                                                                          \
+      GTEST_SKIP() << "no guidance engine: " << guidance::engine();                               \
+    }                                                                                             \
   } while (0)
 
 constexpr int64_t kVocab = 151936;  // Qwen2.5's logits (the tokenizer has 151665 tokens)
@@ -139,8 +139,9 @@ TEST(Guidance, JsonSchemaRepliesParseAndValidate) {
       EXPECT_TRUE(k == "name" || k == "score" || k == "ok" || k == "pets" || k == "id") << k;
     ASSERT_TRUE(j.contains("name") && j["name"].is_string());
     const std::string name = j["name"];
-    const auto name_chars = std::count_if(name.begin(), name.end(),  // UTF-8 lead bytes = characters
-                                          [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+    const auto name_chars =
+        std::count_if(name.begin(), name.end(),  // UTF-8 lead bytes = characters
+                      [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
     EXPECT_GE(name_chars, 1);
     EXPECT_LE(name_chars, 8);
     if (j.contains("score")) {
@@ -198,7 +199,8 @@ TEST(Guidance, CompleteReplyAllowsOnlyEosThenEnds) {
   const std::span<const uint32_t> mask = c->allowed();
   std::vector<int32_t> allowed;
   for (size_t w = 0; w < mask.size(); ++w)
-    for (uint32_t b = mask[w]; b; b &= b - 1) allowed.push_back(static_cast<int32_t>(w * 32 + std::countr_zero(b)));
+    for (uint32_t b = mask[w]; b; b &= b - 1)
+      allowed.push_back(static_cast<int32_t>(w * 32 + std::countr_zero(b)));
   EXPECT_EQ(allowed, (std::vector<int32_t>{151643, 151645}));  // both eos ids, in id order
   c->accept(kEos[0]);
   EXPECT_THROW(c->allowed(), Error);

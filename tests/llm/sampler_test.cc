@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <string>
-#include <numeric>
 #include <vector>
 
 #include "base/error.h"
@@ -251,7 +251,8 @@ TEST(Sampler, ConstraintLimitsEveryModeToTheAllowedTokens) {
     std::vector<int> seen(V, 0);
     for (int i = 0; i < 400; ++i) {
       const int32_t id = s.sample(logits, hist);
-      ASSERT_NE(std::find(allowed.begin(), allowed.end(), id), allowed.end()) << "mode " << mode << ": " << id;
+      ASSERT_NE(std::find(allowed.begin(), allowed.end(), id), allowed.end())
+          << "mode " << mode << ": " << id;
       ++seen[static_cast<size_t>(id)];
     }
     EXPECT_EQ(c->accepted.size(), 400u);

@@ -466,6 +466,79 @@ TEST_F(Serve, Errors) {
   EXPECT_EQ(ok->status, 200);
 }
 
+// response_format json_schema / json_object (OpenAI's shapes): the reply parses and follows the
+// schema whatever the model (stories260K tells stories), streamed and not; a schema that does not
+// compile is a 400 naming response_format, and the server goes on serving.
+TEST_F(Serve, ResponseFormatConstrainsTheReply) {
+  const json schema = {{"type", "object"},
+                       {"properties",
+                        {{"mood", {{"enum", json::array({"happy", "sad"})}}},
+                         {"count", {{"type", "integer"}, {"minimum", 1}, {"maximum", 9}}},
+                         {"done", {{"type", "boolean"}}}}},
+                       {"required", json::array({"mood", "count", "done"})},
+                       {"additionalProperties", false}};
+  const json msgs = json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
+  auto check = [&](const std::string& text) {
+    SCOPED_TRACE(text);
+    const json j = json::parse(text, nullptr, false);
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j.size(), 3u);
+    EXPECT_TRUE(j["mood"] == "happy" || j["mood"] == "sad");
+    ASSERT_TRUE(j["count"].is_number_integer());
+    EXPECT_GE(j["count"].get<int>(), 1);
+    EXPECT_LE(j["count"].get<int>(), 9);
+    EXPECT_TRUE(j["done"].is_boolean());
+  };
+  for (double temp : {0.0, 1.0}) {
+    const json body = {
+        {"messages", msgs},
+        {"max_tokens", 80},
+        {"temperature", temp},
+        {"seed", 3},
+        {"response_format",
+         {{"type", "json_schema"}, {"json_schema", {{"name", "m"}, {"strict", true}, {"schema", schema}}}}}};
+    auto r = post("/v1/chat/completions", body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json got = json::parse(r->body);
+    EXPECT_EQ(got["choices"][0]["finish_reason"], "stop") << r->body;
+    check(got["choices"][0]["message"]["content"]);
+    json sb = body;
+    sb["stream"] = true;
+    std::string finish;
+    check(check_stream(stream("/v1/chat/completions", sb), true, false, &finish));
+    EXPECT_EQ(finish, "stop");
+  }
+  // json_object with llama-server's "schema" beside it; /v1/completions takes it too.
+  auto c = post("/v1/completions", {{"prompt", "Once upon a time"},
+                                    {"max_tokens", 80},
+                                    {"temperature", 0},
+                                    {"response_format", {{"type", "json_object"}, {"schema", schema}}}});
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->status, 200) << c->body;
+  check(json::parse(c->body)["choices"][0]["text"]);
+  // Refusals.
+  auto refused = [&](const json& rf, const std::string& code) {
+    auto r = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 4}, {"response_format", rf}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["code"], code) << r->body;
+    EXPECT_EQ(e["param"].get<std::string>().rfind("response_format", 0), 0u) << r->body;
+  };
+  refused({{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "objec"}}}}}},
+          "invalid_schema");
+  refused({{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"$ref", "#/nowhere"}}}}}},
+          "invalid_schema");
+  refused({{"type", "json_schema"}, {"json_schema", {{"name", "x"}}}}, "invalid_value");
+  refused({{"type", "yaml"}}, "invalid_value");
+  refused("json", "invalid_value");
+  auto ok =
+      post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}, {"response_format", {{"type", "text"}}}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
 TEST_F(Serve, DisconnectFreesTheSlot) {
   const json body = {
       {"prompt", "Once upon a time"}, {"max_tokens", kCtx}, {"temperature", 0}, {"stream", true}};

@@ -4,6 +4,7 @@
 #include <llguidance.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "base/error.h"
@@ -15,6 +16,18 @@ namespace {
 
 // llguidance marks special tokens with a 0xFF byte before their text (toktrie's convention).
 constexpr char kSpecialMarker = '\xff';
+
+// Whether encode() of a piece of text gives tokens whose bytes are that text, as llguidance's
+// tokenize callback must (no marker or space added before the piece).
+bool encodes_bytes_as_they_are(const Tokenizer& tokenizer, const std::vector<std::string>& bytes) {
+  for (const char* probe : {"{", "a b", "\n\"x\": 1}", "hello"}) {
+    std::string joined;
+    for (int32_t id : tokenizer.encode(probe, false))
+      if (id >= 0 && static_cast<size_t>(id) < bytes.size()) joined += bytes[static_cast<size_t>(id)];
+    if (joined != probe) return false;
+  }
+  return true;
+}
 
 class LlgVocabulary final : public Vocabulary {
  public:
@@ -42,11 +55,18 @@ class LlgVocabulary final : public Vocabulary {
     init.tok_eos = static_cast<uint32_t>(eos[0]);
     init.token_lens = lens.data();
     init.token_bytes = reinterpret_cast<const uint8_t*>(all.data());
-    // The tokenizer replaces invalid UTF-8 (as Hugging Face's does): llguidance tokenizes such
-    // bytes greedily from the trie instead.
-    init.tokenize_assumes_string = true;
-    init.tokenize_fn = &LlgVocabulary::tokenize;
-    init.tokenize_user_data = this;
+    if (encodes_bytes_as_they_are(tokenizer, bytes)) {
+      // The tokenizer replaces invalid UTF-8 (as Hugging Face's does): llguidance tokenizes such
+      // bytes greedily from the trie instead.
+      init.tokenize_assumes_string = true;
+      init.tokenize_fn = &LlgVocabulary::tokenize;
+      init.tokenize_user_data = this;
+    } else {
+      // A SentencePiece normalizer puts a word marker before the text ("{" -> "▁{"): such an
+      // encode() is no tokenizer of bytes in the middle of a text, so llguidance tokenizes
+      // greedily from its trie.
+      init.use_approximate_greedy_tokenize_fn = true;
+    }
     init.tok_eos_extra = extra.empty() ? nullptr : extra.data();
     init.tok_eos_extra_count = static_cast<uint32_t>(extra.size());
     char err[1024] = {0};
@@ -82,12 +102,30 @@ class LlgVocabulary final : public Vocabulary {
   LlgTokenizer* tok_ = nullptr;
 };
 
+// JSON between its tokens: llguidance's default allows any run of whitespace, and a weak model
+// (or a story model asked for JSON) then writes newlines without end. As llama.cpp's schema
+// grammars do: one space, or one or two newlines and up to 20 spaces or tabs of indentation. A
+// schema's own "x-guidance" whitespace settings win.
+constexpr const char* kJsonWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
+
+std::string engine_data(const Spec& spec) {
+  if (spec.kind != Kind::kJsonSchema && spec.kind != Kind::kJsonObject) return spec.data;
+  nlohmann::json schema = spec.kind == Kind::kJsonObject ? nlohmann::json{{"type", "object"}}
+                                                         : nlohmann::json::parse(spec.data, nullptr, false);
+  if (!schema.is_object()) return spec.data;  // not an object (or not JSON): llguidance says why
+  nlohmann::json& x = schema["x-guidance"];
+  if (x.is_null()) x = nlohmann::json::object();
+  if (x.is_object() && !x.contains("whitespace_pattern") && !x.contains("whitespace_flexible"))
+    x["whitespace_pattern"] = kJsonWhitespace;
+  return schema.dump();
+}
+
 const char* engine_type(Kind k) {
   switch (k) {
     case Kind::kJsonSchema:
       return "json_schema";
     case Kind::kJsonObject:
-      return "json_object";
+      return "json_schema";  // {"type": "object"} with the whitespace bound (engine_data)
     case Kind::kRegex:
       return "regex";
     case Kind::kLark:
@@ -100,8 +138,8 @@ class Matcher final : public llm::TokenConstraint {
  public:
   Matcher(std::shared_ptr<const LlgVocabulary> vocab, const Spec& spec) : vocab_(std::move(vocab)) {
     const LlgConstraintInit init = vocab_->init();
-    m_ = llg_new_matcher(&init, engine_type(spec.kind),
-                         spec.kind == Kind::kJsonObject ? "" : spec.data.c_str());
+    const std::string data = engine_data(spec);
+    m_ = llg_new_matcher(&init, engine_type(spec.kind), data.c_str());
     if (const char* e = llg_matcher_get_error(m_)) {
       const std::string msg = e;
       llg_free_matcher(m_);
@@ -188,9 +226,8 @@ std::shared_ptr<llm::TokenConstraint> make_constraint(std::shared_ptr<const Voca
 std::string check(const Vocabulary& vocab, const Spec& spec) {
   const LlgConstraintInit init = llg(vocab).init();
   char msg[2048] = {0};
-  const int32_t rc =
-      llg_validate_grammar(&init, engine_type(spec.kind),
-                           spec.kind == Kind::kJsonObject ? "" : spec.data.c_str(), msg, sizeof msg);
+  const std::string data = engine_data(spec);
+  const int32_t rc = llg_validate_grammar(&init, engine_type(spec.kind), data.c_str(), msg, sizeof msg);
   if (rc < 0) return std::string("invalid ") + kind_name(spec.kind) + ": " + msg;
   return "";
 }
