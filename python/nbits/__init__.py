@@ -432,6 +432,7 @@ class GeneratorParams:
             raise Error(f"GeneratorParams: expected an nbits.Model, got {type(model).__name__}")
         self._model = model
         self._options: Dict[str, Any] = {}
+        self._guidance = ("", "")
 
     def set_search_options(self, **options: Any) -> None:
         """Sets search options by keyword, as onnxruntime-genai:
@@ -484,6 +485,25 @@ class GeneratorParams:
                     raise Error(f"search option repetition_penalty must be > 0, got {value}")
             self._options[name] = value
 
+    def set_guidance(self, type: str, data: str = "") -> None:
+        """Constrained decoding, as onnxruntime-genai's ``set_guidance``: every token drawn keeps
+        the reply valid, and it ends only where it is complete.
+
+        ``type``: ``"json_schema"`` (``data``: a JSON schema, as text), ``"json_object"`` (any JSON
+        object), ``"regex"`` (Rust regex syntax) or ``"lark"`` (llguidance's Lark dialect); ``""``
+        turns it off. The spec is compiled here against the model's vocabulary: an invalid one
+        raises :class:`Error` with the reason. Not with speculative decoding.
+        """
+        if not isinstance(type, str) or not isinstance(data, str):
+            raise Error("set_guidance(type, data): both are strings")
+        if type == "":
+            self._guidance = ("", "")
+            return
+        why = _nbits.check_guidance(self._model._m, type, data)
+        if why:
+            raise Error(why)
+        self._guidance = (type, data)
+
     def get_search_options(self) -> Dict[str, Any]:
         """The options set so far (a copy)."""
         return dict(self._options)
@@ -504,6 +524,8 @@ class GeneratorParams:
             kw["temperature"] = o["temperature"]
         seed = o.get("random_seed", -1)
         kw["seed"] = _secrets.randbits(64) if seed == -1 else seed
+        if self._guidance[0]:
+            kw["guidance_type"], kw["guidance_data"] = self._guidance
         return kw
 
 

@@ -189,6 +189,11 @@ NB_MODULE(_nbits, m) {
       .def("token_to_id", &nbits::Model::token_to_id, "token"_a)
       .def("model_type", &nbits::Model::model_type)
       .def("weight_bytes", &nbits::Model::weight_bytes);
+  // "" when the guidance spec compiles for the model's vocabulary, else why not.
+  m.def("check_guidance", [](const nbits::Model& model, const std::string& type, const std::string& data) {
+    return model.check_guidance(type, data);
+  });
+  m.def("guidance_available", &nbits::guidance_available);
 
   m.def(
       "load_model",
@@ -236,7 +241,7 @@ NB_MODULE(_nbits, m) {
              std::optional<int64_t> max_length, std::optional<bool> do_sample,
              std::optional<float> temperature, std::optional<int64_t> top_k, std::optional<float> top_p,
              float min_p, std::optional<float> repetition_penalty, uint64_t seed, bool add_special,
-             int64_t context) {
+             int64_t context, std::string guidance_type, std::string guidance_data) {
             if (!model) throw nbits::Error("Generator: model is None");
             nbits::GenerationOptions o;
             o.max_new_tokens = max_new_tokens;
@@ -250,11 +255,14 @@ NB_MODULE(_nbits, m) {
             o.seed = seed;
             o.add_special = add_special;
             o.context = context;
+            o.guidance_type = std::move(guidance_type);
+            o.guidance_data = std::move(guidance_data);
             new (self) PyGenerator(std::move(model), o);
           },
           "model"_a, "max_new_tokens"_a = 128, "max_length"_a = nb::none(), "do_sample"_a = nb::none(),
           "temperature"_a = nb::none(), "top_k"_a = nb::none(), "top_p"_a = nb::none(), "min_p"_a = 0.0f,
-          "repetition_penalty"_a = nb::none(), "seed"_a = 0, "add_special"_a = true, "context"_a = 0)
+          "repetition_penalty"_a = nb::none(), "seed"_a = 0, "add_special"_a = true, "context"_a = 0,
+          "guidance_type"_a = "", "guidance_data"_a = "")
       .def(
           "append_tokens",
           [](PyGenerator& self, IdArray ids) {
