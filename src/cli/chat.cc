@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/guidance_flags.h"
 #include "cli/model_setup.h"
 #include "cli/speculation.h"
 #include "llm/stream_generate.h"
@@ -23,10 +24,11 @@ namespace {
 
 class ChatSession {
  public:
-  ChatSession(ModelSetup& m, llm::Sampler& sampler, std::optional<std::string> format, std::string system,
-              int64_t n_predict, llm::DecodeLoop loop)
+  ChatSession(ModelSetup& m, llm::Sampler& sampler, const GuidanceFlags& guide,
+              std::optional<std::string> format, std::string system, int64_t n_predict, llm::DecodeLoop loop)
       : m_(m),
         sampler_(sampler),
+        guide_(guide),
         loop_(std::move(loop)),
         format_(std::move(format)),
         system_(std::move(system)),
@@ -47,6 +49,7 @@ class ChatSession {
     const int64_t pending = m_.generator->pending() >= 0 ? 1 : 0;
     std::fprintf(stderr, "[prefilled %lld tokens]\n", static_cast<long long>(new_ids.size()) + pending);
     StreamDecoder stream(*m_.tokenizer, /*skip_special=*/true);
+    sampler_.set_constraint(guide_.constraint());  // each reply matches on its own
     llm::TextResult r = llm::generate_text(
         *m_.generator, new_ids, n_predict_, sampler_, &stream,
         [](std::string_view piece) {
@@ -97,6 +100,7 @@ class ChatSession {
 
   ModelSetup& m_;
   llm::Sampler& sampler_;
+  const GuidanceFlags& guide_;
   llm::DecodeLoop loop_;
   std::optional<std::string> format_;  // nullopt = plain text
   std::string system_;
@@ -118,14 +122,17 @@ int chat_main(const std::vector<std::string>& args) {
   add_model_flags(f);
   add_sampling_flags(f, 256);
   add_speculation_flags(f);
+  add_guidance_flags(f);
   if (auto rc = f.parse(args)) return *rc;
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/true);
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
+  const GuidanceFlags guide(f, m);
   Speculation spec(f, m);
+  NBITS_CHECK(!guide.on() || !spec.on(), "constrained output and --spec cannot be combined yet");
   std::optional<std::string> format = f.get_str("--chat-format");
   if (*format == "plain" || (*format == "auto" && m.tokenizer->chat_template().empty())) format.reset();
-  ChatSession chat(m, sampler, format, f.get_str("--system"), f.get_i64("--n-predict"), spec.loop());
+  ChatSession chat(m, sampler, guide, format, f.get_str("--system"), f.get_i64("--n-predict"), spec.loop());
   const bool tty = ::isatty(0) != 0;
   std::string line;
   for (;;) {

@@ -142,9 +142,9 @@ int run_main(const std::vector<std::string>& args) {
 
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
   const GuidanceFlags guide(f, m);
-  NBITS_CHECK(!guide.on() || !speculate, "constrained output and --spec cannot be combined yet");
   sampler.set_constraint(guide.constraint());
   Speculation spec(f, m);
+  NBITS_CHECK(!guide.on() || !spec.on(), "constrained output and --spec cannot be combined yet");
 
   std::optional<StreamDecoder> stream;
   if (m.tokenizer) {
