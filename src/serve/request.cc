@@ -135,9 +135,21 @@ void parse_response_format(const json& rf, GenRequest& r) {
   r.guidance_data = schema->dump();
 }
 
+// The schema of response_format as the client wrote it (keys in order), from the body's text.
+std::string ordered_schema(std::string_view raw_body) {
+  const auto b = nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+  if (!b.is_object() || !b.contains("response_format")) return "";
+  const auto& rf = b["response_format"];
+  if (!rf.is_object()) return "";
+  if (rf.contains("json_schema") && rf["json_schema"].is_object() && rf["json_schema"].contains("schema"))
+    return rf["json_schema"]["schema"].dump();
+  if (rf.contains("schema")) return rf["schema"].dump();
+  return "";
+}
+
 }  // namespace
 
-GenRequest parse_gen_request(const json& b, Endpoint endpoint) {
+GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view raw_body) {
   GenRequest r;
   r.endpoint = endpoint;
   if (const json* m = field(b, "model")) {
@@ -237,7 +249,12 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint) {
   refuse_truthy(b, "tools", "tool calls are not implemented");
   refuse_truthy(b, "functions", "function calls are not implemented");
   refuse_truthy(b, "logit_bias", "logit bias is not implemented");
-  if (const json* rf = field(b, "response_format")) parse_response_format(*rf, r);
+  if (const json* rf = field(b, "response_format")) {
+    parse_response_format(*rf, r);
+    if (r.guidance_type == "json_schema" && !raw_body.empty())
+      if (std::string ordered = ordered_schema(raw_body); !ordered.empty())
+        r.guidance_data = std::move(ordered);
+  }
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nbits/chat_message.h"
@@ -60,6 +61,8 @@ struct GenRequest {
 
 // Throws ApiError(400) for a body that is not a JSON object.
 nlohmann::json parse_body(const std::string& body);
-GenRequest parse_gen_request(const nlohmann::json& body, Endpoint endpoint);
+// raw_body: the body's text, from which a JSON schema is taken with its keys in the client's order
+// (the order a reply's properties follow); nlohmann::json sorts them.
+GenRequest parse_gen_request(const nlohmann::json& body, Endpoint endpoint, std::string_view raw_body = {});
 
 }  // namespace nbits::serve

@@ -183,7 +183,7 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
   if (!authorized(req, res) || !ready(res)) return;
   auto job = std::make_shared<Job>();
   try {
-    job->req = parse_gen_request(parse_body(req.body), endpoint);
+    job->req = parse_gen_request(parse_body(req.body), endpoint, req.body);
     const GenRequest& r = job->req;
     if (opt_.strict_model_name && !r.model.empty() && r.model != model_id_)
       throw ApiError(404, "the model '" + r.model + "' does not exist (this server runs '" + model_id_ + "')",

@@ -134,6 +134,10 @@ TEST(Guidance, JsonSchemaRepliesParseAndValidate) {
     SCOPED_TRACE(r.text);
     ASSERT_TRUE(r.ended);
     const json j = json::parse(r.text);  // throws (fails the test) when it is not JSON
+    // Properties come in the schema's order (as OpenAI's strict outputs do).
+    const size_t pn = r.text.find("\"name\""), po = r.text.find("\"ok\""), pp = r.text.find("\"pets\"");
+    EXPECT_LT(pn, po);
+    EXPECT_LT(po, pp);
     ASSERT_TRUE(j.is_object());
     for (const auto& [k, v] : j.items())
       EXPECT_TRUE(k == "name" || k == "score" || k == "ok" || k == "pets" || k == "id") << k;

@@ -509,6 +509,21 @@ TEST_F(Serve, ResponseFormatConstrainsTheReply) {
     check(check_stream(stream("/v1/chat/completions", sb), true, false, &finish));
     EXPECT_EQ(finish, "stop");
   }
+  // The properties come in the order the body gives them (nlohmann::json, used above, sorts keys).
+  {
+    const std::string raw =
+        R"({"prompt": "Once upon a time", "max_tokens": 80, "temperature": 0, "response_format": {"type":
+        "json_schema", "json_schema": {"name": "m", "schema": {"type": "object", "properties": {"mood": {"enum":
+        ["happy", "sad"]}, "count": {"type": "integer", "minimum": 1, "maximum": 9}, "done": {"type": "boolean"}},
+        "required": ["mood", "count", "done"], "additionalProperties": false}}}})";
+    auto r = client().Post("/v1/completions", raw, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string text = json::parse(r->body)["choices"][0]["text"];
+    check(text);
+    EXPECT_LT(text.find("\"mood\""), text.find("\"count\"")) << text;
+    EXPECT_LT(text.find("\"count\""), text.find("\"done\"")) << text;
+  }
   // json_object with llama-server's "schema" beside it; /v1/completions takes it too.
   auto c = post("/v1/completions", {{"prompt", "Once upon a time"},
                                     {"max_tokens", 80},

@@ -110,11 +110,13 @@ constexpr const char* kJsonWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
 
 std::string engine_data(const Spec& spec) {
   if (spec.kind != Kind::kJsonSchema && spec.kind != Kind::kJsonObject) return spec.data;
-  nlohmann::json schema = spec.kind == Kind::kJsonObject ? nlohmann::json{{"type", "object"}}
-                                                         : nlohmann::json::parse(spec.data, nullptr, false);
+  // ordered_json: the schema's properties keep their order (the order a reply writes them in).
+  nlohmann::ordered_json schema = spec.kind == Kind::kJsonObject
+                                      ? nlohmann::ordered_json{{"type", "object"}}
+                                      : nlohmann::ordered_json::parse(spec.data, nullptr, false);
   if (!schema.is_object()) return spec.data;  // not an object (or not JSON): llguidance says why
-  nlohmann::json& x = schema["x-guidance"];
-  if (x.is_null()) x = nlohmann::json::object();
+  nlohmann::ordered_json& x = schema["x-guidance"];
+  if (x.is_null()) x = nlohmann::ordered_json::object();
   if (x.is_object() && !x.contains("whitespace_pattern") && !x.contains("whitespace_flexible"))
     x["whitespace_pattern"] = kJsonWhitespace;
   return schema.dump();
