@@ -126,8 +126,10 @@ class Model {
   std::vector<int32_t> encode(std::string_view text, bool add_special = true) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special = true) const;
   // The model's chat template (transformers' apply_chat_template), rendered to text.
-  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
-                                  bool add_generation_prompt = true) const;
+  // tools_json: "" or a JSON array of OpenAI tool objects ({"type": "function", "function":
+  // {name, description, parameters}}), given to the template as `tools`.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
+                                  const std::string& tools_json = "") const;
 
   int64_t context_length() const;      // default KV capacity of a Generator, in tokens
   int64_t max_context_length() const;  // the most the model supports

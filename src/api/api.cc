@@ -91,9 +91,9 @@ std::string Model::decode(std::span<const int32_t> ids, bool skip_special) const
   return impl_->tok().decode(std::vector<int32_t>(ids.begin(), ids.end()), skip_special);
 }
 
-std::string Model::apply_chat_template(const std::vector<ChatMessage>& messages,
-                                       bool add_generation_prompt) const {
-  return render_chat(impl_->tok(), messages, add_generation_prompt);
+std::string Model::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                       const std::string& tools_json) const {
+  return render_chat(impl_->tok(), messages, add_generation_prompt, std::nullopt, tools_json);
 }
 
 int64_t Model::context_length() const { return impl_->context; }

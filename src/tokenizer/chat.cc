@@ -67,21 +67,53 @@ const std::string& builtin_chat_template(const std::string& name) {
   return it->second;
 }
 
+namespace {
+
+// A message as transformers hands it to templates: role and content, an assistant's tool_calls
+// ({id, type: "function", function: {name, arguments}}, the arguments parsed when they are JSON:
+// templates write them with tojson), a tool result's tool_call_id and name.
+nlohmann::ordered_json message_json(const ChatMessage& m) {
+  nlohmann::ordered_json j = {{"role", m.role}, {"content", m.content}};
+  if (!m.tool_calls.empty()) {
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (const ToolCall& c : m.tool_calls) {
+      nlohmann::ordered_json args = nlohmann::ordered_json::parse(c.arguments, nullptr, false);
+      if (args.is_discarded()) args = c.arguments;
+      nlohmann::ordered_json call = {{"type", "function"},
+                                     {"function", {{"name", c.name}, {"arguments", args}}}};
+      if (!c.id.empty()) call["id"] = c.id;
+      calls.push_back(std::move(call));
+    }
+    j["tool_calls"] = std::move(calls);
+  }
+  if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+  if (!m.name.empty()) j["name"] = m.name;
+  return j;
+}
+
+}  // namespace
+
 std::string render_chat_template(const std::string& chat_template, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token,
-                                 const std::string& eos_token) {
-  nlohmann::json ctx = nlohmann::json::object();
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
+                                 const std::string& eos_token, const std::string& tools_json) {
+  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& m : messages) list.push_back(message_json(m));
   ctx["messages"] = std::move(list);
   ctx["add_generation_prompt"] = add_generation_prompt;
   ctx["bos_token"] = bos_token;
   ctx["eos_token"] = eos_token;
+  if (!tools_json.empty()) {
+    nlohmann::ordered_json tools = nlohmann::ordered_json::parse(tools_json, nullptr, false);
+    NBITS_CHECK(tools.is_array(), "chat template: tools must be a JSON array of tool objects");
+    ctx["tools"] = std::move(tools);
+  }
   return jinja::Template(chat_template).render(ctx);
 }
 
 std::string render_chat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, const std::optional<std::string>& format) {
+                        bool add_generation_prompt, const std::optional<std::string>& format,
+                        const std::string& tools_json) {
   const std::string* tmpl;
   if (!format || *format == "auto") {
     if (tokenizer.chat_template().empty())
@@ -93,7 +125,7 @@ std::string render_chat(const Tokenizer& tokenizer, const std::vector<ChatMessag
     tmpl = &builtin_chat_template(*format);
   }
   return render_chat_template(*tmpl, messages, add_generation_prompt, tokenizer.bos_token(),
-                              tokenizer.eos_token());
+                              tokenizer.eos_token(), tools_json);
 }
 
 }  // namespace nbits

@@ -17,13 +17,15 @@ namespace nbits {
 // Renders messages. format: nullopt (or "auto") uses the tokenizer's chat template; otherwise one
 // of builtin_chat_formats(). Throws nbits::Error if there is no template, the format is unknown,
 // the template uses an unsupported construct, or it raises an exception.
+// tools_json: "" or a JSON array of OpenAI tool objects, the template's `tools` variable.
 std::string render_chat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, const std::optional<std::string>& format = std::nullopt);
+                        bool add_generation_prompt, const std::optional<std::string>& format = std::nullopt,
+                        const std::string& tools_json = "");
 
 // Renders an arbitrary chat template with bos/eos tokens given explicitly.
 std::string render_chat_template(const std::string& chat_template, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token,
-                                 const std::string& eos_token);
+                                 const std::string& eos_token, const std::string& tools_json = "");
 
 // Names accepted as format: chatml, qwen2.5, zephyr (alias tinyllama), llama2.
 std::vector<std::string> builtin_chat_formats();

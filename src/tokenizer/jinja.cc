@@ -16,7 +16,7 @@ Template::Template(std::string_view source) : impl_(std::make_unique<Impl>()) {
 Template::~Template() = default;
 Template::Template(Template&&) noexcept = default;
 
-std::string Template::render(const nlohmann::json& context) const {
+std::string Template::render(const nlohmann::ordered_json& context) const {
   return detail::render(impl_->nodes, context);
 }
 

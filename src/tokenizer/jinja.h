@@ -22,7 +22,7 @@ class Template {
   Template(Template&&) noexcept;
   // Renders with the given variables (a JSON object); throws nbits::Error on a render error
   // (including raise_exception from the template).
-  std::string render(const nlohmann::json& context) const;
+  std::string render(const nlohmann::ordered_json& context) const;
 
  private:
   struct Impl;

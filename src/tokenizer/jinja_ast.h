@@ -58,6 +58,6 @@ struct Node {
 std::vector<Node> parse(std::string_view source);
 
 // Renders parsed nodes with the given variables (jinja_render.cc).
-std::string render(const std::vector<Node>& nodes, const nlohmann::json& context);
+std::string render(const std::vector<Node>& nodes, const nlohmann::ordered_json& context);
 
 }  // namespace nbits::jinja::detail

@@ -95,7 +95,7 @@ Array iterate(const Value& v, int line) {
 
 class Renderer {
  public:
-  explicit Renderer(const nlohmann::json& ctx) {
+  explicit Renderer(const nlohmann::ordered_json& ctx) {
     scopes_.emplace_back();
     auto& g = scopes_.back();
     if (ctx.is_object())
@@ -675,7 +675,7 @@ class Renderer {
 
 }  // namespace
 
-std::string render(const std::vector<Node>& nodes, const nlohmann::json& context) {
+std::string render(const std::vector<Node>& nodes, const nlohmann::ordered_json& context) {
   Renderer r(context);
   r.exec(nodes);
   return std::move(r.out);

@@ -63,7 +63,7 @@ struct Value {
     r.fn = std::make_shared<Function>(std::move(f));
     return r;
   }
-  static Value from_json(const nlohmann::json& j);
+  static Value from_json(const nlohmann::ordered_json& j);  // objects keep their key order
   static Value make(Kind k) {
     Value r;
     r.kind = k;
