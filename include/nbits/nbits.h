@@ -130,6 +130,8 @@ class Model {
   // {name, description, parameters}}), given to the template as `tools`.
   std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
                                   const std::string& tools_json = "") const;
+  // The chat template's text ("" when the model has none).
+  std::string chat_template() const;
 
   int64_t context_length() const;      // default KV capacity of a Generator, in tokens
   int64_t max_context_length() const;  // the most the model supports

@@ -96,6 +96,8 @@ std::string Model::apply_chat_template(const std::vector<ChatMessage>& messages,
   return render_chat(impl_->tok(), messages, add_generation_prompt, std::nullopt, tools_json);
 }
 
+std::string Model::chat_template() const { return impl_->tokenizer ? impl_->tokenizer->chat_template() : ""; }
+
 int64_t Model::context_length() const { return impl_->context; }
 int64_t Model::max_context_length() const { return impl_->config.context_length; }
 int64_t Model::vocab_size() const {

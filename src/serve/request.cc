@@ -1,5 +1,6 @@
 #include "serve/request.h"
 
+#include <cctype>
 #include <random>
 
 namespace nbits::serve {
@@ -99,6 +100,89 @@ void refuse_truthy(const json& o, const char* name, const char* why) {
     throw ApiError(400, std::string("'") + name + "' is not supported: " + why, name, "unsupported");
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}], the
+// arguments a JSON string (as OpenAI sends them) or an object.
+std::vector<ToolCall> message_tool_calls(const json& tc, const std::string& where) {
+  if (!tc.is_array()) bad(where, "must be an array");
+  std::vector<ToolCall> out;
+  for (size_t i = 0; i < tc.size(); ++i) {
+    const std::string w = where + "[" + std::to_string(i) + "]";
+    const json& c = tc[i];
+    const json* fn = c.is_object() ? field(c, "function") : nullptr;
+    if (!fn || !fn->is_object()) bad(w + ".function", "must be an object with name and arguments");
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string()) bad(w + ".function.name", "must be a string");
+    ToolCall call;
+    call.name = name->get<std::string>();
+    if (const json* a = field(*fn, "arguments"))
+      call.arguments = a->is_string() ? a->get<std::string>() : a->dump();
+    if (const json* id = field(c, "id"); id && id->is_string()) call.id = id->get<std::string>();
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+// tools, tool_choice, parallel_tool_calls. The tools are read from the body's text (raw_body,
+// when given) so that their parameters keep the client's key order (templates print them).
+void parse_tools(const json& b, std::string_view raw_body, ToolRequest& t) {
+  const json* tools = field(b, "tools");
+  if (tools) {
+    if (!tools->is_array()) bad("tools", "must be an array of {\"type\": \"function\", \"function\": {...}}");
+    const nlohmann::ordered_json ordered = raw_body.empty()
+                                               ? nlohmann::ordered_json(*tools)
+                                               : nlohmann::ordered_json::parse(raw_body, nullptr, false)
+                                                     .value("tools", nlohmann::ordered_json());
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const std::string w = "tools[" + std::to_string(i) + "]";
+      const json& tool = (*tools)[i];
+      if (!tool.is_object() || tool.value("type", json()) != "function")
+        bad(w + ".type", "must be \"function\"");
+      const json* fn = field(tool, "function");
+      if (!fn || !fn->is_object()) bad(w + ".function", "must be an object");
+      const json* name = field(*fn, "name");
+      if (!name || !name->is_string() || name->get<std::string>().empty() ||
+          name->get<std::string>().size() > 64)
+        bad(w + ".function.name", "must be a name of 1 to 64 characters");
+      for (char c : name->get<std::string>())
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
+          bad(w + ".function.name", "may hold letters, digits, '_' and '-' only");
+      if (const json* p = field(*fn, "parameters"); p && !p->is_object())
+        bad(w + ".function.parameters", "must be a JSON schema object");
+      for (const auto& prev : t.tools)
+        if (prev["function"]["name"] == name->get<std::string>()) bad(w + ".function.name", "is given twice");
+      t.tools.push_back(ordered.is_array() && i < ordered.size() ? ordered[i] : nlohmann::ordered_json(tool));
+    }
+  }
+  if (const json* c = field(b, "tool_choice")) {
+    if (c->is_string()) {
+      const std::string v = c->get<std::string>();
+      if (v == "auto")
+        t.choice = ToolRequest::Choice::kAuto;
+      else if (v == "none")
+        t.choice = ToolRequest::Choice::kNone;
+      else if (v == "required")
+        t.choice = ToolRequest::Choice::kRequired;
+      else
+        bad("tool_choice", "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
+    } else if (c->is_object() && field(*c, "function") && (*c)["function"].is_object() &&
+               (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
+      t.choice = ToolRequest::Choice::kNamed;
+      t.named = (*c)["function"]["name"].get<std::string>();
+      bool known = false;
+      for (const auto& tool : t.tools) known = known || tool["function"]["name"] == t.named;
+      if (!known) bad("tool_choice", "names '" + t.named + "', which is not among the tools");
+    } else {
+      bad("tool_choice",
+          "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": "
+          "...}}");
+    }
+    if ((t.choice == ToolRequest::Choice::kRequired || t.choice == ToolRequest::Choice::kNamed) &&
+        t.tools.empty())
+      bad("tool_choice", "asks for a call but no tools are given");
+  }
+  t.parallel = boolean(b, "parallel_tool_calls").value_or(true);
+}
+
 // OpenAI's response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
 // "json_schema": {"name", "description", "schema", "strict"}}; as llama-server, json_object may
 // carry a "schema" too. The schema is compiled later, against the model's vocabulary.
@@ -168,11 +252,22 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
       if (!role || !role->is_string()) bad(where + ".role", "must be a string");
       std::string rs = role->get<std::string>();
       if (rs == "developer") rs = "system";
-      if (rs != "system" && rs != "user" && rs != "assistant")
-        bad(where + ".role", "must be system, user or assistant (got '" + rs + "')");
-      if (field(m, "tool_calls")) bad(where + ".tool_calls", "is not supported");
-      r.messages.push_back({rs, message_content(m, where)});
+      if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool")
+        bad(where + ".role", "must be system, user, assistant or tool (got '" + rs + "')");
+      ChatMessage cm{rs, message_content(m, where)};
+      if (const json* tc = field(m, "tool_calls")) {
+        if (rs != "assistant") bad(where + ".tool_calls", "belongs to an assistant message");
+        cm.tool_calls = message_tool_calls(*tc, where + ".tool_calls");
+      }
+      if (rs == "tool") {
+        const json* id = field(m, "tool_call_id");
+        if (id && !id->is_string()) bad(where + ".tool_call_id", "must be a string");
+        if (id) cm.tool_call_id = id->get<std::string>();
+        if (const json* n = field(m, "name"); n && n->is_string()) cm.name = n->get<std::string>();
+      }
+      r.messages.push_back(std::move(cm));
     }
+    parse_tools(b, raw_body, r.tools);
   } else {
     const json* p = field(b, "prompt");
     if (!p) throw ApiError(400, "'prompt' is required", "prompt", "missing_field");
@@ -246,8 +341,8 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
   r.return_token_ids = boolean(b, "return_token_ids").value_or(false);
   refuse_truthy(b, "logprobs", "token logprobs are not returned");
   refuse_truthy(b, "top_logprobs", "token logprobs are not returned");
-  refuse_truthy(b, "tools", "tool calls are not implemented");
-  refuse_truthy(b, "functions", "function calls are not implemented");
+  if (endpoint != Endpoint::kChat) refuse_truthy(b, "tools", "tools belong to /v1/chat/completions");
+  refuse_truthy(b, "functions", "the deprecated 'functions' API: give 'tools'");
   refuse_truthy(b, "logit_bias", "logit bias is not implemented");
   if (const json* rf = field(b, "response_format")) {
     parse_response_format(*rf, r);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nbits/chat_message.h"
+#include "serve/tool_calls.h"
 
 namespace nbits::serve {
 
@@ -57,6 +58,7 @@ struct GenRequest {
   bool return_token_ids = false;  // nbits extension: choices[0].token_ids
   // response_format json_object / json_schema: GenerationOptions::guidance_type / _data ("" = text).
   std::string guidance_type, guidance_data;
+  ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 
 // Throws ApiError(400) for a body that is not a JSON object.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "serve/serve.h"
 #include "serve/slots.h"
 #include "serve/stop_text.h"
+#include "serve/tool_calls.h"
 #include "serve/turns.h"
 #include "serve/webui.h"
 
@@ -68,6 +70,7 @@ struct Metrics {
 // One accepted generation request: what the content provider runs.
 struct Job {
   GenRequest req;
+  ToolFormat tool_format = ToolFormat::kGeneric;  // req.tools.any(): how the model writes calls
   std::vector<int32_t> prompt;
   int64_t max_tokens = 0;
   std::string id;
@@ -101,6 +104,9 @@ class Server {
   void tokenize(const HttpRequest& req, HttpResponse& res);
   void detokenize(const HttpRequest& req, HttpResponse& res);
   void run_job(Job& job, ResponseWriter& sink);
+  // The chat prompt: the template with the request's tools (in the format the template knows, or
+  // described in a system message), and the grammar of a required call as the job's guidance.
+  std::string chat_prompt(Job& job);
   json chunk(const Job& job, json choice) const;
   std::string new_id(const char* prefix);
   void send_error(HttpResponse& res, const ApiError& e);
@@ -191,7 +197,7 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
     if (endpoint == Endpoint::kChat) {
       std::string text;
       try {
-        text = model_->apply_chat_template(r.messages, /*add_generation_prompt=*/true);
+        text = chat_prompt(*job);
       } catch (const Error& e) {
         throw ApiError(400, std::string("chat template: ") + e.what(), "messages", "chat_template");
       }
@@ -216,14 +222,15 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
           413,
           "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
           endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
-    if (!r.guidance_type.empty()) {  // a schema that does not compile is the client's error
+    if (!r.guidance_type.empty()) {  // a schema or grammar that does not compile is the client's error
       if (!guidance_available())
         throw ApiError(
             400,
             "'response_format': this build of nbits has no constrained decoding (" + guidance_engine() + ")",
             "response_format", "unsupported");
       const std::string why = model_->check_guidance(r.guidance_type, r.guidance_data);
-      if (!why.empty()) throw ApiError(400, "'response_format': " + why, "response_format", "invalid_schema");
+      const char* param = r.tools.any() ? "tools" : "response_format";
+      if (!why.empty()) throw ApiError(400, std::string("'") + param + "': " + why, param, "invalid_schema");
     }
     // The session's sequence (prompt + reply) fits its context.
     const int64_t room = ctx - P;
@@ -255,6 +262,29 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
     res.set_header("X-Accel-Buffering", "no");
   }
   res.set_stream(type, [this, job](ResponseWriter& sink) { run_job(*job, sink); });
+}
+
+std::string Server::chat_prompt(Job& job) {
+  GenRequest& r = job.req;
+  if (!r.tools.any()) return model_->apply_chat_template(r.messages, /*add_generation_prompt=*/true);
+  if (!r.guidance_type.empty())
+    throw ApiError(400, "'response_format' and a tool call cannot be asked for together", "response_format",
+                   "unsupported");
+  job.tool_format = tool_format(model_->chat_template());
+  const std::string grammar = tool_call_grammar(r.tools, job.tool_format);
+  if (!grammar.empty()) {
+    r.guidance_type = "lark";
+    r.guidance_data = grammar;
+  }
+  if (job.tool_format == ToolFormat::kHermes)
+    return model_->apply_chat_template(r.messages, /*add_generation_prompt=*/true, r.tools.tools.dump());
+  std::vector<ChatMessage> msgs = r.messages;
+  const std::string intro = generic_tools_prompt(r.tools);
+  if (!msgs.empty() && msgs[0].role == "system")
+    msgs[0].content += "\n\n" + intro;
+  else
+    msgs.insert(msgs.begin(), ChatMessage{"system", intro});
+  return model_->apply_chat_template(msgs, /*add_generation_prompt=*/true);
 }
 
 void Server::run_job(Job& job, ResponseWriter& sink) {
@@ -302,6 +332,9 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   const int64_t cached = std::min(slot.common, P - 1);
   std::vector<int32_t> generated;
   std::string text, finish = "length";
+  std::optional<ToolCallStream> tool_stream;  // the request has tools: the reply may hold calls
+  if (r.tools.any()) tool_stream.emplace(job.tool_format, tool_names(r.tools));
+  std::vector<ToolCall> calls;
   bool failed = false, shut = false;
   try {
     const auto t0 = Clock::now();
@@ -334,7 +367,28 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     TokenStream detok(model_);
     for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
     StopText stop(r.stop);
-    auto emit = [&](const std::string& piece) {
+    auto send_calls = [&](size_t from) {  // stream: each call once complete, arguments in one piece
+      for (size_t i = from; r.stream && i < calls.size(); ++i) {
+        calls[i].id = new_id("call_");
+        json delta = {
+            {"tool_calls",
+             json::array({{{"index", i},
+                           {"id", calls[i].id},
+                           {"type", "function"},
+                           {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}}})}};
+        write(sse(chunk(
+            job,
+            {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}})));
+      }
+    };
+    auto emit = [&](const std::string& raw, bool last = false) {
+      std::string piece = raw;
+      if (tool_stream) {  // text that may be a call is held; complete calls leave as tool_calls
+        const size_t before = calls.size();
+        piece = tool_stream->push(raw, calls);
+        if (last) piece += tool_stream->finish(calls);
+        send_calls(before);
+      }
       if (piece.empty()) return;
       if (!r.stream) {
         text += piece;
@@ -372,6 +426,8 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
       emit(stop.push(detok.flush()));
       if (!stop.stopped()) emit(stop.flush());
     }
+    if (tool_stream) emit("", /*last=*/true);  // the held text: a call or content
+    if (!calls.empty() && finish == "stop") finish = "tool_calls";
     m_.decode_us += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t1).count());
   } catch (const std::exception& e) {
@@ -409,8 +465,20 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     write(out);
     return;
   }
+  json message = {{"role", "assistant"}, {"content", text}};
+  if (!calls.empty()) {
+    json tc = json::array();
+    for (ToolCall& c : calls) {
+      c.id = new_id("call_");
+      tc.push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    message["tool_calls"] = std::move(tc);
+    size_t b = text.find_first_not_of(" \n\r\t");
+    message["content"] = b == std::string::npos ? json(nullptr) : json(text.substr(b));
+  }
   json choice = chat ? json{{"index", 0},
-                            {"message", {{"role", "assistant"}, {"content", text}}},
+                            {"message", std::move(message)},
                             {"logprobs", nullptr},
                             {"finish_reason", finish}}
                      : json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};

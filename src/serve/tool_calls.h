@@ -1,0 +1,76 @@
+// OpenAI tool calls for `nbits serve`: what a request's `tools` / `tool_choice` ask for, the chat
+// format the model writes its calls in, the grammar that makes a reply a valid call when one is
+// required (llguidance Lark, through GenerationOptions::guidance_*), and the parser that turns
+// the reply's text back into message.tool_calls, whole or as a stream.
+//
+// Formats: kHermes, the templates that show tools in <tools></tools> and want
+//   <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5, Qwen3, Hermes, SmolLM3);
+// kGeneric, every other template: the tools are described in a system message and a call is the
+//   JSON object {"tool_calls": [{"name": ..., "arguments": {...}}]}.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nbits/chat_message.h"
+
+namespace nbits::serve {
+
+enum class ToolFormat { kHermes, kGeneric };
+
+struct ToolRequest {
+  enum class Choice { kAuto, kNone, kRequired, kNamed };
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // as the client gave them
+  Choice choice = Choice::kAuto;
+  std::string named;  // kNamed: the function
+  bool parallel = true;
+  bool any() const { return !tools.empty() && choice != Choice::kNone; }
+};
+
+// The format a chat template writes calls in ("" = no template: kGeneric).
+ToolFormat tool_format(const std::string& chat_template);
+const char* tool_format_name(ToolFormat f);
+
+// The system text that presents the tools to a template without tool support (kGeneric).
+std::string generic_tools_prompt(const ToolRequest& t);
+// The Lark grammar a reply must follow for tool_choice required / a named function: one call (or,
+// with parallel_tool_calls, one or more) of the allowed functions, arguments by their parameter
+// schemas. "" for auto / none.
+std::string tool_call_grammar(const ToolRequest& t, ToolFormat f);
+
+// A reply's text split into content and the calls it makes. Arguments are compact JSON text.
+// Besides its format's form, a reply that is only JSON is taken as calls when it is
+// {"tool_calls": [...]} or one or more {"name": <a tool's name>, "arguments": {...}} objects (small
+// models often leave out the <tool_call> tags, or put the JSON in a ```json fence).
+struct ParsedReply {
+  std::string content;
+  std::vector<ToolCall> calls;  // ids filled by the caller
+};
+ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vector<std::string>& names);
+// The names of a request's tools.
+std::vector<std::string> tool_names(const ToolRequest& t);
+
+// The same while the reply streams: text that cannot be part of a call is handed on at once;
+// text that may be one is held until it is a call (then parsed) or cannot be one. A reply that
+// opens with '{' is held to its end.
+class ToolCallStream {
+ public:
+  ToolCallStream(ToolFormat f, std::vector<std::string> names) : f_(f), names_(std::move(names)) {}
+  // Returns the content that is final now; appends the calls completed by `piece` to `calls`.
+  std::string push(std::string_view piece, std::vector<ToolCall>& calls);
+  // End of the reply: whatever is held (an unfinished call stays text).
+  std::string finish(std::vector<ToolCall>& calls);
+
+ private:
+  enum class State { kStart, kJson, kText };
+  ToolFormat f_;
+  std::vector<std::string> names_;
+  State state_ = State::kStart;
+  std::string held_;
+  bool in_call_ = false;
+};
+
+}  // namespace nbits::serve

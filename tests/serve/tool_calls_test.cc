@@ -1,0 +1,122 @@
+// serve/tool_calls: the formats' parsers, whole and streamed in every split, and the grammar of a
+// required call.
+#include "serve/tool_calls.h"
+
+#include <gtest/gtest.h>
+
+namespace nbits::serve {
+namespace {
+
+const std::vector<std::string> kNames = {"get_weather", "add"};
+
+std::string streamed(std::string_view text, ToolFormat f, size_t step, std::vector<ToolCall>& calls) {
+  ToolCallStream s(f, kNames);
+  std::string out;
+  for (size_t i = 0; i < text.size(); i += step) out += s.push(text.substr(i, step), calls);
+  return out + s.finish(calls);
+}
+
+void expect_same_in_every_split(std::string_view text, ToolFormat f) {
+  const ParsedReply whole = parse_tool_calls(text, f, kNames);
+  for (size_t step = 1; step <= 7; ++step) {
+    std::vector<ToolCall> calls;
+    std::string content = streamed(text, f, step, calls);
+    if (!calls.empty() && content.find_first_not_of(" \n") == std::string::npos) content.clear();
+    EXPECT_EQ(content, whole.content) << "step " << step;
+    ASSERT_EQ(calls.size(), whole.calls.size()) << "step " << step;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].name, whole.calls[i].name);
+      EXPECT_EQ(calls[i].arguments, whole.calls[i].arguments);
+    }
+  }
+}
+
+TEST(ToolCalls, HermesBlocksAmongText) {
+  const std::string text =
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"b\": 2, \"a\": 3}}\n</tool_call>";
+  const ParsedReply r = parse_tool_calls(text, ToolFormat::kHermes, kNames);
+  EXPECT_EQ(r.content, "Let me check.\n\n");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(r.calls[1].arguments, R"({"b":2,"a":3})");  // the model's key order
+  expect_same_in_every_split(text, ToolFormat::kHermes);
+}
+
+TEST(ToolCalls, TextThatOnlyLooksLikeACallStaysText) {
+  for (const std::string& text :
+       {std::string("a < b and <tool> tags"), std::string("<tool_call>not json</tool_call> x"),
+        std::string("ends inside <tool_ca"), std::string("{\"name\": \"unknown\", \"arguments\": {}}"),
+        std::string("{\"answer\": 42}"), std::string("```json\n{\"x\": 1}\n```")}) {
+    SCOPED_TRACE(text);
+    const ParsedReply r = parse_tool_calls(text, ToolFormat::kHermes, kNames);
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.content, text);
+    expect_same_in_every_split(text, ToolFormat::kHermes);
+  }
+}
+
+TEST(ToolCalls, BareFencedAndGenericJsonCalls) {
+  const std::vector<std::pair<std::string, size_t>> cases = {
+      {"{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}", 1},
+      {"```json\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n```", 1},
+      {"{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n{\"name\": \"get_weather\", \"arguments\": "
+       "{\"city\": \"a}\\\"b\"}}",
+       2},
+      {"{\"tool_calls\": [{\"name\": \"add\", \"arguments\": {\"a\": 1}}, {\"name\": \"add\", \"arguments\": "
+       "\"{}\"}]}",
+       2},
+  };
+  for (const auto& [text, n] : cases)
+    for (ToolFormat f : {ToolFormat::kHermes, ToolFormat::kGeneric}) {
+      SCOPED_TRACE(text);
+      const ParsedReply r = parse_tool_calls(text, f, kNames);
+      EXPECT_EQ(r.calls.size(), n);
+      EXPECT_EQ(r.content, "");
+      expect_same_in_every_split(text, f);
+    }
+  const ParsedReply q = parse_tool_calls(
+      "{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"a}\\\"b\"}}",
+      ToolFormat::kGeneric, kNames);
+  ASSERT_EQ(q.calls.size(), 2u);
+  EXPECT_EQ(q.calls[1].arguments, R"({"city":"a}\"b"})");
+}
+
+TEST(ToolCalls, UnclosedBlockAtTheEndIsACallWhenItsJsonIsWhole) {
+  const ParsedReply r = parse_tool_calls("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}",
+                                         ToolFormat::kHermes, kNames);
+  ASSERT_EQ(r.calls.size(), 1u);
+  const ParsedReply cut =
+      parse_tool_calls("<tool_call>\n{\"name\": \"add\", \"argu", ToolFormat::kHermes, kNames);
+  EXPECT_TRUE(cut.calls.empty());
+  EXPECT_EQ(cut.content, "<tool_call>\n{\"name\": \"add\", \"argu");
+}
+
+TEST(ToolCalls, FormatAndGrammar) {
+  EXPECT_EQ(tool_format("...<tool_call>\n{\"name\": ...}</tool_call>..."), ToolFormat::kHermes);
+  EXPECT_EQ(tool_format("{% for m in messages %}{{ m.content }}{% endfor %}"), ToolFormat::kGeneric);
+  ToolRequest t;
+  t.tools = nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add"}}])");
+  EXPECT_EQ(tool_call_grammar(t, ToolFormat::kHermes), "");  // auto: no grammar
+  t.choice = ToolRequest::Choice::kRequired;
+  const std::string g = tool_call_grammar(t, ToolFormat::kHermes);
+  EXPECT_NE(g.find("start: call (\"\\n\" call)*"), std::string::npos) << g;
+  EXPECT_NE(g.find(R"({"const":"get_weather"})"), std::string::npos) << g;
+  EXPECT_NE(g.find(R"({"const":"add"})"), std::string::npos) << g;
+  t.parallel = false;
+  t.choice = ToolRequest::Choice::kNamed;
+  t.named = "add";
+  const std::string one = tool_call_grammar(t, ToolFormat::kGeneric);
+  EXPECT_EQ(one.find("get_weather"), std::string::npos) << one;
+  EXPECT_NE(one.find(R"("maxItems":1)"), std::string::npos) << one;
+  EXPECT_NE(generic_tools_prompt(t).find("get_weather"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nbits::serve
