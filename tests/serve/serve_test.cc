@@ -18,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -644,6 +645,128 @@ TEST(ServeFlags, StrictModelNameAnswers404) {
   r = c.Post("/v1/completions", R"({"prompt":"x","model":"stories","max_tokens":1})", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
+}
+
+// tools on the real SmolLM2-135M-Instruct (its template has no tools: the generic form, tools
+// described in a system message and a call {"tool_calls": [...]}). tool_choice required / a named
+// function constrain the reply to valid calls however weak the model; they come back as
+// message.tool_calls (streamed as delta.tool_calls) with finish_reason "tool_calls", and their
+// arguments follow the schemas. Then a round trip's history renders, and bad tools are 400s.
+TEST(ServeTools, RequiredCallsAreValidCallsOnSmolLM2) {
+  const char* env = std::getenv("NBITS_SMOLLM2_GGUF");
+  const char* home = std::getenv("HOME");
+  const std::string gguf =
+      env && *env ? env
+                  : std::string(home ? home : "") + "/.cache/nbits/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  NBITS_REQUIRE_SHARED(gguf);
+  NBITS_REQUIRE_BIN();
+  OwnServer server(gguf, {"-t", "2", "--ctx", "2048"});
+  ASSERT_GT(server.p.port, 0) << server.p.log;
+  httplib::Client cl("127.0.0.1", server.p.port);
+  cl.set_read_timeout(120);
+  auto post = [&](const std::string& path, const json& body) {
+    return cl.Post(path, body.dump(), "application/json");
+  };
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+        "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"], "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+      "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99}, "b": {"type": "integer", "minimum": 0,
+      "maximum": 99}}, "required": ["a", "b"], "additionalProperties": false}}}])");
+  const json msgs =
+      json::array({{{"role", "user"}, {"content", "What is 2 plus 3? And the weather in Oslo?"}}});
+  auto check_call = [](const json& call) -> std::string {
+    SCOPED_TRACE(call.dump());
+    EXPECT_EQ(call["type"], "function");
+    EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+    const std::string name = call["function"]["name"];
+    const json args = json::parse(call["function"]["arguments"].get<std::string>());
+    if (name == "add") {
+      EXPECT_TRUE(args["a"].is_number_integer() && args["b"].is_number_integer());
+    } else {
+      EXPECT_EQ(name, "get_weather");
+      EXPECT_TRUE(args["city"].is_string());
+      EXPECT_TRUE(args["unit"] == "celsius" || args["unit"] == "fahrenheit");
+    }
+    return name;
+  };
+  for (const json& choice : {json("required"), json{{"type", "function"}, {"function", {{"name", "add"}}}}}) {
+    const json body = {{"messages", msgs}, {"max_tokens", 120},     {"temperature", 0},
+                       {"tools", tools},   {"tool_choice", choice}, {"parallel_tool_calls", false}};
+    auto r = post("/v1/chat/completions", body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json c = json::parse(r->body)["choices"][0];
+    EXPECT_EQ(c["finish_reason"], "tool_calls") << r->body;
+    ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << r->body;
+    EXPECT_TRUE(c["message"]["content"].is_null()) << r->body;
+    const std::string name = check_call(c["message"]["tool_calls"][0]);
+    if (choice.is_object()) {
+      EXPECT_EQ(name, "add");
+    }
+    // Streamed: the same call as a delta.tool_calls chunk, then finish_reason tool_calls.
+    json sb = body;
+    sb["stream"] = true;
+    auto sr = post("/v1/chat/completions", sb);
+    ASSERT_TRUE(sr);
+    ASSERT_EQ(sr->status, 200) << sr->body;
+    int seen = 0;
+    std::string finish;
+    std::istringstream lines(sr->body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+      const json ch = json::parse(line.substr(6))["choices"][0];
+      if (ch["delta"].contains("tool_calls")) {
+        ++seen;
+        EXPECT_EQ(ch["delta"]["tool_calls"][0]["index"], 0);
+        EXPECT_EQ(check_call(ch["delta"]["tool_calls"][0]), name);
+      }
+      if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    }
+    EXPECT_EQ(seen, 1);
+    EXPECT_EQ(finish, "tool_calls");
+  }
+  // auto: stories260K tells a story; no call is made up from it.
+  auto a = post("/v1/chat/completions",
+                {{"messages", msgs}, {"max_tokens", 20}, {"temperature", 0}, {"tools", tools}});
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->status, 200) << a->body;
+  EXPECT_FALSE(json::parse(a->body)["choices"][0]["message"].contains("tool_calls")) << a->body;
+  // The history of a round trip renders: an assistant call and the tool's result.
+  json turn = msgs;
+  turn.push_back({{"role", "assistant"},
+                  {"content", nullptr},
+                  {"tool_calls",
+                   json::array({{{"id", "call_1"},
+                                 {"type", "function"},
+                                 {"function", {{"name", "add"}, {"arguments", "{\"a\": 1, \"b\": 2}"}}}}})}});
+  turn.push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3"}});
+  auto t = post("/v1/chat/completions",
+                {{"messages", turn}, {"max_tokens", 8}, {"temperature", 0}, {"tools", tools}});
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->status, 200) << t->body;
+  // Refusals name the field.
+  auto refused = [&](const json& extra, const std::string& param) {
+    json b = {{"messages", msgs}, {"max_tokens", 4}};
+    for (auto& [k, v] : extra.items()) b[k] = v;
+    auto r = post("/v1/chat/completions", b);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], param) << r->body;
+  };
+  refused({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}},
+          "tool_choice");
+  refused({{"tool_choice", "required"}}, "tool_choice");
+  refused({{"tools", tools}, {"tool_choice", "sometimes"}}, "tool_choice");
+  refused({{"tools", json::array({{{"type", "function"}, {"function", {{"name", "bad name!"}}}}})}},
+          "tools[0].function.name");
+  refused({{"tools", json::array({{{"type", "retrieval"}}})}}, "tools[0].type");
+  refused({{"tools", tools}, {"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}},
+          "response_format");
+  auto comp = post("/v1/completions", {{"prompt", "x"}, {"tools", tools}});
+  ASSERT_TRUE(comp);
+  EXPECT_EQ(comp->status, 400) << comp->body;
 }
 
 TEST(ServeFlags, NoWebuiAnswers404AtTheRoot) {
