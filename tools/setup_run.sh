@@ -16,3 +16,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# Constrained decoding (JSON schemas, tools) builds llguidance through cargo: Rust >= 1.87 from
+# rustup (Debian 12's cargo is 1.63, too old). Without it nbits builds and runs, and those requests
+# get a clear error; say so now rather than at the first request.
+rustc_v=$( (command -v rustc >/dev/null && rustc --version || "$HOME/.cargo/bin/rustc" --version) 2>/dev/null |
+  awk '{print $2}')
+if [ -z "$rustc_v" ] || [ "$(printf '%s\n1.87.0\n' "$rustc_v" | sort -V | head -n 1)" != "1.87.0" ]; then
+  echo "note: Rust >= 1.87 (rustup) not found (rustc: ${rustc_v:-none}): structured output and tool calls" \
+       "will be off in this build"
+fi

@@ -53,8 +53,8 @@ bash tools/embed_check.sh
 stamp "Python package: pip install ./python + pytest"
 py_t0=$(date +%s)
 py_venv=${NBITS_CACHE:-$HOME/.cache/nbits}/venv
-"$py_venv/bin/python" -c "import scikit_build_core, nanobind, pytest, jsonschema" 2>/dev/null ||
-  "$py_venv/bin/pip" install --quiet "scikit-build-core>=0.10" "nanobind>=2.0" pytest "jsonschema>=4"
+"$py_venv/bin/python" -c "import scikit_build_core, nanobind, pytest, jsonschema, rfc3339_validator" 2>/dev/null ||
+  "$py_venv/bin/pip" install --quiet "scikit-build-core>=0.10" "nanobind>=2.0" pytest "jsonschema>=4" rfc3339-validator
 # No build isolation (the venv has the build tools); -Werror and the release flags, so ccache
 # serves the library objects the release build just compiled. python/build/ keeps the rest.
 CMAKE_BUILD_PARALLEL_LEVEL=${NBITS_JOBS:-$(nproc)} "$py_venv/bin/pip" install --quiet --no-build-isolation \
