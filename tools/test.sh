@@ -94,6 +94,11 @@ for f in build-fuzz/fuzz/fuzz_*; do
                       [ -f "$tq" ] && head -c 65536 "$tq" > "$corpus/seed_tiny_quants_head.gguf"
                       extra="-max_len=70000" ;;
     fuzz_tokenizer)   for c in "$shared"/tokenizers/cases/*.json; do head -c 4096 "$c" > "$corpus/$(basename "$c")"; done 2>/dev/null || true ;;
+    # byte 0: the type (0 json_schema, 1 json_object, 2 regex, 3 lark), byte 1: which tokens to walk
+    fuzz_guidance_spec) printf '\000\003{"type":"object","properties":{"a":{"type":"integer","maximum":9},"b":{"enum":["x","y"]}},"required":["a"]}' > "$corpus/seed_schema"
+                      printf '\000\011{"$defs":{"n":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/n"}]}},"$ref":"#/$defs/n"}' > "$corpus/seed_ref"
+                      printf '\002\005[a-z]{1,5}@[0-9]+(\\.[a-z]{2,3})?' > "$corpus/seed_regex"
+                      printf '\003\001start: ans " " num\nans: "yes" | "no"\nnum: /[0-9]{1,3}/' > "$corpus/seed_lark" ;;
   esac
   echo "-- $name"
   "$f" -max_total_time="${NBITS_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 $extra "$corpus" 2>&1 | tail -n 12

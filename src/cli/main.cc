@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "guidance/guidance.h"
 
 namespace nbits::cli {
 
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version") {
-    std::printf("nbits 0.1.0\n");
+    std::printf("nbits 0.1.0\nconstrained decoding: %s\n", nbits::guidance::engine().c_str());
     return 0;
   }
   for (const auto& c : commands()) {

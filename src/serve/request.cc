@@ -3,6 +3,8 @@
 #include <cctype>
 #include <random>
 
+#include "base/json_depth.h"
+
 namespace nbits::serve {
 
 using nlohmann::json;
@@ -128,7 +130,8 @@ void parse_tools(const json& b, std::string_view raw_body, ToolRequest& t) {
   const json* tools = field(b, "tools");
   if (tools) {
     if (!tools->is_array()) bad("tools", "must be an array of {\"type\": \"function\", \"function\": {...}}");
-    const nlohmann::ordered_json ordered = raw_body.empty()
+    const bool shallow = json_nesting_depth(raw_body, kMaxOrderedJsonDepth) <= kMaxOrderedJsonDepth;
+    const nlohmann::ordered_json ordered = raw_body.empty() || !shallow
                                                ? nlohmann::ordered_json(*tools)
                                                : nlohmann::ordered_json::parse(raw_body, nullptr, false)
                                                      .value("tools", nlohmann::ordered_json());
@@ -221,6 +224,8 @@ void parse_response_format(const json& rf, GenRequest& r) {
 
 // The schema of response_format as the client wrote it (keys in order), from the body's text.
 std::string ordered_schema(std::string_view raw_body) {
+  if (json_nesting_depth(raw_body, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth)
+    return "";  // llguidance refuses it
   const auto b = nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
   if (!b.is_object() || !b.contains("response_format")) return "";
   const auto& rf = b["response_format"];

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/json_depth.h"
+
 namespace nbits::serve {
 namespace {
 
@@ -57,6 +59,7 @@ bool call_from_json(const ojson& j, ToolCall& out) {
 
 // A Hermes block's body: one JSON object.
 bool parse_hermes_body(std::string_view body, ToolCall& out) {
+  if (json_nesting_depth(body, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth) return false;
   const ojson j = ojson::parse(trim(body), nullptr, false);
   return !j.is_discarded() && call_from_json(j, out);
 }
@@ -68,6 +71,7 @@ bool parse_json_reply(std::string_view text, const std::vector<std::string>& nam
   auto known = [&](const ToolCall& c) {
     return std::find(names.begin(), names.end(), c.name) != names.end();
   };
+  if (json_nesting_depth(text, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth) return false;
   const ojson j = ojson::parse(trim(text), nullptr, false);
   std::vector<ToolCall> got;
   if (!j.is_discarded()) {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 #include "tokenizer/jinja.h"
 
 namespace nbits {
@@ -77,8 +78,11 @@ nlohmann::ordered_json message_json(const ChatMessage& m) {
   if (!m.tool_calls.empty()) {
     nlohmann::ordered_json calls = nlohmann::ordered_json::array();
     for (const ToolCall& c : m.tool_calls) {
-      nlohmann::ordered_json args = nlohmann::ordered_json::parse(c.arguments, nullptr, false);
-      if (args.is_discarded()) args = c.arguments;
+      nlohmann::ordered_json args =
+          json_nesting_depth(c.arguments, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth
+              ? nlohmann::ordered_json()
+              : nlohmann::ordered_json::parse(c.arguments, nullptr, false);
+      if (args.is_discarded() || args.is_null()) args = c.arguments;
       nlohmann::ordered_json call = {{"type", "function"},
                                      {"function", {{"name", c.name}, {"arguments", args}}}};
       if (!c.id.empty()) call["id"] = c.id;
@@ -104,6 +108,8 @@ std::string render_chat_template(const std::string& chat_template, const std::ve
   ctx["bos_token"] = bos_token;
   ctx["eos_token"] = eos_token;
   if (!tools_json.empty()) {
+    NBITS_CHECK(json_nesting_depth(tools_json, kMaxOrderedJsonDepth) <= kMaxOrderedJsonDepth,
+                "chat template: tools nest deeper than ", kMaxOrderedJsonDepth, " levels");
     nlohmann::ordered_json tools = nlohmann::ordered_json::parse(tools_json, nullptr, false);
     NBITS_CHECK(tools.is_array(), "chat template: tools must be a JSON array of tool objects");
     ctx["tools"] = std::move(tools);

@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "gguf/gguf_test_data.h"
 #include "nbits/nbits.h"
 #include "support/shared_data.h"
+#include "support/text_shape.h"
 
 namespace nbits {
 namespace {
@@ -106,7 +106,7 @@ TEST(PublicApiGuidance, TokenLevelAndBatchedStepsFollowTheConstraint) {
     EXPECT_TRUE(model->is_eos(t->back()));
     t->pop_back();
     const std::string text = model->decode(*t, /*skip_special=*/false);
-    EXPECT_TRUE(std::regex_match(text, std::regex("(yes|no), [0-9]{2} apples"))) << text;
+    EXPECT_TRUE(testing::has_any_shape(text, {"yes, 99 apples", "no, 99 apples"})) << text;
   }
 }
 

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "cli/cli_util.h"
 #include "support/shared_data.h"
+#include "support/text_shape.h"
 
 namespace nbits::testing {
 namespace {
@@ -72,9 +72,8 @@ TEST(CliGuidance, RunRepliesMatchTheSpec) {
   const RunResult re = run_nbits({"run", "-m", m, "--chat", "-p", "When is the meeting?", "-n", "20",
                                   "--regex", "[0-2][0-9]:[0-5][0-9] (am|pm)", "--format", "json"});
   ASSERT_EQ(re.exit_code, 0) << re.err;
-  EXPECT_TRUE(std::regex_match(json::parse(re.out)["text"].get<std::string>(),
-                               std::regex("[0-2][0-9]:[0-5][0-9] (am|pm)")))
-      << re.out;
+  const std::string when = json::parse(re.out)["text"];
+  EXPECT_TRUE(has_any_shape(when, {"99:99 am", "99:99 pm"}) && when[0] <= '2' && when[3] <= '5') << re.out;
   const std::string lark = write_temp("nbits_lark_", "start: \"Answer: \" (\"yes\" | \"no\")\n");
   const RunResult g = run_nbits(
       {"run", "-m", m, "--chat", "-p", "Is water wet?", "-n", "10", "--grammar", lark, "--format", "json"});

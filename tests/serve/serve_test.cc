@@ -549,6 +549,51 @@ TEST_F(Serve, ResponseFormatConstrainsTheReply) {
   refused({{"type", "json_schema"}, {"json_schema", {{"name", "x"}}}}, "invalid_value");
   refused({{"type", "yaml"}}, "invalid_value");
   refused("json", "invalid_value");
+  // Hostile schemas: refused (or served) at once, and the server goes on serving.
+  for (const char* hostile :
+       {R"({"$defs": {"n": {"$ref": "#/$defs/n"}}, "$ref": "#/$defs/n"})",
+        R"({"allOf": [{"type": "string"}, {"type": "integer"}]})", R"({"$ref": "http://example.com/s.json"})",
+        R"({"type": "string", "pattern": "(?<=a)b"})"})
+    refused({{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", json::parse(hostile)}}}},
+            "invalid_schema");
+  {
+    // 5000 levels of nesting: nlohmann::ordered_json would take ~40 s over it (base/json_depth.h).
+    std::string deep = R"({"type": "string"})";
+    for (int i = 0; i < 5000; ++i) {
+      std::string next = R"({"type": "object", "properties": {"a": )";
+      next += deep;
+      next += "}}";
+      deep = std::move(next);
+    }
+    std::string raw = R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 4, "response_format":
+        {"type": "json_schema", "json_schema": {"name": "d", "schema": )";
+    raw += deep;
+    raw += "}}}";
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = client().Post("/v1/chat/completions", raw, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body.substr(0, 300);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  }
+  {
+    json big = json::array();
+    char name[16];
+    for (int i = 0; i < 20000; ++i) {
+      std::snprintf(name, sizeof name, "v%d", i);
+      big.push_back(name);
+    }
+    auto r =
+        post("/v1/completions",
+             {{"prompt", "x"},
+              {"max_tokens", 8},
+              {"temperature", 0},
+              {"response_format",
+               {{"type", "json_schema"}, {"json_schema", {{"name", "e"}, {"schema", {{"enum", big}}}}}}}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+    const json v = json::parse(json::parse(r->body)["choices"][0]["text"].get<std::string>());
+    EXPECT_EQ(v.get<std::string>()[0], 'v');
+  }
   auto ok =
       post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}, {"response_format", {{"type", "text"}}}});
   ASSERT_TRUE(ok);
@@ -1115,7 +1160,8 @@ TEST_F(ServePrefill, DisconnectDuringPrefillStopsItWithinAChunk) {
   const double chunks = metric(s.p.port, "nbits_prefill_chunks_total");
   const double seconds = metric(s.p.port, "nbits_prefill_seconds_total");
   std::printf(
-      "client left at 250 ms: slot free %.3f s later, %.0f of %zu prompt tokens prefilled (%.0f chunks, %.3f "
+      "client left at 250 ms: slot free %.3f s later, %.0f of %zu prompt tokens prefilled (%.0f chunks, "
+      "%.3f "
       "s)\n",
       freed_after, prefilled, P, chunks, seconds);
   EXPECT_EQ(busy, 0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 #include "guidance/background_task.h"
 #include "guidance/guidance.h"
 
@@ -110,6 +111,8 @@ constexpr const char* kJsonWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
 
 std::string engine_data(const Spec& spec) {
   if (spec.kind != Kind::kJsonSchema && spec.kind != Kind::kJsonObject) return spec.data;
+  if (json_nesting_depth(spec.data, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth)
+    return spec.data;  // refused
   // ordered_json: the schema's properties keep their order (the order a reply writes them in).
   nlohmann::ordered_json schema = spec.kind == Kind::kJsonObject
                                       ? nlohmann::ordered_json{{"type", "object"}}
@@ -120,6 +123,17 @@ std::string engine_data(const Spec& spec) {
   if (x.is_object() && !x.contains("whitespace_pattern") && !x.contains("whitespace_flexible"))
     x["whitespace_pattern"] = kJsonWhitespace;
   return schema.dump();
+}
+
+// llguidance's message, without the "<non-verbose/>" marker it ends with when verbose errors are
+// off, and with its one cryptic case explained.
+std::string clean_message(std::string m) {
+  for (const char* tail : {"<non-verbose/>", "\n"})
+    while (m.size() >= std::strlen(tail) &&
+           m.compare(m.size() - std::strlen(tail), std::string::npos, tail) == 0)
+      m.erase(m.size() - std::strlen(tail));
+  if (m.find("NoExtensionBias") != std::string::npos) m += " (nothing the spec allows can be generated here)";
+  return m;
 }
 
 const char* engine_type(Kind k) {
@@ -143,7 +157,7 @@ class Matcher final : public llm::TokenConstraint {
     const std::string data = engine_data(spec);
     m_ = llg_new_matcher(&init, engine_type(spec.kind), data.c_str());
     if (const char* e = llg_matcher_get_error(m_)) {
-      const std::string msg = e;
+      const std::string msg = clean_message(e);
       llg_free_matcher(m_);
       fail("invalid ", kind_name(spec.kind), ": ", msg);
     }
@@ -174,7 +188,7 @@ class Matcher final : public llm::TokenConstraint {
     }
     if (llg_matcher_consume_token(m_, static_cast<uint32_t>(token)) != 0) {
       const char* e = llg_matcher_get_error(m_);
-      fail("constrained decoding: token ", token, " was refused: ", e ? e : "(no message)");
+      fail("constrained decoding: token ", token, " was refused: ", e ? clean_message(e) : "(no message)");
     }
     start_mask();
   }
@@ -185,7 +199,7 @@ class Matcher final : public llm::TokenConstraint {
     task_.start([this] {
       if (llg_matcher_compute_mask_into(m_, mask_.data(), mask_.size() * sizeof(uint32_t)) != 0) {
         const char* e = llg_matcher_get_error(m_);
-        error_ = e ? e : "the mask could not be computed";
+        error_ = e ? clean_message(e) : "the mask could not be computed";
       }
     });
   }
@@ -226,12 +240,23 @@ std::shared_ptr<llm::TokenConstraint> make_constraint(std::shared_ptr<const Voca
 }
 
 std::string check(const Vocabulary& vocab, const Spec& spec) {
+  // A matcher and its first mask: some specs compile and fail only there (a $ref cycle that can
+  // never produce a value), which a server must refuse before it answers 200.
   const LlgConstraintInit init = llg(vocab).init();
-  char msg[2048] = {0};
   const std::string data = engine_data(spec);
-  const int32_t rc = llg_validate_grammar(&init, engine_type(spec.kind), data.c_str(), msg, sizeof msg);
-  if (rc < 0) return std::string("invalid ") + kind_name(spec.kind) + ": " + msg;
-  return "";
+  LlgMatcher* m = llg_new_matcher(&init, engine_type(spec.kind), data.c_str());
+  std::string err;
+  if (const char* e = llg_matcher_get_error(m)) {
+    err = e;
+  } else {
+    std::vector<uint32_t> mask(llg_matcher_get_mask_byte_size(m) / sizeof(uint32_t));
+    if (llg_matcher_compute_mask_into(m, mask.data(), mask.size() * sizeof(uint32_t)) != 0) {
+      const char* e2 = llg_matcher_get_error(m);
+      err = e2 ? e2 : "the first token mask could not be computed";
+    }
+  }
+  llg_free_matcher(m);
+  return err.empty() ? "" : std::string("invalid ") + kind_name(spec.kind) + ": " + clean_message(err);
 }
 
 }  // namespace nbits::guidance
