@@ -2,11 +2,9 @@
 // its JSON-schema grammar (llama.createGrammarForJsonSchema), greedy: decode ms/token between the
 // first and the last generated token (prefill excluded), tokens, and whether the reply validates.
 //   node bench/guidance/llama_json.mjs MODEL.gguf SCHEMA.json "question" [--threads T] [--max 128] [--free]
-import path from 'node:path';
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { loadLlama } from '../peers/llama_load.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
 const [file, schemaFile, question] = args;
@@ -15,15 +13,7 @@ if (!file || !schemaFile || !question) {
   process.exit(2);
 }
 const T = Number(opt('--threads', '1')), maxTokens = Number(opt('--max', '128')), free = args.includes('--free');
-let lib;
-try {
-  lib = await import(path.join(here, '../peers/.deps/node_modules/node-llama-cpp/dist/index.js'));
-} catch (e) {
-  console.error(`node-llama-cpp not found: run bash bench/peers/install.sh (${e.message})`);
-  process.exit(3);
-}
-const llama = await lib.getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true,
-  logLevel: lib.LlamaLogLevel.error, maxThreads: T, progressLogs: false });
+const { lib, llama } = await loadLlama(T);
 const model = await llama.loadModel({ modelPath: file, gpuLayers: 0, useMmap: false });
 const ctx = await model.createContext({ contextSize: 2048, threads: { ideal: T, min: T } });
 const session = new lib.LlamaChatSession({ contextSequence: ctx.getSequence() });

@@ -5,11 +5,9 @@
 //        [--predictor none|lookup|draft] [--draft-model DRAFT.gguf]
 // Prints one JSON object: decode ms/token (after the first generated token), the ids, and the
 // predictor's statistics.
-import path from 'node:path';
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { loadLlama } from '../peers/llama_load.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const opt = { decode: '128', threads: '1', predictor: 'none', 'draft-model': '' };
 const pos = [];
@@ -24,15 +22,7 @@ if (pos.length !== 2) {
 const [file, idsFile] = pos;
 const N = Number(opt.decode), T = Number(opt.threads);
 const ids = JSON.parse(fs.readFileSync(idsFile, 'utf8'));
-let lib;
-try {
-  lib = await import(path.join(here, '../peers/.deps/node_modules/node-llama-cpp/dist/index.js'));
-} catch (e) {
-  console.error(`node-llama-cpp not found: run bash bench/peers/install.sh (${e.message})`);
-  process.exit(3);
-}
-const llama = await lib.getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true,
-  logLevel: lib.LlamaLogLevel.error, maxThreads: T, progressLogs: false });
+const { lib, llama } = await loadLlama(T);
 const size = ids.length + N + 64;
 const model = await llama.loadModel({ modelPath: file, gpuLayers: 0, useMmap: false });
 const ctx = await model.createContext({ contextSize: size, batchSize: Math.max(ids.length, 64), sequences: 1,

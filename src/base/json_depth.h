@@ -1,4 +1,5 @@
-// How deeply a JSON text nests ({ and [ outside strings), in one pass and no allocation.
+// Structure of a JSON text without parsing it: how deeply it nests, and where its first value
+// ends, from one scanner of { [ ] } outside strings (no allocation).
 // nlohmann::ordered_json parses deep nesting in quadratic time (a 5000-deep schema: 37 s, against
 // 0.02 s for nlohmann::json), so text from a client or a model is measured before it is parsed
 // ordered; llguidance refuses schemas nested deeper than serde_json's 128 levels anyway.
@@ -9,11 +10,15 @@
 
 namespace nbits {
 
-// The deepest nesting of text (0 for a scalar); it stops counting once past `limit`.
-inline size_t json_nesting_depth(std::string_view text, size_t limit = static_cast<size_t>(-1)) {
-  size_t depth = 0, deepest = 0;
+namespace detail {
+// Calls on_depth(i, depth) after each bracket at text[i] outside strings (depth after it); stops
+// when it returns false.
+template <typename F>
+void scan_json_brackets(std::string_view text, F&& on_depth) {
+  size_t depth = 0;
   bool in_string = false, escaped = false;
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (in_string) {
       if (escaped)
         escaped = false;
@@ -24,12 +29,32 @@ inline size_t json_nesting_depth(std::string_view text, size_t limit = static_ca
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      if (++depth > deepest && (deepest = depth) > limit) return deepest;
+      if (!on_depth(i, ++depth)) return;
     } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
+      if (!on_depth(i, --depth)) return;
     }
   }
+}
+}  // namespace detail
+
+// The deepest nesting of text (0 for a scalar); it stops counting once past `limit`.
+inline size_t json_nesting_depth(std::string_view text, size_t limit = static_cast<size_t>(-1)) {
+  size_t deepest = 0;
+  detail::scan_json_brackets(text, [&](size_t, size_t depth) {
+    if (depth > deepest) deepest = depth;
+    return deepest <= limit;
+  });
   return deepest;
+}
+
+// One past the bracket that closes the first object or array of text, or 0 when none closes.
+inline size_t json_first_value_end(std::string_view text) {
+  size_t end = 0;
+  detail::scan_json_brackets(text, [&](size_t i, size_t depth) {
+    if (depth == 0) end = i + 1;
+    return depth != 0;
+  });
+  return end;
 }
 
 // JSON nested deeper than this is not parsed as ordered_json (see above).

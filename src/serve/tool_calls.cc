@@ -89,25 +89,7 @@ bool parse_json_reply(std::string_view text, const std::vector<std::string>& nam
   } else {  // several objects in a row
     std::string rest = trim(text);
     while (!rest.empty()) {
-      size_t depth = 0, end = 0;
-      bool str = false, esc = false;
-      for (size_t i = 0; i < rest.size() && end == 0; ++i) {
-        const char ch = rest[i];
-        if (str) {
-          if (esc)
-            esc = false;
-          else if (ch == '\\')
-            esc = true;
-          else if (ch == '"')
-            str = false;
-        } else if (ch == '"') {
-          str = true;
-        } else if (ch == '{') {
-          ++depth;
-        } else if (ch == '}' && depth > 0 && --depth == 0) {
-          end = i + 1;
-        }
-      }
+      const size_t end = json_first_value_end(rest);
       if (end == 0) return false;
       ToolCall tc;
       const ojson one = ojson::parse(rest.substr(0, end), nullptr, false);

@@ -136,19 +136,8 @@ std::string clean_message(std::string m) {
   return m;
 }
 
-const char* engine_type(Kind k) {
-  switch (k) {
-    case Kind::kJsonSchema:
-      return "json_schema";
-    case Kind::kJsonObject:
-      return "json_schema";  // {"type": "object"} with the whitespace bound (engine_data)
-    case Kind::kRegex:
-      return "regex";
-    case Kind::kLark:
-      return "lark";
-  }
-  return "";
-}
+// llguidance's name of a spec's kind (json_object goes as its schema, engine_data).
+const char* engine_type(Kind k) { return k == Kind::kJsonObject ? "json_schema" : kind_name(k); }
 
 class Matcher final : public llm::TokenConstraint {
  public:
