@@ -75,6 +75,8 @@ if(NBITS_GUIDANCE_ENGINE STREQUAL "llguidance")
     OUTPUT ${_g_lib}
     COMMAND ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${NBITS_CARGO_TARGET_DIR}
             ${NBITS_CARGO} build --release --locked --offline --quiet --manifest-path ${_g_crate}/Cargo.toml
+    # cargo leaves an up-to-date archive untouched: touch it so that ninja sees the output renewed.
+    COMMAND ${CMAKE_COMMAND} -E touch ${_g_lib}
     DEPENDS ${_g_crate}/Cargo.toml ${_g_crate}/Cargo.lock ${_g_crate}/lib.rs
     COMMENT "Building llguidance (cargo)"
     USES_TERMINAL
