@@ -61,7 +61,9 @@ struct GenRequest {
   ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 
-// Throws ApiError(400) for a body that is not a JSON object.
+// Deeper request bodies are refused before they are parsed.
+constexpr size_t kMaxBodyDepth = 256;
+// Throws ApiError(400) for a body that is not a JSON object, or one nested deeper than kMaxBodyDepth.
 nlohmann::json parse_body(const std::string& body);
 // raw_body: the body's text, from which a JSON schema is taken with its keys in the client's order
 // (the order a reply's properties follow); nlohmann::json sorts them.
