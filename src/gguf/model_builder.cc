@@ -41,10 +41,14 @@ Hyperparams read_hyperparams(const File& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "qwen3" && hp.arch != "phi3" &&
-      hp.arch != "gemma2" && hp.arch != "gemma3" && hp.arch != "granite")
-    f.fail("architecture '" + onnx::wire::printable(hp.arch) +
-           "' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3, granite)");
+  static const char* const kArchs[] = {"llama",   "qwen2",    "qwen3",    "phi3",  "gemma2",    "gemma3",
+                                       "granite", "qwen2moe", "qwen3moe", "olmoe", "granitemoe"};
+  if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
+    std::string list;
+    for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
+    f.fail("architecture '" + onnx::wire::printable(hp.arch) + "' is not supported (supported: " + list +
+           ")");
+  }
   auto key = [&](const char* k) { return layer_key(hp, k); };
   hp.n_layer = f.get_int_required(key("block_count"));
   hp.n_embd = f.get_int_required(key("embedding_length"));
@@ -94,9 +98,26 @@ Hyperparams read_hyperparams(const File& f) {
   hp.rope_orig_context = f.get_int(key("rope.scaling.original_context_length")).value_or(hp.context_length);
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
   // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
-  hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite";
-  hp.qkv_bias = hp.arch == "qwen2";
-  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3";
+  hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe";
+  hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe";
+  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe" || hp.arch == "olmoe";
+  hp.qk_norm_full = hp.arch == "olmoe";
+  // Experts: llama.cpp's MoE architectures, and llama with expert_count > 0 (Mixtral).
+  const bool moe_arch =
+      hp.arch == "qwen2moe" || hp.arch == "qwen3moe" || hp.arch == "olmoe" || hp.arch == "granitemoe";
+  hp.n_expert = f.get_int(key("expert_count")).value_or(0);
+  hp.n_expert_used = f.get_int(key("expert_used_count")).value_or(0);
+  if (!moe_arch && hp.arch != "llama" && hp.n_expert != 0)
+    f.fail(key("expert_count") + " " + std::to_string(hp.n_expert) +
+           ": mixture-of-experts layers are supported for llama, qwen2moe, qwen3moe, olmoe and granitemoe");
+  if (moe_arch || hp.n_expert != 0) {
+    if (hp.n_expert <= 0 || hp.n_expert > 4096)
+      f.fail(key("expert_count") + " " + std::to_string(hp.n_expert) + " must be in [1, 4096]");
+    if (hp.n_expert_used <= 0 || hp.n_expert_used > hp.n_expert)
+      f.fail(key("expert_used_count") + " " + std::to_string(hp.n_expert_used) +
+             " must be in [1, expert_count " + std::to_string(hp.n_expert) + "]");
+    hp.moe_normalize = hp.arch == "qwen3moe" || hp.arch == "granitemoe" || hp.arch == "llama";
+  }
   hp.fused_gate_up = hp.arch == "phi3";
   hp.gemma = hp.arch == "gemma2" || hp.arch == "gemma3";
   hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.head_dim));
@@ -114,7 +135,7 @@ Hyperparams read_hyperparams(const File& f) {
     if (!(hp.attn_softcap >= 0) || !(hp.final_softcap >= 0))
       f.fail(key("attn_logit_softcapping") + " and final_logit_softcapping must not be negative");
     if (hp.rope_linear_factor != 1.0) f.fail("rope scaling is not supported for gemma2");
-  } else if (hp.arch == "granite") {
+  } else if (hp.arch == "granite" || hp.arch == "granitemoe") {
     // llama.cpp's granite: the llama graph with four multipliers, each read as written (0 or
     // absent: no scaling, and attention.scale 0 keeps 1/sqrt(head_dim)).
     const auto multiplier = [&](const char* k, double dflt) {
@@ -325,6 +346,20 @@ class Builder {
   std::string attention(int64_t l, const std::string& x);
   std::string attention_core(int64_t l, const std::string& q, const std::string& k, const std::string& v);
   std::string mlp(int64_t l, const std::string& x);
+  std::string swiglu(const std::string& x, const TensorInfo& gate, const TensorInfo& up,
+                     const TensorInfo& down, const std::string& p);
+  std::string moe(int64_t l, const std::string& x);
+  // A [K, N, n_expert] expert tensor as one matrix of n_expert * N rows.
+  NBitsMatrix experts_copy(const TensorInfo& t) {
+    if (!maps_to_nbits(t.type))
+      f_.fail("expert tensor '" + onnx::wire::printable(t.name) + "' has type " + type_name(t.type) +
+              ": experts must be quantized (Q4_0 .. Q8_0, K-quants, IQ4, MXFP4, TQ)");
+    TensorInfo r = t;
+    r.ne[1] = t.ne[1] * t.ne[2];
+    r.ne[2] = 1;
+    r.n_dims = 2;
+    return nbits_copy(r);
+  }
   void lm_head(const std::string& x);
 
   // t converted to nbits codes / fp32, then its file pages dropped from the process: the
@@ -488,7 +523,11 @@ std::string Builder::attention(int64_t l, const std::string& x) {
     k = matmul(x, {&wk}, bk, p + "k_proj/MatMul");
     v = matmul(x, {&wv}, bv, p + "v_proj/MatMul");
   }
-  if (hp_.qk_norm) {
+  if (hp_.qk_norm_full) {  // olmoe: one RMS norm over all of q's (k's) heads
+    q = rms_norm(q, vec(need(blk(l, "attn_q_norm.weight"), {Nq})), p + "q_norm/SimplifiedLayerNormalization");
+    k = rms_norm(k, vec(need(blk(l, "attn_k_norm.weight"), {Nkv})),
+                 p + "k_norm/SimplifiedLayerNormalization");
+  } else if (hp_.qk_norm) {
     q = head_norm(q, hp_.n_head, need(blk(l, "attn_q_norm.weight"), {H}), p + "q_norm");
     k = head_norm(k, hp_.n_head_kv, need(blk(l, "attn_k_norm.weight"), {H}), p + "k_norm");
   }
@@ -520,6 +559,7 @@ std::string Builder::attention_core(int64_t l, const std::string& q, const std::
 }
 
 std::string Builder::mlp(int64_t l, const std::string& x) {
+  if (hp_.n_expert > 0) return moe(l, x);
   const int64_t E = hp_.n_embd, F = hp_.n_ff;
   const std::string p = "/model/layers." + std::to_string(l) + "/mlp/";
   std::string gate, up;
@@ -540,6 +580,66 @@ std::string Builder::mlp(int64_t l, const std::string& x) {
   }
   const std::string h = g_.node("Mul", "", p + "Mul", {act, up}).outputs[0];
   return matmul(h, {&need(blk(l, "ffn_down.weight"), {F, E})}, {}, p + "down_proj/MatMul");
+}
+
+// down(silu(x gate^T) * (x up^T)), the SwiGLU FFN (a shared expert).
+std::string Builder::swiglu(const std::string& x, const TensorInfo& gate, const TensorInfo& up,
+                            const TensorInfo& down, const std::string& p) {
+  const std::string g = matmul(x, {&gate}, {}, p + "gate_proj/MatMul");
+  const std::string u = matmul(x, {&up}, {}, p + "up_proj/MatMul");
+  const std::string sig = g_.node("Sigmoid", "", p + "act_fn/Sigmoid", {g}).outputs[0];
+  const std::string act = g_.node("Mul", "", p + "act_fn/Mul", {g, sig}).outputs[0];
+  const std::string h = g_.node("Mul", "", p + "Mul", {act, u}).outputs[0];
+  return matmul(h, {&down}, {}, p + "down_proj/MatMul");
+}
+
+// The routed experts (llama.cpp's build_moe_ffn: softmax router, top-k, SiLU experts), plus the
+// shared expert where the file has one (qwen2moe: scaled by sigmoid(x . ffn_gate_inp_shexp)).
+std::string Builder::moe(int64_t l, const std::string& x) {
+  const int64_t E = hp_.n_embd, X = hp_.n_expert;
+  const std::string p = "/model/layers." + std::to_string(l) + "/moe/";
+  const TensorInfo* g = f_.tensor(blk(l, "ffn_gate_exps.weight"));
+  if (g == nullptr) f_.fail("missing tensor '" + blk(l, "ffn_gate_exps.weight") + "'");
+  if (g->n_dims != 3 || g->ne[1] <= 0)
+    f_.fail("tensor '" + g->name + "' has shape " + g->shape_str() + ", expected [" + std::to_string(E) +
+            ", n_ff, " + std::to_string(X) + "]");
+  const int64_t F = g->ne[1];
+  const TensorInfo& gate = need(g->name, {E, F, X});
+  const TensorInfo& up = need(blk(l, "ffn_up_exps.weight"), {E, F, X});
+  const TensorInfo& down = need(blk(l, "ffn_down_exps.weight"), {F, E, X});
+  const std::string logits =
+      matmul(x, {&need(blk(l, "ffn_gate_inp.weight"), {E, X})}, {}, p + "router/MatMul");
+  std::vector<std::string> in = {x, logits};
+  std::vector<NBitsInits> w;
+  const char* names[3] = {"gate", "up", "down"};
+  for (const TensorInfo* t : {&gate, &up, &down}) {
+    w.push_back(add_nbits(experts_copy(*t), p + names[w.size()] + "_experts", false));
+    in.insert(in.end(), {w.back().B, w.back().scales, w.back().zp, w.back().mins});
+  }
+  while (in.back().empty()) in.pop_back();
+  onnx::Node& n = g_.node("MixtureOfExperts", "nbits.internal", p + "MixtureOfExperts", in);
+  GraphBuilder::attr(n, "n_expert", X);
+  GraphBuilder::attr(n, "k", hp_.n_expert_used);
+  GraphBuilder::attr(n, "hidden_size", E);
+  GraphBuilder::attr(n, "inter_size", F);
+  GraphBuilder::attr(n, "normalize", int64_t{hp_.moe_normalize ? 1 : 0});
+  GraphBuilder::attr(n, "accuracy_level", static_cast<int64_t>(level_));
+  for (size_t i = 0; i < 3; ++i) {
+    GraphBuilder::attr(n, std::string(names[i]) + "_bits", static_cast<int64_t>(w[i].bits));
+    GraphBuilder::attr(n, std::string(names[i]) + "_block_size", static_cast<int64_t>(w[i].block));
+  }
+  std::string y = n.outputs[0];
+  const TensorInfo* shared_up = f_.tensor(blk(l, "ffn_up_shexp.weight"));
+  if (shared_up == nullptr) return y;
+  const int64_t S = shared_up->ne[1];
+  std::string s = swiglu(x, need(blk(l, "ffn_gate_shexp.weight"), {E, S}), need(shared_up->name, {E, S}),
+                         need(blk(l, "ffn_down_shexp.weight"), {S, E}), p + "shared_expert/");
+  if (const TensorInfo* gi = f_.tensor(blk(l, "ffn_gate_inp_shexp.weight"))) {
+    const std::string gl = matmul(x, {&need(gi->name, {E})}, {}, p + "shared_expert_gate/MatMul");
+    const std::string sg = g_.node("Sigmoid", "", p + "shared_expert_gate/Sigmoid", {gl}).outputs[0];
+    s = g_.node("Mul", "", p + "shared_expert_gate/Mul", {s, sg}).outputs[0];
+  }
+  return g_.node("Add", "", p + "Add", {y, s}).outputs[0];
 }
 
 void Builder::lm_head(const std::string& x) {

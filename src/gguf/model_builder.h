@@ -3,9 +3,11 @@
 // (MatMulNBits with packed QKV, GroupQueryAttention with fused rotary,
 // SkipSimplifiedLayerNormalization, SwiGLU) plus the matching GenaiConfig.
 // Weights map without loss (gguf/quant_map.h); F32 tensors view the mapping.
-// Architectures: llama, qwen2, qwen3, phi3 (fused qkv and gate+up, LongRoPE) and
-// gemma3 (sliding-window layers, extra norms, GELU gate, logit softcap), as llama.cpp
-// computes them; anything else is refused by name.
+// Architectures: llama, qwen2, qwen3, phi3 (fused qkv and gate+up, LongRoPE), gemma2/gemma3
+// (sliding-window layers, extra norms, GELU gate, softcaps), granite (multipliers) and the
+// mixture-of-experts qwen3moe, qwen2moe, olmoe, granitemoe and Mixtral-style llama
+// (nbits.internal MixtureOfExperts, ops/moe.cc), as llama.cpp computes them; anything else is
+// refused by name.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,13 @@ struct Hyperparams {
   // granite's multipliers (1: none): the embedding, each block's attention and FFN output before
   // its residual add, and the logits (divided by logit_scale).
   double embedding_scale = 1.0, residual_scale = 1.0, logit_scale = 1.0;
+  // Mixture of experts (qwen3moe, qwen2moe, olmoe, granitemoe, llama with expert tensors): every
+  // layer's FFN is n_expert experts of which the router picks n_expert_used per token;
+  // moe_normalize: their weights renormalised to sum 1 (qwen3moe, granitemoe, Mixtral), not
+  // (qwen2moe, olmoe); qwen2moe adds a shared expert with a sigmoid gate, granitemoe one without.
+  int64_t n_expert = 0, n_expert_used = 0;
+  bool moe_normalize = false;
+  bool qk_norm_full = false;      // olmoe: q and k RMS-normed over all heads at once
   double rope_attn_factor = 1.0;  // cos/sin scale (rope.scaling.attn_factor; LongRoPE's magnitude fix)
   // LongRoPE (phi3 128k): per-frequency divisors rope_factors_long/short.weight; llama.cpp takes
   // the long ones when the context exceeds rope.scaling.original_context_length.

@@ -103,6 +103,9 @@ class Op {
   // packed_weight_bytes() the bytes of packed data.
   virtual std::vector<MatMulNBitsInfo> nbits_info() const { return {}; }
   virtual size_t packed_weight_bytes() const { return 0; }
+  // Of packed_weight_bytes(): what one decode step reads on average (a mixture-of-experts op
+  // reads only the experts a token chose).
+  virtual size_t streamed_weight_bytes() const { return packed_weight_bytes(); }
   // False when run() never reads constant input i because the op copied what it
   // needs at load (MatMulNBits packs B, scales, zero points, bias): the session
   // then lets the file pages behind that initializer go.

@@ -17,6 +17,7 @@ SessionImpl::SessionImpl(const SessionImpl& o, int /*fork*/)
       plan_(o.plan_),
       weight_bytes_(o.weight_bytes_),
       packed_weight_bytes_(o.packed_weight_bytes_),
+      streamed_weight_bytes_(o.streamed_weight_bytes_),
       mapped_weight_bytes_(o.mapped_weight_bytes_),
       released_bytes_(o.released_bytes_) {
   for (Value& v : values_)

@@ -129,6 +129,9 @@ class Session {
   // Of weight_bytes(): the weights ops packed at load (MatMulNBits, half-precision
   // MatMul), all of which a decode step streams.
   virtual size_t packed_weight_bytes() const { return 0; }
+  // Of packed_weight_bytes(): what a decode step reads on average (mixture-of-experts layers
+  // count their k chosen experts of n).
+  virtual size_t streamed_weight_bytes() const { return packed_weight_bytes(); }
   virtual size_t arena_bytes() const = 0;
   // Of weight_bytes(): initializers read straight from the memory-mapped model
   // file at run time (e.g. an fp32 embedding table); only the pages touched

@@ -221,6 +221,7 @@ void SessionImpl::build() {
     const size_t packed = p.op->packed_weight_bytes();
     weight_bytes_ += packed;
     packed_weight_bytes_ += packed;
+    streamed_weight_bytes_ += p.op->streamed_weight_bytes();
     if (packed > 0) continue;
     for (int i : p.in)
       if (i >= 0 && values_[i].kind == Kind::kConstant && !counted[i]) {

@@ -121,6 +121,7 @@ class SessionImpl final : public Session {
 
   size_t weight_bytes() const override { return weight_bytes_; }
   size_t packed_weight_bytes() const override { return packed_weight_bytes_; }
+  size_t streamed_weight_bytes() const override { return streamed_weight_bytes_; }
   size_t mapped_weight_bytes() const override { return mapped_weight_bytes_; }
   size_t released_bytes() const override { return released_bytes_; }
   size_t arena_bytes() const override;
@@ -170,7 +171,8 @@ class SessionImpl final : public Session {
     size_t n;
   };
   std::vector<Range> released_ranges_;  // initializers let go (merged at the end of load)
-  size_t weight_bytes_ = 0, packed_weight_bytes_ = 0, mapped_weight_bytes_ = 0, released_bytes_ = 0;
+  size_t weight_bytes_ = 0, packed_weight_bytes_ = 0, streamed_weight_bytes_ = 0, mapped_weight_bytes_ = 0,
+         released_bytes_ = 0;
 };
 
 }  // namespace nbits::graph::detail

@@ -87,8 +87,9 @@ std::vector<BenchRun> run_bench(const BenchOptions& opt) {
     r.load_ms = sw.elapsed_ms();
     r.peak_rss_load = static_cast<int64_t>(memory_stats().peak_bytes);
     r.matmuls = gen->session().matmul_nbits_info();
-    // Streamed per token: every packed weight (MatMulNBits, half-precision MatMul).
-    r.weight_bytes = static_cast<int64_t>(gen->session().packed_weight_bytes());
+    // Streamed per token: every packed weight (MatMulNBits, half-precision MatMul); of a
+    // mixture-of-experts layer, the k experts of n a token uses.
+    r.weight_bytes = static_cast<int64_t>(gen->session().streamed_weight_bytes());
     for (const auto& m : r.matmuls) {
       QuantSpec q;
       q.bits = m.bits, q.block = m.block_size, q.asym = m.zero_points;

@@ -12,6 +12,7 @@
 #include "gguf/gguf_test_data.h"
 #include "gguf/model_builder.h"
 #include "graph/session.h"
+#include "kernels/expert_routing.h"
 #include "llm/generator.h"
 
 namespace nbits::gguf {
@@ -92,7 +93,8 @@ TEST(GgufExact, SmolLM2Q4_1EqualsExactMath) {
 // The tiny random models (every architecture and quantization type, tools/gguf/make_tiny_models.py):
 // at level 0 the synthesised graph is the exact math up to fp32 rounding.
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants",
+                           "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
@@ -123,6 +125,14 @@ TEST(GgufExact, Phi3ShortRopeFactorsWithinTheOriginalContext) {
 // llama.cpp's top-2 margin is below near_tie * max|logit| is within that noise, so the tokens may
 // differ there (and the comparison of that prompt stops).
 
+// Mixture-of-experts models route each token to its top-k experts: a discontinuous choice, so
+// where the last chosen expert and the first one left out are within the runtimes' noise
+// (kernels::routing_margin below kRoutingNearTie: measured noise ~1.5e-2 of max|logit| at the
+// first step), nbits and llama.cpp may send a token to different experts and then differ by
+// far more than the noise. Such a prompt's first step, or a greedy divergence after such a
+// decision, counts as a near-tie (and the comparison of that prompt stops there).
+constexpr double kRoutingNearTie = 5e-2;
+
 // First-step log-probabilities and greedy tokens of `path` (level 4) against llama.cpp's.
 void against_llama_cpp(const std::string& model_path, const std::string& ref_path,
                        double first_step_tolerance, double near_tie) {
@@ -132,13 +142,15 @@ void against_llama_cpp(const std::string& model_path, const std::string& ref_pat
   ASSERT_EQ(gen.vocab_size(), ref["vocab"].get<int64_t>());
 
   double worst = 0;
-  int cases = 0, steps_equal = 0, near_ties = 0;
+  int cases = 0, steps_equal = 0, near_ties = 0, routing_ties = 0;
   for (const json& c : ref["cases"]) {
     const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     const auto greedy = c["greedy"].get<std::vector<int32_t>>();
     const auto margins = c["top2_margins"].get<std::vector<double>>();
     gen.reset();
+    kernels::reset_routing_margin();
     std::span<const float> logits = gen.append(prompt);
+    const double first_margin = kernels::routing_margin();
     // First step: log-probabilities (shift-invariant) over every token llama.cpp gives a probability.
     const std::vector<double> lp = log_softmax(logits);
     const json& want = c["first_logprobs"];
@@ -147,6 +159,13 @@ void against_llama_cpp(const std::string& model_path, const std::string& ref_pat
     for (size_t t = 0; t < lp.size(); ++t)
       if (!want[t].is_null()) diff = std::max(diff, std::fabs(lp[t] - want[t].get<double>()));
     const double rel = diff / max_abs(logits);
+    if (first_margin < kRoutingNearTie && rel >= first_step_tolerance) {
+      std::printf("case %d: first step max|dlogp|/max|logit| = %.2e after a routing near-tie (%.1e)\n", cases,
+                  rel, first_margin);
+      ++routing_ties;
+      ++cases;
+      continue;
+    }
     worst = std::max(worst, rel);
     EXPECT_LT(rel, first_step_tolerance) << "case " << cases;
     // Greedy tokens equal until the first near-tie of llama.cpp's top two (then both are right).
@@ -161,6 +180,12 @@ void against_llama_cpp(const std::string& model_path, const std::string& ref_pat
                       ", then %d vs llama.cpp's %d at its top-2 margin %.3f = %.1e * max|logit|", got,
                       greedy[s], margins[s], r);
         stop = buf;
+        if (r >= near_tie && kernels::routing_margin() < kRoutingNearTie) {
+          std::snprintf(buf, sizeof buf, " (after a routing near-tie, %.1e)", kernels::routing_margin());
+          stop += buf;
+          ++routing_ties;
+          break;
+        }
         EXPECT_LT(r, near_tie) << "case " << cases << " step " << s << stop;
         break;
       }
@@ -175,8 +200,8 @@ void against_llama_cpp(const std::string& model_path, const std::string& ref_pat
   }
   std::printf(
       "%s vs llama.cpp: worst first-step max|dlogp|/max|logit| = %.2e over %d prompts; "
-      "%d greedy tokens equal, %d cases diverged at a near-tie\n",
-      model_path.c_str(), worst, cases, steps_equal, near_ties);
+      "%d greedy tokens equal, %d cases diverged at a near-tie (%d of them after a routing near-tie)\n",
+      model_path.c_str(), worst, cases, steps_equal, near_ties, routing_ties);
   EXPECT_EQ(cases, 10);
 }
 
@@ -200,7 +225,8 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
 // step is off by 7.6e-2 (llama), 6.3e-3 (qwen2), 3.2e-2 (qwen3) and nbits' by 7.7e-2, 6.2e-3,
 // 2.6e-2; divergences measured at margins up to 4e-2 * max|logit|.
 TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants",
+                           "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
     SCOPED_TRACE(arch);
     NBITS_REQUIRE_SHARED(test::tiny_model(arch));
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));

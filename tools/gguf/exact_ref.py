@@ -1,5 +1,6 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma3 model on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
+phi3 / gemma2 / gemma3 / granite model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
 Usage: python exact_ref.py MODEL.gguf OUT.json [--prompts '[[1,2,3], ...]'] [--context N]
@@ -64,9 +65,12 @@ def main():
     attn_softcap = 0.0
     gemma = arch in ("gemma2", "gemma3")
     # granite: llama with multipliers (0 or absent: none; attention.scale 0: 1/sqrt(head_dim)).
-    mult = lambda k: (val(arch + "." + k, 0.0) or 1.0) if arch == "granite" else 1.0
+    granite = arch in ("granite", "granitemoe")
+    mult = lambda k: (val(arch + "." + k, 0.0) or 1.0) if granite else 1.0
     emb_scale, res_scale, logit_scale = mult("embedding_scale"), mult("residual_scale"), mult("logit_scale")
-    qscale = (val(arch + ".attention.scale", 0.0) if arch == "granite" else 0.0) or 1 / np.sqrt(H)
+    qscale = (val(arch + ".attention.scale", 0.0) if granite else 0.0) or 1 / np.sqrt(H)
+    n_used = val(arch + ".expert_used_count", 0)
+    moe_norm = arch in ("qwen3moe", "granitemoe", "llama")  # renormalised top-k weights
     if arch == "gemma2":  # llama.cpp: even layers local (window 4096 by default), one rope, q.k soft-capped
         window, swa_period, base_swa = val(arch + ".attention.sliding_window", 4096), 2, base
         softcap = val(arch + ".final_logit_softcapping", 30.0)
@@ -94,7 +98,7 @@ def main():
         th = pos[:, None] / scale * inv[None, :]
         c, s = np.cos(th)[:, None, :] * attn_factor, np.sin(th)[:, None, :] * attn_factor
         y = x.copy()
-        if arch in ("llama", "granite"):
+        if arch in ("llama", "granite", "granitemoe"):
             a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
             y[..., 0:rdim:2], y[..., 1:rdim:2] = a * c - b * s, a * s + b * c
         else:
@@ -108,14 +112,18 @@ def main():
     layers = []
     for l in range(L):
         p = "blk.%d." % l
-        names = ["attn_norm", "attn_output", "ffn_norm", "ffn_up", "ffn_down"]
+        moe = p + "ffn_gate_inp.weight" in T
+        names = ["attn_norm", "attn_output", "ffn_norm"]
+        names += ["ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"] if moe else ["ffn_up", "ffn_down"]
+        names += [k for k in ("ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp")
+                  if p + k + ".weight" in T]
         names += ["attn_qkv"] if p + "attn_qkv.weight" in T else ["attn_q", "attn_k", "attn_v"]
         names += ["ffn_gate"] if p + "ffn_gate.weight" in T else []
         names += ["post_attention_norm", "post_ffw_norm"] if gemma else []
         d = {k: w(p + k + ".weight") for k in names}
         if "attn_qkv" in d:
             d["attn_q"], d["attn_k"], d["attn_v"] = np.split(d.pop("attn_qkv"), [Nq, Nq + Nkv])
-        if "ffn_gate" not in d:  # phi3: ffn_up holds gate then up
+        if not moe and "ffn_gate" not in d:  # phi3: ffn_up holds gate then up
             d["ffn_gate"], d["ffn_up"] = np.split(d["ffn_up"], 2)
         d["swa"] = window > 0 and l % swa_period < swa_period - 1
         for k in ("attn_q", "attn_k", "attn_v"):
@@ -124,6 +132,27 @@ def main():
             d[k] = w(p + k + ".weight") if p + k + ".weight" in T else None
         layers.append(d)
     norm = w("output_norm.weight")
+
+    def silu_ffn(h, g, u, dn):
+        a = h @ g.T
+        return (a / (1 + np.exp(-a)) * (h @ u.T)) @ dn.T
+
+    def experts(h, d):  # the routed experts (+ the shared one)
+        lg = h @ d["ffn_gate_inp"].T
+        pr = np.exp(lg - lg.max(-1, keepdims=True))
+        pr /= pr.sum(-1, keepdims=True)
+        f = np.zeros_like(h)
+        for s in range(h.shape[0]):
+            top = np.argsort(-pr[s], kind="stable")[:n_used]
+            wt = pr[s, top] / (pr[s, top].sum() if moe_norm else 1.0)
+            for j, e in enumerate(top):
+                f[s] += wt[j] * silu_ffn(h[s], d["ffn_gate_exps"][e], d["ffn_up_exps"][e], d["ffn_down_exps"][e])
+        if "ffn_up_shexp" in d:
+            sh = silu_ffn(h, d["ffn_gate_shexp"], d["ffn_up_shexp"], d["ffn_down_shexp"])
+            if "ffn_gate_inp_shexp" in d:
+                sh = sh / (1 + np.exp(-(h @ d["ffn_gate_inp_shexp"].reshape(-1))))[:, None]
+            f += sh
+        return f
     res = []
     for ids in prompts:
         S = len(ids)
@@ -134,10 +163,14 @@ def main():
         for d in layers:
             mask = local if d["swa"] else causal
             h = rms(x, d["attn_norm"])
-            q = (h @ d["attn_q"].T + d["attn_q.bias"]).reshape(S, nh, H)
-            k = (h @ d["attn_k"].T + d["attn_k.bias"]).reshape(S, nkv, H)
+            q = h @ d["attn_q"].T + d["attn_q.bias"]
+            k = h @ d["attn_k"].T + d["attn_k.bias"]
+            full_norm = d["attn_q_norm"] is not None and d["attn_q_norm"].size == Nq != H  # olmoe
+            if full_norm:
+                q, k = rms(q, d["attn_q_norm"].reshape(-1)), rms(k, d["attn_k_norm"].reshape(-1))
+            q, k = q.reshape(S, nh, H), k.reshape(S, nkv, H)
             v = (h @ d["attn_v"].T + d["attn_v.bias"]).reshape(S, nkv, H)
-            if d["attn_q_norm"] is not None:
+            if d["attn_q_norm"] is not None and not full_norm:
                 q, k = rms(q, d["attn_q_norm"]), rms(k, d["attn_k_norm"])
             b, scale = (base_swa, 1.0) if d["swa"] else (base, factor)
             q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
@@ -152,6 +185,9 @@ def main():
             att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
             x = x + (rms(att, d["post_attention_norm"]) if gemma else att) * res_scale
             h = rms(x, d["ffn_norm"])
+            if "ffn_gate_inp" in d:
+                x = x + experts(h, d) * res_scale
+                continue
             g = h @ d["ffn_gate"].T
             if gemma:  # GELU, tanh approximation (ggml_gelu)
                 act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * (g + 0.044715 * g ** 3)))

@@ -21,7 +21,15 @@ Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 5
   tiny_granite.gguf llama with granite's multipliers: embedding 12, residual 0.22, attention 0.05 (not
                    1/sqrt(64)), logits divided by 8; q/k/v Q8_0, o Q5_1, gate/up Q4_K, down Q6_K,
                    untied Q5_0 output
-Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants|gemma2|granite]   (one model only; the models
+Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, its own stream):
+  tiny_qwen3moe.gguf   qwen3 attention (per-head q/k norms), top-3 renormalised, gate/up Q4_K, down Q6_K
+  tiny_qwen2moe.gguf   qwen2 attention (q/k/v biases), top-2 not renormalised, experts Q5_0 / Q8_0, a
+                       shared expert (FFN 384, Q8_0) scaled by sigmoid(x . ffn_gate_inp_shexp)
+  tiny_olmoe.gguf      q/k RMS-normed over all heads (4 KV heads: llama.cpp's olmoe sizes the k norm
+                       by n_embd), top-2 not renormalised, experts Q4_0, untied output
+  tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
+  tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
+Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants|gemma2|granite|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -113,13 +121,13 @@ def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, fi
     finish(w)
 
 
-def header(w, arch, layers=L, context=256):
+def header(w, arch, layers=L, context=256, ff=FF, nkv=NKV):
     w.add_block_count(layers)
     w.add_context_length(context)
     w.add_embedding_length(E)
-    w.add_feed_forward_length(FF)
+    w.add_feed_forward_length(ff)
     w.add_head_count(NH)
-    w.add_head_count_kv(NKV)
+    w.add_head_count_kv(nkv)
     w.add_key_length(HD)
     w.add_value_length(HD)
     w.add_layer_norm_rms_eps(1e-6)
@@ -230,6 +238,13 @@ rng = np.random.default_rng(2468)
 if only in (None, "gemma2"):
     gemma2()
 rng = np.random.default_rng(1357)
+def granite_moe_scales(w):
+    w.add_float32("granitemoe.embedding_scale", 12.0)
+    w.add_float32("granitemoe.residual_scale", 0.22)
+    w.add_float32("granitemoe.attention.scale", 0.05)
+    w.add_float32("granitemoe.logit_scale", 8.0)
+
+
 if only in (None, "granite"):
     def granite_scales(w):
         w.add_float32("granite.embedding_scale", 12.0)
@@ -238,3 +253,66 @@ if only in (None, "granite"):
         w.add_float32("granite.logit_scale", 8.0)
     model("granite", dict(attn_q=T.Q8_0, attn_k=T.Q8_0, attn_v=T.Q8_0, attn_output=T.Q5_1, ffn_gate=T.Q4_K,
                           ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q5_0, extra=granite_scales)
+
+
+def experts(w, name, n, rows, cols, t):
+    """n experts' [rows, cols] matrices as one [n, rows, cols] tensor (ggml: ne = [cols, rows, n])."""
+    if t in RANDOM_BLOCKS:
+        w.add_tensor(name, kquant(n * rows, cols, t).reshape(n, rows, -1), raw_dtype=t)
+        return
+    x = (rng.standard_normal((n, rows, cols)) * 0.05).astype(np.float32)
+    w.add_tensor(name, gguf.quants.quantize(x, t), raw_dtype=t)
+
+
+def moe(arch, file, used, gate_up, down, attn=T.Q8_0, qk_norm=None, biases=False, shared=0, output=None,
+        extra=None, n_exp=8, ffe=256, nkv=NKV):
+    """qk_norm: None, "head" (per head, qwen3) or "full" (over all heads, olmoe)."""
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % file), arch)
+    header(w, arch, ff=ffe, nkv=nkv)  # olmoe, granitemoe and Mixtral size their experts by feed_forward_length
+    w.add_expert_count(n_exp)
+    w.add_expert_used_count(used)
+    w.add_expert_feed_forward_length(ffe)
+    if shared:
+        w.add_expert_shared_feed_forward_length(shared)
+    if extra:
+        extra(w)
+    w.add_rope_freq_base(10000.0 if arch in ("llama", "granitemoe") else 1000000.0)
+    weight(w, "token_embd.weight", V, E, T.Q8_0)
+    norm(w, "output_norm.weight", E)
+    if output is not None:
+        weight(w, "output.weight", V, E, output)
+    for l in range(L):
+        p = "blk.%d." % l
+        norm(w, p + "attn_norm.weight", E)
+        norm(w, p + "ffn_norm.weight", E)
+        for name, rows, cols in (("attn_q", NH * HD, E), ("attn_k", nkv * HD, E), ("attn_v", nkv * HD, E),
+                                 ("attn_output", E, NH * HD)):
+            weight(w, p + name + ".weight", rows, cols, attn)
+            if biases and name != "attn_output":
+                w.add_tensor(p + name + ".bias", (0.1 * rng.standard_normal(rows)).astype(np.float32))
+        if qk_norm:
+            norm(w, p + "attn_q_norm.weight", HD if qk_norm == "head" else NH * HD)
+            norm(w, p + "attn_k_norm.weight", HD if qk_norm == "head" else nkv * HD)
+        # Router logits of about N(0, 2.4): peaked enough that the chosen experts are not near-ties.
+        w.add_tensor(p + "ffn_gate_inp.weight", (0.15 * rng.standard_normal((n_exp, E))).astype(np.float32))
+        experts(w, p + "ffn_gate_exps.weight", n_exp, ffe, E, gate_up)
+        experts(w, p + "ffn_up_exps.weight", n_exp, ffe, E, gate_up)
+        experts(w, p + "ffn_down_exps.weight", n_exp, E, ffe, down)
+        if shared:
+            if arch == "qwen2moe":
+                w.add_tensor(p + "ffn_gate_inp_shexp.weight", (0.1 * rng.standard_normal(E)).astype(np.float32))
+            weight(w, p + "ffn_gate_shexp.weight", shared, E, T.Q8_0)
+            weight(w, p + "ffn_up_shexp.weight", shared, E, T.Q8_0)
+            weight(w, p + "ffn_down_shexp.weight", E, shared, T.Q8_0)
+    finish(w)
+
+
+for i, (name, make) in enumerate((
+        ("qwen3moe", lambda: moe("qwen3moe", "qwen3moe", 3, T.Q4_K, T.Q6_K, qk_norm="head")),
+        ("qwen2moe", lambda: moe("qwen2moe", "qwen2moe", 2, T.Q5_0, T.Q8_0, biases=True, shared=384, output=T.Q8_0)),
+        ("olmoe", lambda: moe("olmoe", "olmoe", 2, T.Q4_0, T.Q4_0, qk_norm="full", output=T.Q8_0, nkv=NH)),
+        ("mixtral", lambda: moe("llama", "mixtral", 2, T.Q4_K, T.Q5_K, output=T.Q6_K)),
+        ("granitemoe", lambda: moe("granitemoe", "granitemoe", 2, T.IQ4_NL, T.Q8_0, extra=granite_moe_scales)))):
+    rng = np.random.default_rng(9000 + i)
+    if only == name:
+        make()

@@ -1,0 +1,56 @@
+// The routed feed-forward of a mixture-of-experts layer: each row runs only the experts its
+// router chose, y[r] = sum_j w[r, j] * down_e(silu(gate_e(x_r)) * up_e(x_r)), e = ids[r, j].
+//
+// Scheduling: one row (decode) runs the gate and up projections of all its k experts as ONE
+// MatMulGroup (A prepared once, one fork/join over the panels of the 2k weights), then each
+// expert's down projection; several rows (prefill, batched decode) are grouped by expert: the
+// rows of expert e are gathered, its gate/up (with the SiLU epilogue) and down run once on all of
+// them, and the results are added into their rows. So each chosen expert's weights are read
+// once per step, and the other experts' not at all.
+//
+// A row's result does not depend on the other rows: its experts' terms are added in expert-index
+// order, each a GEMM row equal to the GEMV of that row (the kernels' contract), so a row decoded
+// alone and inside a batch gives the same bits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/matmul_group.h"
+#include "kernels/matmul_nbits.h"
+
+namespace nbits::kernels {
+
+// One expert's projections (not owned): gate and up [inter, hidden], down [hidden, inter].
+struct ExpertMatrices {
+  const PackedMatMul* gate = nullptr;
+  const PackedMatMul* up = nullptr;
+  const PackedMatMul* down = nullptr;
+};
+
+class ExpertFfn {
+ public:
+  ExpertFfn(std::vector<ExpertMatrices> experts, int64_t hidden, int64_t inter);
+
+  int64_t n_expert() const { return static_cast<int64_t>(experts_.size()); }
+
+  // x [rows, hidden], ids and weights [rows, k] (ids in [0, n_expert), distinct per row) ->
+  // y [rows, hidden] (overwritten).
+  void run(const float* x, int64_t rows, const int32_t* ids, const float* weights, int64_t k, float* y,
+           ThreadPool& pool) const;
+
+  // The gate/up group's kernel name for one row ("group_qgemv_...").
+  const char* kernel_name() const { return kernel_.c_str(); }
+
+ private:
+  void run_one(const float* x, const int32_t* ids, const float* weights, int64_t k, float* y,
+               ThreadPool& pool) const;
+
+  std::vector<ExpertMatrices> experts_;
+  std::vector<MatMulGroup> gate_up_;  // per expert: {gate, up}, for run_silu_mul
+  int64_t hidden_, inter_;
+  std::string kernel_;
+};
+
+}  // namespace nbits::kernels
