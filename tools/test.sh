@@ -88,6 +88,7 @@ for f in build-fuzz/fuzz/fuzz_*; do
                         cp -f "$m" "$corpus/seed_$(basename "$(dirname "$m")").onnx"; done 2>/dev/null || true
                       extra="-max_len=400000" ;;
     fuzz_gguf_reader) "${NBITS_CACHE:-$HOME/.cache/nbits}/venv/bin/python" tools/gguf/make_seed.py "$corpus/seed_small.gguf"
+                      "${NBITS_CACHE:-$HOME/.cache/nbits}/venv/bin/python" tools/gguf/make_seed.py "$corpus/seed_small_moe.gguf" moe
                       [ -f "${NBITS_SMOLLM2_GGUF:-}" ] && head -c 65536 "$NBITS_SMOLLM2_GGUF" > "$corpus/seed_smollm2_head.gguf"
                       # every quant type nbits maps: the tensor infos of the tiny model of the new types
                       tq=${NBITS_CACHE:-$HOME/.cache/nbits}/gguf/tiny/tiny_quants.gguf

@@ -32,6 +32,9 @@ const MODELS = {
   'qwen2.5-coder-0.5b-real-q4_k_m': { file: path.join(cache, 'qwen25-coder/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'), gguf: 'Q4_K_M' },
   // bench/peers/fetch_real_gguf.sh fetches the 1.5B file (the 0.5B one comes with tools/setup_models.sh).
   'qwen2.5-coder-1.5b-real-q4_k_m': { file: path.join(cache, 'qwen25-coder/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'), gguf: 'Q4_K_M' },
+  // Random weights of OLMoE-1B-7B's shapes (mixture of experts, 64 x top-8): tools/gguf/make_moe_bench_model.py.
+  'olmoe-1b-7b-random-q4_k_m': { file: path.join(cache, 'moe-bench/olmoe-1b-7b-random-q4_k_m.gguf'), gguf: 'Q4_K_M',
+    make: 'tools/gguf/make_moe_bench_model.py' },
   'qwen-int4-b32': { arch: 'qwen2.5-0.5b', bits: 4, block: 32, tok: 'qwen2.5', gguf: 'Q4_0' },
   'qwen-int4-b128': { arch: 'qwen2.5-0.5b', bits: 4, block: 128, tok: 'qwen2.5', gguf: null },
   'qwen-int8-b32': { arch: 'qwen2.5-0.5b', bits: 8, block: 32, tok: 'qwen2.5', gguf: 'Q8_0' },
@@ -39,7 +42,7 @@ const MODELS = {
   'smollm2-int8-b32': { arch: 'smollm2-360m', bits: 8, block: 32, tok: 'smollm2', gguf: 'Q8_0' },
   'tinyllama-int4-b32': { arch: 'tinyllama-1.1b', bits: 4, block: 32, tok: 'tinyllama', gguf: 'Q4_0' },
 };
-const a = parseArgs(process.argv.slice(2), { models: Object.keys(MODELS).filter((k) => !k.includes('-real-')).join(','), threads: '1,2', reps: '3',
+const a = parseArgs(process.argv.slice(2), { models: Object.keys(MODELS).filter((k) => !MODELS[k].file && !MODELS[k].dir).join(','), threads: '1,2', reps: '3',
   prompt: '128', decode: '64', nbits: path.join(root, 'build/nbits'), runtimes: 'nbits,ort,llama' });
 // Default: the random-weight models; the real ones when named (--models smollm2-135m-real-int4,...).
 const models = a.models.split(',');
@@ -67,6 +70,10 @@ for (const key of models) {
   const m = MODELS[key], dir = path.join(modelDir, key);
   if (m.dir || m.file) {
     const p = m.dir || m.file;
+    if (!fs.existsSync(p) && m.make) {
+      log(`making ${key}`);
+      run(venvPython, [path.join(root, m.make), path.join(cache, 'smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'), p]);
+    }
     if (!fs.existsSync(p)) { console.error(`${key}: ${p} is missing (run bash tools/setup_models.sh)`); process.exit(2); }
     continue;
   }

@@ -308,6 +308,24 @@ json gguf_summary(const gguf::File& f) {
   // fp32 scales and mins) when it is widened without loss to 4- or 8-bit codes.
   r["storage"] = storage;
   r["unsupported"] = gguf::unsupported_tensors(f);
+  // Parameters, and those a token uses: of the 3-D expert tensors of a mixture-of-experts file,
+  // expert_used_count / expert_count.
+  {
+    double total = 0, experts = 0;
+    for (const auto& t : f.tensors()) {
+      total += static_cast<double>(t.numel());
+      if (t.n_dims == 3) experts += static_cast<double>(t.numel());
+    }
+    double used = 1.0;
+    if (const auto arch = f.get_string("general.architecture")) {
+      const int64_t n = f.get_int(*arch + ".expert_count").value_or(0);
+      const int64_t k = f.get_int(*arch + ".expert_used_count").value_or(0);
+      if (n > 0 && k > 0 && k <= n) used = static_cast<double>(k) / static_cast<double>(n);
+    }
+    r["parameters"] = {{"total", total},
+                       {"active", total - experts * (1.0 - used)},
+                       {"file_bytes_per_token", gguf::file_bytes_per_token(f)}};
+  }
   r["tokenizer"] = {{"model", f.get_string("tokenizer.ggml.model").value_or("")},
                     {"pre", f.get_string("tokenizer.ggml.pre").value_or("")}};
   try {
@@ -326,6 +344,11 @@ json gguf_summary(const gguf::File& f) {
                             {"rope", hp.rope_interleaved ? "adjacent pairs (ggml normal)" : "halves (NEOX)"},
                             {"rms_eps", hp.rms_eps},
                             {"tied_output", hp.tied_output}};
+    if (hp.n_expert > 0) {
+      r["hyperparameters"]["experts"] = hp.n_expert;
+      r["hyperparameters"]["experts_used"] = hp.n_expert_used;
+      r["hyperparameters"]["experts_renormalised"] = hp.moe_normalize;
+    }
   } catch (const Error& e) {
     r["arch"] = f.get_string("general.architecture").value_or("");
     r["error"] = e.what();
@@ -348,6 +371,14 @@ void print_gguf(const json& g) {
     for (const auto& [k, v] : g["hyperparameters"].items())
       std::printf("%s=%s ", k.c_str(), v.dump().c_str());
     std::printf("\n");
+  }
+  if (g.contains("parameters")) {
+    const json& p = g["parameters"];
+    const double total = p["total"], active = p["active"];
+    std::printf("  parameters: %.3g B", total / 1e9);
+    if (active < total) std::printf(" (%.3g B active per token: the chosen experts)", active / 1e9);
+    std::printf("; the file's matrices read per token: %.1f MB\n",
+                static_cast<double>(p["file_bytes_per_token"].get<int64_t>()) / 1e6);
   }
   for (const auto& [t, b] : g["storage"].items()) {
     const double file = b["file_bits_per_weight"], held = b["nbits_bits_per_weight"];

@@ -175,15 +175,25 @@ Hyperparams read_hyperparams(const File& f) {
   hp.tied_output = f.tensor("output.weight") == nullptr;
   const TensorInfo* up = f.tensor(blk(0, "ffn_up.weight"));
   hp.n_ff = up != nullptr ? up->ne[1] / (hp.fused_gate_up ? 2 : 1) : 0;
+  if (const TensorInfo* e = f.tensor(blk(0, "ffn_up_exps.weight")); e != nullptr && hp.n_expert > 0)
+    hp.n_ff = e->ne[1];  // each expert's
   return hp;
 }
 
 int64_t file_bytes_per_token(const File& f) {
   const bool tied = f.tensor("output.weight") == nullptr;
-  int64_t n = 0;
+  // Expert tensors [K, N, n_expert]: a token reads expert_used_count of them.
+  double used = 1.0;
+  if (const auto arch = f.get_string("general.architecture")) {
+    const int64_t n = f.get_int(*arch + ".expert_count").value_or(0);
+    const int64_t k = f.get_int(*arch + ".expert_used_count").value_or(0);
+    if (n > 0 && k > 0 && k <= n) used = static_cast<double>(k) / static_cast<double>(n);
+  }
+  double n = 0;
   for (const TensorInfo& t : f.tensors())
-    if (t.n_dims >= 2 && (tied || t.name != "token_embd.weight")) n += static_cast<int64_t>(t.bytes.size());
-  return n;
+    if (t.n_dims >= 2 && (tied || t.name != "token_embd.weight"))
+      n += static_cast<double>(t.bytes.size()) * (t.n_dims == 3 ? used : 1.0);
+  return static_cast<int64_t>(n);
 }
 
 std::vector<std::string> unsupported_tensors(const File& f) {

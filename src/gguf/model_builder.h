@@ -89,7 +89,8 @@ bool is_gguf_path(const std::string& path);
 
 // Bytes a decode step reads from the weights as the file stores them (what llama.cpp streams):
 // every tensor of two or more dimensions but the token embedding, which a step gathers one row
-// of (unless the output is tied to it: then it is the lm_head and counted).
+// of (unless the output is tied to it: then it is the lm_head and counted); of the 3-D expert
+// tensors of a mixture-of-experts file, the expert_used_count / expert_count a token chooses.
 int64_t file_bytes_per_token(const File& f);
 
 }  // namespace nbits::gguf
