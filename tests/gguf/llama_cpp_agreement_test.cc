@@ -49,6 +49,14 @@ std::unique_ptr<llm::Generator> load(const std::string& path, int accuracy_level
   return std::make_unique<llm::Generator>(g.config, graph::Session::load(std::move(g.model), so), capacity);
 }
 
+// Mixture-of-experts models route each token to its top-k experts: a discontinuous choice, so
+// where the last chosen expert and the first one left out are within the runtimes' noise
+// (kernels::routing_margin below kRoutingNearTie: measured noise ~1.5e-2 of max|logit| at the
+// first step), nbits and llama.cpp may send a token to different experts and then differ by
+// far more than the noise. Such a prompt's first step, or a greedy divergence after such a
+// decision, counts as a near-tie (and the comparison of that prompt stops there).
+constexpr double kRoutingNearTie = 5e-2;
+
 // Worst first-step max |dlogp| / max|logit| of `path` at `level` against exact_ref.py's logits.
 double against_exact(const std::string& path, const std::string& ref_path, int level,
                      int64_t capacity = 128) {
@@ -57,7 +65,9 @@ double against_exact(const std::string& path, const std::string& ref_path, int l
   double worst = 0;
   for (const json& c : ref["cases"]) {
     gen->reset();
+    kernels::reset_routing_margin();
     const std::span<const float> logits = gen->append(c["prompt_ids"].get<std::vector<int32_t>>());
+    const double margin = kernels::routing_margin();
     const auto want_logits = c["logits"].get<std::vector<float>>();
     EXPECT_EQ(want_logits.size(), logits.size());
     if (want_logits.size() != logits.size()) return INFINITY;
@@ -65,6 +75,12 @@ double against_exact(const std::string& path, const std::string& ref_path, int l
     const std::vector<double> got = log_softmax(logits), want = log_softmax(want_logits);
     double diff = 0;
     for (size_t t = 0; t < want.size(); ++t) diff = std::max(diff, std::fabs(got[t] - want[t]));
+    // With int8 activations a routing near-tie may go the other way than float64's (see above).
+    if (level == 4 && margin < kRoutingNearTie && diff / max_abs(want_logits) >= 8e-2) {
+      std::printf("%s: a prompt after a routing near-tie (%.1e): %.2e, not counted\n", path.c_str(), margin,
+                  diff / max_abs(want_logits));
+      continue;
+    }
     worst = std::max(worst, diff / max_abs(want_logits));
   }
   std::printf("%s, accuracy level %d: worst max|dlogp| / max|logit| against the exact math = %.2e\n",
@@ -125,13 +141,6 @@ TEST(GgufExact, Phi3ShortRopeFactorsWithinTheOriginalContext) {
 // llama.cpp's top-2 margin is below near_tie * max|logit| is within that noise, so the tokens may
 // differ there (and the comparison of that prompt stops).
 
-// Mixture-of-experts models route each token to its top-k experts: a discontinuous choice, so
-// where the last chosen expert and the first one left out are within the runtimes' noise
-// (kernels::routing_margin below kRoutingNearTie: measured noise ~1.5e-2 of max|logit| at the
-// first step), nbits and llama.cpp may send a token to different experts and then differ by
-// far more than the noise. Such a prompt's first step, or a greedy divergence after such a
-// decision, counts as a near-tie (and the comparison of that prompt stops there).
-constexpr double kRoutingNearTie = 5e-2;
 
 // First-step log-probabilities and greedy tokens of `path` (level 4) against llama.cpp's.
 void against_llama_cpp(const std::string& model_path, const std::string& ref_path,
