@@ -112,7 +112,10 @@ TEST(MixtureOfExperts, EqualsFloat64ForwardOfTheSameCodes) {
     for (int64_t e = 0; e < p.E; ++e) sum += pr[e] = std::exp(logits[r * p.E + e] - mx);
     std::vector<int64_t> order(static_cast<size_t>(p.E));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return pr[a] > pr[c]; });
+    // (std::sort with the index as tie-break: this room's counting operator new has no nothrow form,
+    // which std::stable_sort's buffer uses)
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t c) { return pr[a] > pr[c] || (pr[a] == pr[c] && a < c); });
     const double wsum = pr[order[0]] + pr[order[1]];
     for (int64_t n = 0; n < p.H; ++n) {
       double want = 0;
