@@ -37,7 +37,7 @@ void ExpertFfn::run_one(const float* x, const int32_t* ids, const float* weights
   const size_t n2 = static_cast<size_t>(2 * k);
   gu.resize(n2 * static_cast<size_t>(inter_));
   h.resize(static_cast<size_t>(k * inter_));
-  t.resize(static_cast<size_t>(hidden_));
+  t.resize(static_cast<size_t>(k * hidden_));
   // Slots in expert-index order (the order a batch of rows adds them in).
   slot.resize(static_cast<size_t>(k));
   std::iota(slot.begin(), slot.end(), 0);
@@ -55,14 +55,29 @@ void ExpertFfn::run_one(const float* x, const int32_t* ids, const float* weights
   widths.assign(n2, inter_);
   // Gate and up of every chosen expert: one prepared A, one fork/join.
   MatMulGroup(mats, widths).run(x, 1, outs, no_bias, pool);
+  for (int64_t j = 0; j < k; ++j)
+    vec_silu_mul(outs[static_cast<size_t>(2 * j)], outs[static_cast<size_t>(2 * j + 1)],
+                 h.data() + j * inter_, inter_);
+  // Raw pointers: the thread_local vectors named inside a task would be the worker's own.
+  const float* hs = h.data();
+  float* ts = t.data();
+  const int32_t* order = slot.data();
+  const auto down = [&, hs, ts, order](int64_t j) {
+    experts_[static_cast<size_t>(ids[order[j]])].down->run(hs + j * inter_, 1, ts + j * hidden_, nullptr,
+                                                           pool);
+  };
+  if (k >= pool.num_threads()) {
+    // One fork/join for all down projections: each task runs whole experts (their kernels then
+    // run inline on that thread, the same panels in the same order: the same bits).
+    pool.parallel_for(k, down);
+  } else {
+    for (int64_t j = 0; j < k; ++j) down(j);
+  }
   std::memset(y, 0, static_cast<size_t>(hidden_) * sizeof(float));
   for (int64_t j = 0; j < k; ++j) {
-    const int32_t s = slot[static_cast<size_t>(j)];
-    float* hj = h.data() + j * inter_;
-    vec_silu_mul(outs[static_cast<size_t>(2 * j)], outs[static_cast<size_t>(2 * j + 1)], hj, inter_);
-    experts_[static_cast<size_t>(ids[s])].down->run(hj, 1, t.data(), nullptr, pool);
-    const float w = weights[s];
-    for (int64_t c = 0; c < hidden_; ++c) y[c] += w * t[static_cast<size_t>(c)];
+    const float w = weights[slot[static_cast<size_t>(j)]];
+    const float* tj = t.data() + j * hidden_;
+    for (int64_t c = 0; c < hidden_; ++c) y[c] += w * tj[c];
   }
 }
 

@@ -2,11 +2,11 @@
 // router chose, y[r] = sum_j w[r, j] * down_e(silu(gate_e(x_r)) * up_e(x_r)), e = ids[r, j].
 //
 // Scheduling: one row (decode) runs the gate and up projections of all its k experts as ONE
-// MatMulGroup (A prepared once, one fork/join over the panels of the 2k weights), then each
-// expert's down projection; several rows (prefill, batched decode) are grouped by expert: the
-// rows of expert e are gathered, its gate/up (with the SiLU epilogue) and down run once on all of
-// them, and the results are added into their rows. So each chosen expert's weights are read
-// once per step, and the other experts' not at all.
+// MatMulGroup (A prepared once, one fork/join over the panels of the 2k weights), then the k down
+// projections in one more fork/join (whole experts per task when k >= the threads); several rows (prefill,
+// batched decode) are grouped by expert: the rows of expert e are gathered, its gate/up (with the SiLU
+// epilogue) and down run once on all of them, and the results are added into their rows. So each chosen
+// expert's weights are read once per step, and the other experts' not at all.
 //
 // A row's result does not depend on the other rows: its experts' terms are added in expert-index
 // order, each a GEMM row equal to the GEMV of that row (the kernels' contract), so a row decoded
