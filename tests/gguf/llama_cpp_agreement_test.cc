@@ -141,7 +141,6 @@ TEST(GgufExact, Phi3ShortRopeFactorsWithinTheOriginalContext) {
 // llama.cpp's top-2 margin is below near_tie * max|logit| is within that noise, so the tokens may
 // differ there (and the comparison of that prompt stops).
 
-
 // First-step log-probabilities and greedy tokens of `path` (level 4) against llama.cpp's.
 void against_llama_cpp(const std::string& model_path, const std::string& ref_path,
                        double first_step_tolerance, double near_tie) {
