@@ -16,6 +16,10 @@
 //     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //     --benchmark_report_aggregates_only=true
 //
+//   GGUF Q4_K as packed by default (super-block scales) and with NBITS_SUPER_SCALES=0 (fp32 per block):
+//   [NBITS_SUPER_SCALES=0] build-*/bench/bench_matmul_nbits
+//   --benchmark_filter='read_bw|avx2_int8/q4_k/.*M=1/'
+//
 //   AVX-512 VNNI against AVX2, CompInt8 decode and prefill (both sets are in the
 //   table on a VNNI CPU, so one run interleaves them; NBITS_ISA=avx2 drops the first):
 //   build-*/bench/bench_matmul_nbits
@@ -62,8 +66,11 @@ struct Source {
   std::vector<float> scales;
   QuantizedMatrix w;
   std::vector<uint8_t> zp;
+  std::vector<float> mins;
   // span_bits < 8 (int8): codes 112 + [0, 2^span_bits), GGUF Q5_0's (span 5) as nbits holds them.
-  Source(int bits, int block, int64_t K, int64_t N, bool asym, int span_bits) {
+  // kquant: scales and mins as GGUF's Q4_K / Q5_K hold them (an fp16 D per 256 elements times 0..63,
+  // zero points 0), which the sets that read super-block scales pack near the file's size.
+  Source(int bits, int block, int64_t K, int64_t N, bool asym, int span_bits, bool kquant = false) {
     w.N = N, w.K = K, w.bits = bits, w.block_size = block;
     codes.resize(static_cast<size_t>(N * w.k_blocks() * w.blob_bytes()));
     scales.resize(static_cast<size_t>(N * w.k_blocks()));
@@ -81,6 +88,20 @@ struct Source {
       for (auto& z : zp) z = static_cast<uint8_t>(next(s));
       w.zero_points = zp.data();
     }
+    if (kquant) {
+      const int64_t kb = w.k_blocks(), per = 256 / block;
+      mins.resize(scales.size());
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = n * kb; i < (n + 1) * kb; i += per) {
+          const float d = 1.0f / 4096 + static_cast<float>(next(s) % 64) / 65536, dm = -d / 2;  // fp16-exact
+          for (int64_t j = i; j < std::min((n + 1) * kb, i + per); ++j) {
+            scales[static_cast<size_t>(j)] = d * static_cast<float>(j == i ? 63 : next(s) % 64);
+            mins[static_cast<size_t>(j)] = dm * static_cast<float>(next(s) % 64);
+          }
+        }
+      zp.assign(static_cast<size_t>(N * w.zp_row_bytes()), 0);
+      w.zero_points = zp.data(), w.mins = mins.data();
+    }
   }
 };
 
@@ -95,7 +116,8 @@ struct Quant {
   const char* name;
   int bits, block;
   bool asym;
-  int span_bits = 8;  // int8 codes of a narrower span (GGUF's 5- and 6-bit types)
+  int span_bits = 8;    // int8 codes of a narrower span (GGUF's 5- and 6-bit types)
+  bool kquant = false;  // GGUF K-quant scales and mins (Source)
 };
 
 // Packed copies of (kernel, quant, fp16 scales, K, N), cached across benchmark runs.
@@ -105,7 +127,7 @@ const Packed& packed(const MatMulNBitsKernel& k, const Quant& q, bool fp16, int6
       std::string(k.name) + "/" + q.name + (fp16 ? "h/" : "/") + std::to_string(K) + "/" + std::to_string(N);
   for (auto& p : cache)
     if (p.key == key) return p;
-  Source src(q.bits, q.block, K, N, q.asym, q.span_bits);
+  Source src(q.bits, q.block, K, N, q.asym, q.span_bits, q.kquant);
   Packed p;
   p.key = key;
   size_t total = 0;
@@ -225,10 +247,11 @@ void register_all() {
                           {"o_proj", 896, 896},
                           {"mlp_down", 4864, 896},
                           {"lm_head", 896, 151936}};
-  const Quant quants[] = {{"int4_b32", 4, 32, false},   {"int4_b32_zp", 4, 32, true},
-                          {"int4_b128", 4, 128, false}, {"int8_b32", 8, 32, false},
-                          {"q5_0", 8, 32, false, 5},   // GGUF Q5_0 as 8-bit codes 112..143
-                          {"q6_k", 8, 16, false, 6}};  // a 6-bit span in blocks of 16, as GGUF Q6_K
+  const Quant quants[] = {{"int4_b32", 4, 32, false},     {"int4_b32_zp", 4, 32, true},
+                          {"int4_b128", 4, 128, false},   {"int8_b32", 8, 32, false},
+                          {"q5_0", 8, 32, false, 5},         // GGUF Q5_0 as 8-bit codes 112..143
+                          {"q6_k", 8, 16, false, 6},         // a 6-bit span in blocks of 16, as GGUF Q6_K
+                          {"q4_k", 4, 32, false, 8, true}};  // GGUF Q4_K (super-block scales, mins)
   for (const auto& k : matmul_nbits_kernels()) {
     for (const Quant& q : quants)
       for (bool fp16 : {false, true})

@@ -48,23 +48,81 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w) {
 
 namespace {
 
+// fp16 D and int8 q[i] with (float)q[i] * D == v[i] for the n values of one super-block run; false
+// when there are none. D is v[imax] / c for the largest |v|: first the c that ggml's K-quant
+// quantizers give the largest sub-block scale (63: Q4_K / Q5_K; -128: Q6_K; 15: Q2_K; -32: Q3_K /
+// IQ4_XS), then every other c.
+bool super_run(const float* v, int64_t n, int8_t* q, uint16_t* d) {
+  int64_t imax = -1;
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(v[i]);
+    if (!(a <= 3.0e38f)) return false;  // inf or NaN
+    if (a > amax) amax = a, imax = i;
+  }
+  if (imax < 0) {  // all zero
+    std::fill(q, q + n, int8_t{0});
+    *d = 0;
+    return true;
+  }
+  const auto try_c = [&](int c) {
+    const float D = v[imax] / static_cast<float>(c);
+    const uint16_t h = float_to_fp16(D);
+    if (D == 0.0f || fp16_to_float(h) != D) return false;
+    for (int64_t i = 0; i < n; ++i) {
+      const float r = std::nearbyint(v[i] / D);
+      if (!(r >= -128.0f && r <= 127.0f) || r * D != v[i]) return false;
+      q[i] = static_cast<int8_t>(r);
+    }
+    *d = h;
+    return true;
+  };
+  static constexpr int kLikely[] = {63, -128, 15, -32, 127, 31};
+  for (int c : kLikely)
+    if (try_c(c)) return true;
+  for (int c = -128; c <= 127; ++c)
+    if (c != 0 && try_c(c)) return true;
+  return false;
+}
+
+// Super-block runs of columns [n0, n1) of per-block values `v` ([N * kb]) into q / d; false on a miss.
+bool super_rows(const float* v, int64_t kb, int blocks, int64_t supers, int64_t n0, int64_t n1, int8_t* q,
+                uint16_t* d) {
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t j = 0; j < supers; ++j) {
+      const int64_t b0 = j * blocks, cnt = std::min<int64_t>(blocks, kb - b0);
+      if (!super_run(v + n * kb + b0, cnt, q + n * kb + b0, d + n * supers + j)) return false;
+    }
+  return true;
+}
+
 // Packs source rows [n0, n1) of w into p; n0 is a multiple of 16, so calls on
 // different row ranges write disjoint panels. Returns the range of the codes packed.
-CodeRange pack_rows(const kernels::QuantizedMatrix& w, PackedX16& p, int64_t n0, int64_t n1) {
+CodeRange pack_rows(const kernels::QuantizedMatrix& w, const SuperScales& sup, PackedX16& p, int64_t n0,
+                    int64_t n1) {
   const int64_t blob = w.blob_bytes(), kb = p.k_blocks, BL = w.block_size;
   CodeRange range;
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t pi = n / 16, c = n % 16;
     for (int64_t b = 0; b < kb; ++b) {
-      uint8_t* blk = p.data.data() + pi * p.panel_stride + b * p.block_stride;
+      uint8_t* blk = p.data.data() + pi * p.panel_stride + p.super_bytes + b * p.block_stride;
       const float s = w.scales[n * kb + b];
-      if (p.scales_fp16) {
+      if (p.super_blocks > 0) {
+        const int64_t j = b >> p.super_shift;
+        uint8_t* head = p.data.data() + pi * p.panel_stride + j * p.super_stride;
+        std::memcpy(head + 2 * c, &sup.d[static_cast<size_t>(n * sup.supers + j)], 2);
+        blk[c] = static_cast<uint8_t>(sup.q[static_cast<size_t>(n * kb + b)]);
+        if (p.has_mins) {
+          std::memcpy(head + 32 + 2 * c, &sup.dm[static_cast<size_t>(n * sup.supers + j)], 2);
+          blk[p.mins_offset + c] = static_cast<uint8_t>(sup.qm[static_cast<size_t>(n * kb + b)]);
+        }
+      } else if (p.scales_fp16) {
         const uint16_t h = float_to_fp16(s);
         std::memcpy(blk + 2 * c, &h, 2);
       } else {
         std::memcpy(blk + 4 * c, &s, 4);
       }
-      if (p.has_mins) std::memcpy(blk + p.mins_offset + 4 * c, &w.mins[n * kb + b], 4);
+      if (p.has_mins && p.super_blocks == 0) std::memcpy(blk + p.mins_offset + 4 * c, &w.mins[n * kb + b], 4);
       if (p.has_zp) blk[p.zp_offset + c] = static_cast<uint8_t>(w.zero_point(n, b));
       const uint8_t* src = w.codes + (n * kb + b) * blob;
       uint8_t* codes = blk + p.header_bytes;
@@ -127,11 +185,45 @@ CodeRange code_range(const kernels::QuantizedMatrix& w) {
   return r;
 }
 
+SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* pool) {
+  SuperScales s;
+  const int64_t kb = w.k_blocks();
+  if (w.block_size > 128 || 256 % w.block_size != 0 || kb < 2) return s;
+  s.blocks = 256 / w.block_size;
+  s.supers = (kb + s.blocks - 1) / s.blocks;
+  s.q.resize(static_cast<size_t>(w.N * kb));
+  s.d.resize(static_cast<size_t>(w.N * s.supers));
+  if (w.mins != nullptr) s.qm.resize(s.q.size()), s.dm.resize(s.d.size());
+  const auto rows = [&](int64_t n0, int64_t n1) {
+    return super_rows(w.scales, kb, s.blocks, s.supers, n0, n1, s.q.data(), s.d.data()) &&
+           (w.mins == nullptr || super_rows(w.mins, kb, s.blocks, s.supers, n0, n1, s.qm.data(), s.dm.data()));
+  };
+  const int64_t first = std::min<int64_t>(16, w.N);
+  if (!rows(0, first)) return SuperScales{};
+  constexpr int64_t kRows = 256;
+  const int64_t chunks = (w.N - first + kRows - 1) / kRows;
+  std::vector<uint8_t> ok(static_cast<size_t>(chunks), 1);
+  const auto task = [&](int64_t i) {
+    const int64_t n0 = first + i * kRows;
+    ok[static_cast<size_t>(i)] = rows(n0, std::min(w.N, n0 + kRows)) ? 1 : 0;
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(chunks, task);
+  } else {
+    for (int64_t i = 0; i < chunks; ++i) task(i);
+  }
+  for (uint8_t o : ok)
+    if (o == 0) return SuperScales{};
+  s.ok = true;
+  return s;
+}
+
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
                    const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool, bool fold_uniform_zp,
-                   bool int5) {
+                   bool int5, bool super) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
+  const SuperScales sup = super ? find_super_scales(w, pool) : SuperScales{};
   p.bits = w.bits;
   if (int5 && w.bits == 8 && w.block_size % 32 == 0) {
     const CodeRange r = code_range(w);
@@ -148,13 +240,22 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
     p.has_zp = p.uniform_zp < 0;
   }
   p.has_mins = w.mins != nullptr;
-  p.scales_fp16 = fp16_scales && scales_fit_fp16(w);
-  p.mins_offset = p.scales_fp16 ? 32 : 64;
-  p.zp_offset = p.mins_offset + (p.has_mins ? 64 : 0);
+  if (sup.ok) {
+    p.super_blocks = sup.blocks;
+    while ((1 << p.super_shift) < sup.blocks) ++p.super_shift;
+    p.super_stride = p.has_mins ? 64 : 32;
+    p.super_bytes = p.super_stride * static_cast<size_t>(sup.supers);
+    p.mins_offset = 16;
+    p.zp_offset = p.mins_offset + (p.has_mins ? 16 : 0);
+  } else {
+    p.scales_fp16 = fp16_scales && scales_fit_fp16(w);
+    p.mins_offset = p.scales_fp16 ? 32 : 64;
+    p.zp_offset = p.mins_offset + (p.has_mins ? 64 : 0);
+  }
   p.header_bytes = p.zp_offset + (p.has_zp ? kZpBytes : 0);
   const size_t code_bytes = static_cast<size_t>(16) * w.block_size * p.bits / 8;
   p.block_stride = p.header_bytes + code_bytes;
-  p.panel_stride = p.block_stride * static_cast<size_t>(p.k_blocks);
+  p.panel_stride = p.super_bytes + p.block_stride * static_cast<size_t>(p.k_blocks);
   // Zeroed panel by panel as the chunks reach them (pack_rows writes only non-zero bytes).
   p.data = AlignedBytes::uninitialized(p.panel_stride * static_cast<size_t>(p.panels));
 
@@ -171,7 +272,7 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
       const int64_t first = n0 / 16, last = (n1 + 15) / 16;  // the chunk's panels
       std::memset(p.data.data() + static_cast<size_t>(first) * p.panel_stride, 0,
                   static_cast<size_t>(last - first) * p.panel_stride);
-      ranges[static_cast<size_t>(c0 + i)] = pack_rows(w, p, n0, n1);
+      ranges[static_cast<size_t>(c0 + i)] = pack_rows(w, sup, p, n0, n1);
     };
     if (pool != nullptr) {
       pool->parallel_for(c1 - c0, task);

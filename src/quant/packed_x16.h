@@ -2,10 +2,12 @@
 // panels of 16 output columns, so a SIMD kernel streams one contiguous run of
 // bytes per panel and gets one int32 (or fp32) lane per output column.
 //
-// Layout: panel p (columns 16p..16p+15) is `panel_stride` bytes; inside it,
-// K-block b is `block_stride` bytes:
-//   [scales[16]]   float (64 bytes), or IEEE fp16 (32 bytes) when scales_fp16
-//   [mins[16]]     float (64 bytes), only when has_mins (QuantizedMatrix::mins)
+// Layout: panel p (columns 16p..16p+15) is `panel_stride` bytes; inside it, first (only with
+// super-block scales) `super_bytes` of super-block headers, then K-block b is `block_stride` bytes:
+//   [scales[16]]   float (64 bytes), or IEEE fp16 (32 bytes) when scales_fp16, or (super_blocks
+//                  > 0) int8 multipliers (16 bytes) of the super-block's scale
+//   [mins[16]]     float (64 bytes), only when has_mins (QuantizedMatrix::mins); int8 multipliers
+//                  (16 bytes) with super-block scales
 //   [uint8 zp[16]] kZpBytes bytes (16 zero points, then padding), only when has_zp
 //   [codes]        groups of 64 bytes, one dword per column:
 //     bits 4: a group covers 8 k; column c's dword (bytes 4c..4c+3): byte i holds
@@ -18,6 +20,12 @@
 //             32 + 4(c - 8) + i (columns 8..15) has, in bit s - 8j, bit 4 of that column's code
 //             at k = 4s + i. The zero points stay the unshifted ones (kernels take code_lo as the
 //             offset of their dots).
+// Super-block scales (GGUF's K-quants, packed so when asked and exact): every `super_blocks`
+// consecutive blocks of a column (256 elements) share one fp16 scale D (and one fp16 min scale),
+// and each block's scale is D times an int8 (min: Dmin times an int8), both products exact in
+// fp32, so kernels that multiply them back get the reference's fp32 scales bit for bit. Header
+// of super-block j of a panel, at panel + j * super_stride: D[16] fp16, then (has_mins) Dmin[16].
+// Q4_K then streams 4.625 bits a weight (file: 4.5) instead of 6.
 // Codes stay unsigned (0..15 / 0..255). Codes past K and columns past N are 0
 // with scale 0 and zero point 0, so they never contribute (kernels also feed
 // zero activations there). Without has_zp the zero point is default_zp():
@@ -32,6 +40,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/matmul_nbits.h"
@@ -77,10 +86,19 @@ struct PackedX16 {
   size_t zp_offset = 0;     // offset of the zero points in a block (scales + mins)
   size_t header_bytes = 0;  // scales (+ zero points)
   size_t block_stride = 0;  // header + codes of one (panel, K-block)
-  size_t panel_stride = 0;  // k_blocks * block_stride
+  size_t panel_stride = 0;  // super_bytes + k_blocks * block_stride
+  int super_blocks = 0;     // > 0: super-block scales, this many blocks (a power of two) per super-block
+  int super_shift = 0;      // log2(super_blocks)
+  size_t super_stride = 0;  // bytes of one super-block header (32, or 64 with mins)
+  size_t super_bytes = 0;   // super-block headers at the start of each panel
   AlignedBytes data;
 
-  const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride; }
+  // The first block of panel p (after its super-block headers).
+  const uint8_t* panel(int64_t p) const { return data.data() + p * panel_stride + super_bytes; }
+  // The header of the super-block holding block b of panel p (super_blocks > 0).
+  const uint8_t* super(int64_t p, int64_t b) const {
+    return data.data() + p * panel_stride + (b >> super_shift) * super_stride;
+  }
   // Elements of K covered by one 64-byte code group (8 for int4 and the low bits of int5, 4 for int8).
   int group_k() const { return bits == 8 ? 4 : 8; }
   // Bytes of the high-bit planes of a block (bits 5), after its block / 8 nibble groups.
@@ -127,9 +145,24 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
 // that are all equal are not stored (uniform_zp; for kernels reading default_zp()).
 // int5: an int8 weight whose codes span at most 32 values, with blocks a multiple of 32, is
 // packed as bits 5 (for kernels that read it; others leave it false).
+// super: scales (and mins) that are exactly fp16 super-block scales times int8 (GGUF K-quants:
+// find_super_scales) are packed so (super_blocks > 0; for kernels that read it), ahead of fp16.
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
                    const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr,
-                   bool fold_uniform_zp = false, bool int5 = false);
+                   bool fold_uniform_zp = false, bool int5 = false, bool super = false);
+
+// A weight's block scales (and mins) as super-block scales: for each column and each run of
+// `blocks` consecutive blocks (256 elements), an fp16 D and int8 q with (float)q * D == the
+// fp32 scale exactly. Empty (ok false) when some run has no such form (most ONNX files; decided
+// on the first panel's columns first, so a miss costs little).
+struct SuperScales {
+  bool ok = false;
+  int blocks = 0;                     // blocks per super-block
+  std::vector<int8_t> q, qm;          // [N * k_blocks] multipliers of the scales / mins
+  std::vector<uint16_t> d, dm;        // [N * supers] fp16 D of the scales / mins
+  int64_t supers = 0;                 // super-blocks per column
+};
+SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* pool = nullptr);
 
 // The zero point that every block of `w` has, or -1 when they differ (or w has none).
 int uniform_zero_point(const kernels::QuantizedMatrix& w);

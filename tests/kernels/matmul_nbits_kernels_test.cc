@@ -35,9 +35,13 @@
 #include "kernels/matmul_nbits.h"
 #include "kernels/ref/matmul_nbits_ref.h"
 #include "quant/quantize_a.h"
+#include "random_weight.h"
 
 namespace nbits::kernels {
 namespace {
+
+using testing::RandomWeight;
+using testing::random_a;
 
 constexpr double kU = 1.0 / 16777216.0;  // 2^-24
 
@@ -46,52 +50,6 @@ PackOptions scales_opts(bool fp16) {
   o.fp16_scales = fp16;
   return o;
 }
-
-struct RandomWeight {
-  std::vector<uint8_t> codes, zp;
-  std::vector<float> scales, mins;
-  QuantizedMatrix w;
-
-  // span_bits < 8 (int8 only): every code in [code_lo, code_lo + 2^span_bits), as GGUF's 5- and
-  // 6-bit types are held (Q5_0: 112..143), except the garbage past K.
-  RandomWeight(int bits, int block, int64_t K, int64_t N, bool asym, std::mt19937& rng, int span_bits = 8,
-               int code_lo = 0) {
-    w.N = N;
-    w.K = K;
-    w.bits = bits;
-    w.block_size = block;
-    const int64_t kb = w.k_blocks();
-    codes.resize(static_cast<size_t>(N * kb * w.blob_bytes()));
-    for (auto& c : codes) c = static_cast<uint8_t>(rng());  // includes garbage past K: must not count
-    if (bits == 8 && span_bits < 8)
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k)
-          codes[static_cast<size_t>(n * kb * block + k)] =
-              static_cast<uint8_t>(code_lo + static_cast<int>(rng() % (1u << span_bits)));
-    std::uniform_real_distribution<float> sd(0.002f, 0.02f);
-    scales.resize(static_cast<size_t>(N * kb));
-    for (auto& s : scales) s = sd(rng);
-    if (asym) {
-      zp.resize(static_cast<size_t>(N * w.zp_row_bytes()));
-      for (auto& z : zp) z = static_cast<uint8_t>(rng());
-    }
-    w.codes = codes.data();
-    w.scales = scales.data();
-    w.zero_points = asym ? zp.data() : nullptr;
-  }
-
-  // GGUF-style block mins (Q4_1: around -8 * scale); zero_zp: explicit zero points, all 0 (Q4_1, Q4_K).
-  void add_mins(bool zero_zp, std::mt19937& rng) {
-    mins.resize(scales.size());
-    std::uniform_real_distribution<float> md(-0.16f, 0.02f);
-    for (auto& m : mins) m = md(rng);
-    w.mins = mins.data();
-    if (zero_zp) {
-      zp.assign(static_cast<size_t>(w.N * w.zp_row_bytes()), 0);
-      w.zero_points = zp.data();
-    }
-  }
-};
 
 // `w` with every scale rounded to fp16 (what a kernel packing fp16 scales computes with).
 struct Fp16Rounded {
@@ -106,15 +64,6 @@ struct Fp16Rounded {
 
 // True for kernel sets whose packing honours PackOptions::fp16_scales.
 bool has_fp16_format(const MatMulNBitsKernel& k) { return k.pack_with != nullptr; }
-
-std::vector<float> random_a(int64_t M, int64_t K, std::mt19937& rng) {
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> a(static_cast<size_t>(M * K));
-  for (auto& v : a) v = d(rng);
-  if (M > 1)  // an all-zero activation block (scale 0) in row 1
-    for (int64_t k = 0; k < std::min<int64_t>(K, 16); ++k) a[static_cast<size_t>(K + k)] = 0.0f;
-  return a;
-}
 
 // Per-output error bounds (see the file comment).
 std::vector<double> int8_bounds(const QuantizedMatrix& w, const std::vector<float>& A, int64_t M,
@@ -310,6 +259,9 @@ TEST(MatMulNBitsKernels, DispatchPrefersFirstSupported) {
 namespace nbits::kernels {
 namespace {
 
+using testing::RandomWeight;
+using testing::random_a;
+
 // Small shapes run on one thread (too little work to split); this one is large
 // enough that every kernel really splits N over 2 and 3 threads.
 TEST(MatMulNBitsKernels, SplitOverThreadsIsExact) {
@@ -339,6 +291,9 @@ TEST(MatMulNBitsKernels, SplitOverThreadsIsExact) {
 
 namespace nbits::kernels {
 namespace {
+
+using testing::RandomWeight;
+using testing::random_a;
 
 // The 16-column panel formats: x16 (x86, arm64), t16 (IME), n16 (RVV); same bytes per block.
 bool is_panel16(const MatMulNBitsKernel& k) {
@@ -520,6 +475,9 @@ TEST(MatMulNBitsKernels, PackReportsConsumedRowsInOrder) {
 
 namespace nbits::kernels {
 namespace {
+
+using testing::RandomWeight;
+using testing::random_a;
 
 const MatMulNBitsKernel* find_kernel_set(const char* name) {
   for (const auto& k : matmul_nbits_kernels())

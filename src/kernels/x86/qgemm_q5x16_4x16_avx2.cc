@@ -13,14 +13,17 @@ void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
   out.has_zp = w.has_zp, out.scales_fp16 = w.scales_fp16, out.has_mins = w.has_mins;
   out.uniform_zp = w.uniform_zp, out.code_lo = w.code_lo, out.code_hi = w.code_hi;
   out.mins_offset = w.mins_offset, out.zp_offset = w.zp_offset, out.header_bytes = w.header_bytes;
+  out.super_blocks = w.super_blocks, out.super_shift = w.super_shift, out.super_stride = w.super_stride;
+  out.super_bytes = w.super_bytes;
   out.block_stride = w.header_bytes + static_cast<size_t>(16) * w.block;
-  out.panel_stride = out.block_stride * static_cast<size_t>(w.k_blocks);
+  out.panel_stride = w.super_bytes + out.block_stride * static_cast<size_t>(w.k_blocks);
   out.N = std::min<int64_t>(16, w.N - 16 * p);
   if (out.data.size() < out.panel_stride) out.data = quant::AlignedBytes::uninitialized(out.panel_stride);
   const avx2::Q5Steps st(w);
   const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
   const uint8_t* src = w.panel(p);
-  uint8_t* dst = out.data.data();
+  std::memcpy(out.data.data(), src - w.super_bytes, w.super_bytes);  // the super-block headers
+  uint8_t* dst = out.data.data() + w.super_bytes;
   for (int64_t b = 0; b < w.k_blocks; ++b, src += w.block_stride, dst += out.block_stride) {
     std::memcpy(dst, src, w.header_bytes);
     for (int64_t s = 0; s < w.block / 4; ++s) {
@@ -35,30 +38,30 @@ void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
 
 }  // namespace
 
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemv_q5x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias) {
-  avx2::qgemm_steps<avx2::Q5Steps, kAsym, kF16>(w, p0, p1, 1, avx2::Q5Steps(w), qa, sa, qsum, y, 0, bias);
+  avx2::qgemm_steps<avx2::Q5Steps, kAsym, kSc>(w, p0, p1, 1, avx2::Q5Steps(w), qa, sa, qsum, y, 0, bias);
 }
 
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemm_q5x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   if (M <= 4)
-    return avx2::qgemm_steps<avx2::Q5Steps, kAsym, kF16>(w, p0, p1, M, avx2::Q5Steps(w), qa, sa, qsum, Y, ldy,
+    return avx2::qgemm_steps<avx2::Q5Steps, kAsym, kSc>(w, p0, p1, M, avx2::Q5Steps(w), qa, sa, qsum, Y, ldy,
                                                          bias);
   thread_local PackedX16 wide;
   const avx2::NarrowQ8Steps<5> st(w.code_lo);
   for (int64_t p = p0; p < p1; ++p) {
     widen_panel(w, p, wide);
-    avx2::qgemm_steps<avx2::NarrowQ8Steps<5>, kAsym, kF16>(wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy,
+    avx2::qgemm_steps<avx2::NarrowQ8Steps<5>, kAsym, kSc>(wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy,
                                                            bias != nullptr ? bias + 16 * p : nullptr);
   }
 }
 
-NBITS_X16_INSTANTIATE(qgemv_q5x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+NBITS_X16_INT8_INSTANTIATE(qgemv_q5x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
                       const int32_t*, float*, const float*);
-NBITS_X16_INSTANTIATE(qgemm_q5x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+NBITS_X16_INT8_INSTANTIATE(qgemm_q5x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
                       const float*, const int32_t*, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels

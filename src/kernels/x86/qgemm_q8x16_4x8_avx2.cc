@@ -3,13 +3,13 @@
 
 namespace nbits::kernels {
 
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  avx2::qgemm_x16<8, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  avx2::qgemm_x16<8, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
-NBITS_X16_INSTANTIATE(qgemm_q8x16_4x8_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+NBITS_X16_INT8_INSTANTIATE(qgemm_q8x16_4x8_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
                       const float*, const int32_t*, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels

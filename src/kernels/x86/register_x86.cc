@@ -35,43 +35,46 @@ bool amx_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return zp >= 0 && (w.bits == 4 || zp == 128);
 }
 
-// Kernel names: "h" after the format marks fp16 scales (q4x16h).
-template <bool kAsym, bool kF16>
+// Kernel names: "h" after the format marks fp16 scales (q4x16h), "k" super-block scales (q4x16k:
+// GGUF's K-quants at about the file's size).
+constexpr const char* kScTag[3] = {"", "h", "k"};
+
+template <bool kAsym, int kSc>
 X16Int8Kernels avx2_int8(int bits) {
+  static const std::string names[4] = {
+      std::string("qgemv_q4x16") + kScTag[kSc] + "_avx2", std::string("qgemm_q4x16") + kScTag[kSc] + "_4x16_avx2",
+      std::string("qgemv_q8x16") + kScTag[kSc] + "_avx2", std::string("qgemm_q8x16") + kScTag[kSc] + "_4x8_avx2"};
   if (bits == 4)
-    return {kF16 ? "qgemv_q4x16h_avx2" : "qgemv_q4x16_avx2",
-            kF16 ? "qgemm_q4x16h_4x16_avx2" : "qgemm_q4x16_4x16_avx2", quantize_row_blocks_avx2,
-            qgemv_q4x16_avx2<kAsym, kF16>, qgemm_q4x16_4x16_avx2<kAsym, kF16>};
-  return {kF16 ? "qgemv_q8x16h_avx2" : "qgemv_q8x16_avx2",
-          kF16 ? "qgemm_q8x16h_4x8_avx2" : "qgemm_q8x16_4x8_avx2", quantize_row_blocks_avx2,
-          qgemv_q8x16_avx2<kAsym, kF16>, qgemm_q8x16_4x8_avx2<kAsym, kF16>};
+    return {names[0].c_str(), names[1].c_str(), quantize_row_blocks_avx2, qgemv_q4x16_avx2<kAsym, kSc>,
+            qgemm_q4x16_4x16_avx2<kAsym, kSc>};
+  return {names[2].c_str(), names[3].c_str(), quantize_row_blocks_avx2, qgemv_q8x16_avx2<kAsym, kSc>,
+          qgemm_q8x16_4x8_avx2<kAsym, kSc>};
 }
 
 // AVX2 on int8 codes of a narrow span (x16_avx2.h's q8n kernels): the named GEMV and GEMM.
-template <int kSpanBits, bool kAsym, bool kF16>
+template <int kSpanBits, bool kAsym, int kSc>
 X16Int8Kernels avx2_q8n_int8() {
-  static const std::string gemv =
-                               "qgemv_q8n" + std::to_string(kSpanBits) + "x16" + (kF16 ? "h" : "") + "_avx2",
-                           gemm = "qgemm_q8n" + std::to_string(kSpanBits) + "x16" + (kF16 ? "h" : "") +
-                                  "_4x16_avx2";
-  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q8nx16_avx2<kSpanBits, kAsym, kF16>,
-          qgemm_q8nx16_4x16_avx2<kSpanBits, kAsym, kF16>};
+  static const std::string gemv = "qgemv_q8n" + std::to_string(kSpanBits) + "x16" + kScTag[kSc] + "_avx2",
+                           gemm = "qgemm_q8n" + std::to_string(kSpanBits) + "x16" + kScTag[kSc] + "_4x16_avx2";
+  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q8nx16_avx2<kSpanBits, kAsym, kSc>,
+          qgemm_q8nx16_4x16_avx2<kSpanBits, kAsym, kSc>};
 }
 
-// The AVX2 kernels for a packed weight: int8 codes that span at most 7 bits (GGUF's 5- and 6-bit
-// types) take the q8n kernels (no sign trick, int16 sums: about 2x the int8 kernels' MACs per
-// cycle), others the int4 / int8 kernels above.
-template <bool kAsym>
-X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
-  if (p.bits == 5) {
-    if (p.scales_fp16)
-      return {"qgemv_q5x16h_avx2", "qgemm_q5x16h_4x16_avx2", quantize_row_blocks_avx2,
-              qgemv_q5x16_avx2<kAsym, true>, qgemm_q5x16_4x16_avx2<kAsym, true>};
-    return {"qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2", quantize_row_blocks_avx2,
-            qgemv_q5x16_avx2<kAsym, false>, qgemm_q5x16_4x16_avx2<kAsym, false>};
-  }
+template <bool kAsym, int kSc>
+X16Int8Kernels avx2_q5_int8() {
+  static const std::string gemv = std::string("qgemv_q5x16") + kScTag[kSc] + "_avx2",
+                           gemm = std::string("qgemm_q5x16") + kScTag[kSc] + "_4x16_avx2";
+  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q5x16_avx2<kAsym, kSc>,
+          qgemm_q5x16_4x16_avx2<kAsym, kSc>};
+}
+
+// The AVX2 kernels for a packed weight in scale format kSc: int8 codes that span at most 7 bits
+// (GGUF's 5- and 6-bit types) take the q8n kernels (no sign trick, int16 sums: about 2x the int8
+// kernels' MACs per cycle), others the int4 / int8 kernels above.
+template <bool kAsym, int kSc>
+X16Int8Kernels avx2_int8_sc(const quant::PackedX16& p) {
+  if (p.bits == 5) return avx2_q5_int8<kAsym, kSc>();
   if (p.bits == 8) {
-    const bool h = p.scales_fp16;
     switch (p.code_span_bits()) {
       case 0:
       case 1:
@@ -79,16 +82,22 @@ X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
       case 3:
       case 4:
       case 5:
-        return h ? avx2_q8n_int8<5, kAsym, true>() : avx2_q8n_int8<5, kAsym, false>();
+        return avx2_q8n_int8<5, kAsym, kSc>();
       case 6:
-        return h ? avx2_q8n_int8<6, kAsym, true>() : avx2_q8n_int8<6, kAsym, false>();
+        return avx2_q8n_int8<6, kAsym, kSc>();
       case 7:
-        return h ? avx2_q8n_int8<7, kAsym, true>() : avx2_q8n_int8<7, kAsym, false>();
+        return avx2_q8n_int8<7, kAsym, kSc>();
       default:
         break;
     }
   }
-  return p.scales_fp16 ? avx2_int8<kAsym, true>(p.bits) : avx2_int8<kAsym, false>(p.bits);
+  return avx2_int8<kAsym, kSc>(p.bits);
+}
+
+template <bool kAsym>
+X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
+  if (p.super_blocks > 0) return avx2_int8_sc<kAsym, 2>(p);
+  return p.scales_fp16 ? avx2_int8_sc<kAsym, 1>(p) : avx2_int8_sc<kAsym, 0>(p);
 }
 
 // The VNNI sets (x16_vnni.h): kernel names carry the GEMM tile (rows x columns).
@@ -152,10 +161,20 @@ bool avx2_int5() {
   return on;
 }
 
+// Super-block scales (GGUF's K-quants at about the file's size) unless NBITS_SUPER_SCALES=0 keeps
+// a float scale (and min) per block (for comparisons; results are the same bits).
+bool avx2_super_scales() {
+  static const bool on = [] {
+    const char* e = std::getenv("NBITS_SUPER_SCALES");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return on;
+}
+
 std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5());
-  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5());
+    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5(), avx2_super_scales());
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(), avx2_super_scales());
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {

@@ -2,6 +2,8 @@
 // Declarations only: safe to include from files built without ISA flags.
 // kAsym: the weight has explicit zero points (else 2^(bits-1)).
 // kF16: the scales are packed as fp16 (PackedX16::scales_fp16).
+// kSc (the CompInt8 kernels): the scale format, avx2::kScF32 / kScF16 / kScSuper (0, 1, 2; super:
+// PackedX16::super_blocks > 0).
 #pragma once
 
 #include <cstdint>
@@ -20,22 +22,31 @@ using quant::PackedX16;
   template void fn<true, false>(__VA_ARGS__);  \
   template void fn<true, true>(__VA_ARGS__)
 
+// The CompInt8 kernels' instantiations: both zero-point modes, three scale formats.
+#define NBITS_X16_INT8_INSTANTIATE(fn, ...)  \
+  template void fn<false, 0>(__VA_ARGS__); \
+  template void fn<false, 1>(__VA_ARGS__); \
+  template void fn<false, 2>(__VA_ARGS__); \
+  template void fn<true, 0>(__VA_ARGS__);  \
+  template void fn<true, 1>(__VA_ARGS__);  \
+  template void fn<true, 2>(__VA_ARGS__)
+
 // CompInt8 activation quantization, bit-identical to quant::quantize_row_blocks.
 void quantize_row_blocks_avx2(const float* a, int64_t K, int block, int8_t* qa, float* sa, int32_t* qsum);
 
 // CompInt8, M = 1: y[16p..] for panels [p0, p1).
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemv_q8x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
 
 // CompInt8, M >= 2: int4 in tiles of 4 rows x 16 columns, int8 in 4 x 8.
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemm_q4x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
@@ -43,20 +54,20 @@ void qgemm_q8x16_4x8_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M,
 // PackedX16::code_span_bits(), GGUF Q5_0 / Q5_1 / Q5_K / Q6_K / MXFP4): the codes minus code_lo
 // multiply unsigned with no sign trick, summed in int16 over several steps, for every row of a
 // 4 x 16 tile (the M = 1 GEMV is its one-row tile). The "q8n<span>" kernels.
-template <int kSpanBits, bool kAsym, bool kF16>
+template <int kSpanBits, bool kAsym, int kSc>
 void qgemv_q8nx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                        const int32_t* qsum, float* y, const float* bias);
-template <int kSpanBits, bool kAsym, bool kF16>
+template <int kSpanBits, bool kAsym, int kSc>
 void qgemm_q8nx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                             const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
 // CompInt8 on int5 panels (PackedX16 bits 5: GGUF Q5_0 / Q5_1 / Q5_K at the file's size): the
 // int4 kernels' steps with bit 4 from the high-bit planes, for every row of a 4 x 16 tile (the
 // M = 1 GEMV is its one-row tile).
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemv_q5x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
-template <bool kAsym, bool kF16>
+template <bool kAsym, int kSc>
 void qgemm_q5x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 

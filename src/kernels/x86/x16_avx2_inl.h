@@ -31,6 +31,67 @@ inline __m256 load_scales8(const uint8_t* blk, int h) {
   return _mm256_loadu_ps(reinterpret_cast<const float*>(blk) + 8 * h);
 }
 
+// Mins of columns 8h..8h+7 of a block (16 floats at p).
+inline __m256 load_mins8(const uint8_t* p, int h) {
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8 * h);
+}
+
+// The scale formats of the int8 x16 kernels (their kSc): fp32, fp16 (PackedX16::scales_fp16) and
+// super-block scales (PackedX16::super_blocks: int8 multipliers of an fp16 scale per 256 k).
+enum : int { kScF32 = 0, kScF16 = 1, kScSuper = 2 };
+
+// The scales and mins of panel p's blocks in format kSc, as floats: with super-block scales
+// (float)q * D, which packing checked equals the source's fp32 scale exactly. enter(b, blk) before
+// reading block b at blk: at a super-block's first block it widens the whole super-block's scales
+// (and mins) into a small table, so each block then reads floats as the fp32 format does.
+template <int kSc>
+struct PanelScales {
+  static constexpr int kMaxBlocks = 16;  // blocks per super-block: 256 / 16 at most
+  const PackedX16& w;
+  int64_t p;
+  int64_t base = 0;  // the first block of the table
+  alignas(32) float sc[kSc == kScSuper ? kMaxBlocks : 1][16];
+  alignas(32) float mn[kSc == kScSuper ? kMaxBlocks : 1][16];
+  PanelScales(const PackedX16& pw, int64_t pp) : w(pw), p(pp) {}
+  static __m256 widen_h(const uint8_t* h8) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h8)));
+  }
+  static __m256 times(const uint8_t* q8, __m256 dv) {
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q8));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), dv);
+  }
+  void enter(int64_t b, const uint8_t* blk) {
+    if constexpr (kSc == kScSuper) {
+      if ((b & (w.super_blocks - 1)) != 0) return;
+      const uint8_t* s = w.super(p, b);
+      const __m256 d0 = widen_h(s), d1 = widen_h(s + 16);
+      const int n = static_cast<int>(std::min<int64_t>(w.super_blocks, w.k_blocks - b));
+      base = b;
+      for (int j = 0; j < n; ++j, blk += w.block_stride) {
+        _mm256_store_ps(sc[j], times(blk, d0));
+        _mm256_store_ps(sc[j] + 8, times(blk + 8, d1));
+      }
+      if (w.has_mins) {
+        const __m256 m0 = widen_h(s + 32), m1 = widen_h(s + 48);
+        blk -= n * w.block_stride;
+        for (int j = 0; j < n; ++j, blk += w.block_stride) {
+          _mm256_store_ps(mn[j], times(blk + w.mins_offset, m0));
+          _mm256_store_ps(mn[j] + 8, times(blk + w.mins_offset + 8, m1));
+        }
+      }
+    }
+  }
+  // Columns 8h..8h+7 of block b at blk (entered).
+  __m256 scales8(int64_t b, const uint8_t* blk, int h) const {
+    if constexpr (kSc == kScSuper) return _mm256_load_ps(sc[b - base] + 8 * h);
+    return load_scales8<kSc == kScF16>(blk, h);
+  }
+  __m256 mins8(int64_t b, const uint8_t* blk, int h) const {
+    if constexpr (kSc == kScSuper) return _mm256_load_ps(mn[b - base] + 8 * h);
+    return load_mins8(blk + w.mins_offset, h);
+  }
+};
+
 // Broadcast of 4 int8 activations (one dword) to every lane.
 inline __m256i bcast4(const int8_t* q) { return _mm256_set1_epi32(load_i32(q)); }
 
@@ -93,11 +154,6 @@ inline __m256 add_min_term(__m256 acc, __m256 mins, float sa, int32_t qsum) {
   __m256 prod = _mm256_mul_ps(mins, _mm256_set1_ps(sa * static_cast<float>(qsum)));
   __asm__("" : "+x"(prod));
   return _mm256_add_ps(acc, prod);
-}
-
-// Mins of columns 8h..8h+7 of a block (16 floats at p).
-inline __m256 load_mins8(const uint8_t* p, int h) {
-  return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8 * h);
 }
 
 // Stores `cnt` (<= 8) columns of v (+ bias) at y.

@@ -146,16 +146,18 @@ void fgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const floa
 // CompInt8 M=1 GEMV: exact int32 block dots, one fp32 lane per output column. int4:
 // maddubs(unsigned codes, int8 activations) summed in int16 for kQ4GroupsPerI16 groups;
 // int8: codes shifted to q - 128 and the sign trick (maddubs(|w|, sign(a, w))).
-template <int Bits, bool kAsym, bool kF16>
+template <int Bits, bool kAsym, int kSc>
 void qgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* y, const float* bias) {
   using W = X16Width<Bits>;
   constexpr int kOffset = Bits == 4 ? 0 : 128;  // what the dots subtracted from the codes
   const int64_t groups = w.block / W::kPerGroup;
   for (int64_t p = p0; p < p1; ++p) {
+    PanelScales<kSc> ps(w, p);
     const uint8_t* blk = w.panel(p);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
+      ps.enter(b, blk);
       const uint8_t* codes = blk + w.header_bytes;
       const int8_t* q = qa + b * w.block;
       __m256i d0 = _mm256_setzero_si256(), d1 = _mm256_setzero_si256();
@@ -184,11 +186,11 @@ void qgemv_x16(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, con
       }
       d0 = correct<kAsym>(d0, blk + w.zp_offset, w.default_zp(), kOffset, qsum[b]);
       d1 = correct<kAsym>(d1, blk + w.zp_offset + 8, w.default_zp(), kOffset, qsum[b]);
-      acc0 = accumulate(acc0, d0, sa[b], load_scales8<kF16>(blk, 0));
-      acc1 = accumulate(acc1, d1, sa[b], load_scales8<kF16>(blk, 1));
+      acc0 = accumulate(acc0, d0, sa[b], ps.scales8(b, blk, 0));
+      acc1 = accumulate(acc1, d1, sa[b], ps.scales8(b, blk, 1));
       if (w.has_mins) {
-        acc0 = add_min_term(acc0, load_mins8(blk + w.mins_offset, 0), sa[b], qsum[b]);
-        acc1 = add_min_term(acc1, load_mins8(blk + w.mins_offset, 1), sa[b], qsum[b]);
+        acc0 = add_min_term(acc0, ps.mins8(b, blk, 0), sa[b], qsum[b]);
+        acc1 = add_min_term(acc1, ps.mins8(b, blk, 1), sa[b], qsum[b]);
       }
     }
     store16(y, bias, p * 16, w.N, acc0, acc1);
@@ -211,15 +213,17 @@ inline void init_dots(__m256i* d, const uint8_t* zp, int dflt_zp, int offset, co
 
 // CompInt8 int8 M>=2 GEMM tile of R rows x 8 columns (half h of panel p): each code
 // group is shifted once and used for every row of the tile.
-template <int R, bool kAsym, bool kF16>
+template <int R, bool kAsym, int kSc>
 void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa,
                        const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kb = w.k_blocks, kp = kb * w.block, groups = w.block / 4;
+  PanelScales<kSc> ps(w, p);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   const uint8_t* blk = w.panel(p);
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
+    ps.enter(b, blk);
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
     const int8_t* q = qa + b * w.block;
     __m256i d[R];  // dots against q - 128
@@ -232,10 +236,10 @@ void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, c
         d[r] = _mm256_add_epi32(d[r], _mm256_madd_epi16(s16, ones));
       }
     }
-    const __m256 scales = load_scales8<kF16>(blk, h);
+    const __m256 scales = ps.scales8(b, blk, h);
     for (int r = 0; r < R; ++r) acc[r] = accumulate(acc[r], d[r], sa[r * kb + b], scales);
     if (w.has_mins) {
-      const __m256 mins = load_mins8(blk + w.mins_offset, h);
+      const __m256 mins = ps.mins8(b, blk, h);
       for (int r = 0; r < R; ++r) acc[r] = add_min_term(acc[r], mins, sa[r * kb + b], qsum[r * kb + b]);
     }
   }
@@ -328,14 +332,16 @@ struct NarrowQ8Steps {
 // share each row's activation broadcast; the fp32 accumulators live in memory, touched once per
 // block. S > 0: the block's steps (block / 4) known at compile time, so the loops unroll and a
 // block's int16 sums never leave registers (S = 0: any block size, counted at run time).
-template <int R, int S, class Steps, bool kAsym, bool kF16>
+template <int R, int S, class Steps, bool kAsym, int kSc>
 void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, bool stream, const int8_t* qa,
                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   constexpr int kRun = Steps::kI16Steps;
   const int64_t kb = w.k_blocks, kp = kb * w.block, steps = S > 0 ? S : w.block / 4;
+  PanelScales<kSc> ps(w, p);
   alignas(32) float acc[R][16] = {};
   const uint8_t* blk = w.panel(p);
   for (int64_t b = 0; b < kb; ++b, blk += w.block_stride) {
+    ps.enter(b, blk);
     const uint8_t* codes = blk + w.header_bytes;
     const int8_t* q = qa + b * w.block;
     if (stream) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
@@ -372,13 +378,15 @@ void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, bool str
     __m256i z0[R], z1[R];
     init_dots<R, kAsym>(z0, blk + w.zp_offset, w.default_zp(), st.offset(), qsum + b, kb);
     init_dots<R, kAsym>(z1, blk + w.zp_offset + 8, w.default_zp(), st.offset(), qsum + b, kb);
-    const __m256 sc0 = load_scales8<kF16>(blk, 0), sc1 = load_scales8<kF16>(blk, 1);
+    const __m256 sc0 = ps.scales8(b, blk, 0), sc1 = ps.scales8(b, blk, 1);
+    __m256 mn0 = sc0, mn1 = sc1;
+    if (w.has_mins) mn0 = ps.mins8(b, blk, 0), mn1 = ps.mins8(b, blk, 1);
     for (int r = 0; r < R; ++r) {
       __m256 a0 = accumulate(_mm256_load_ps(acc[r]), _mm256_add_epi32(d0[r], z0[r]), sa[r * kb + b], sc0);
       __m256 a1 = accumulate(_mm256_load_ps(acc[r] + 8), _mm256_add_epi32(d1[r], z1[r]), sa[r * kb + b], sc1);
       if (w.has_mins) {
-        a0 = add_min_term(a0, load_mins8(blk + w.mins_offset, 0), sa[r * kb + b], qsum[r * kb + b]);
-        a1 = add_min_term(a1, load_mins8(blk + w.mins_offset, 1), sa[r * kb + b], qsum[r * kb + b]);
+        a0 = add_min_term(a0, mn0, sa[r * kb + b], qsum[r * kb + b]);
+        a1 = add_min_term(a1, mn1, sa[r * kb + b], qsum[r * kb + b]);
       }
       _mm256_store_ps(acc[r], a0);
       _mm256_store_ps(acc[r] + 8, a1);
@@ -390,7 +398,7 @@ void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, bool str
 }
 
 // The steps GEMM over panels [p0, p1) in row tiles of 4, the tile compiled for S steps per block.
-template <int S, class Steps, bool kAsym, bool kF16>
+template <int S, class Steps, bool kAsym, int kSc>
 void qgemm_steps_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const Steps& st,
                         const int8_t* qa, const float* sa, const int32_t* qsum, float* Y, int64_t ldy,
                         const float* bias) {
@@ -401,40 +409,40 @@ void qgemm_steps_panels(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, c
   const bool stream = M <= 4;
   for (int64_t p = p0; p < p1; ++p)
     for_each_row_tile<4>(M, [&](int64_t m, auto rows) {
-      qgemm_steps_tile16<decltype(rows)::value, S, Steps, kAsym, kF16>(
+      qgemm_steps_tile16<decltype(rows)::value, S, Steps, kAsym, kSc>(
           w, p, st, stream, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias);
     });
 }
 
 // The steps GEMM with unrolled tiles for blocks of 16, 32 (onnxruntime-genai's and GGUF's), 64
 // and 128.
-template <class Steps, bool kAsym, bool kF16>
+template <class Steps, bool kAsym, int kSc>
 void qgemm_steps(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const Steps& st, const int8_t* qa,
                  const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   switch (w.block) {
     case 16:
-      return qgemm_steps_panels<4, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+      return qgemm_steps_panels<4, Steps, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
     case 32:
-      return qgemm_steps_panels<8, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+      return qgemm_steps_panels<8, Steps, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
     case 64:
-      return qgemm_steps_panels<16, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+      return qgemm_steps_panels<16, Steps, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
     case 128:
-      return qgemm_steps_panels<32, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+      return qgemm_steps_panels<32, Steps, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
     default:
-      return qgemm_steps_panels<0, Steps, kAsym, kF16>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
+      return qgemm_steps_panels<0, Steps, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
   }
 }
 
 // CompInt8 M>=2 GEMM: int4 in tiles of 4 rows x 16 columns, int8 in 4 x 8.
-template <int Bits, bool kAsym, bool kF16>
+template <int Bits, bool kAsym, int kSc>
 void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   if constexpr (Bits == 4) {
-    qgemm_steps<Q4Steps, kAsym, kF16>(w, p0, p1, M, Q4Steps{}, qa, sa, qsum, Y, ldy, bias);
+    qgemm_steps<Q4Steps, kAsym, kSc>(w, p0, p1, M, Q4Steps{}, qa, sa, qsum, Y, ldy, bias);
   } else {
     for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
-      qgemm_q8x16_tile8<decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
+      qgemm_q8x16_tile8<decltype(rows)::value, kAsym, kSc>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
                                                             Y + m * ldy, ldy, bias);
     });
   }
