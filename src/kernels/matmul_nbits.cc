@@ -2,6 +2,8 @@
 #include "kernels/matmul_nbits.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,11 @@
 #endif
 
 namespace nbits::kernels {
+
+bool PackOptions::default_pack_flag(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::string_view(e) == "1";
+}
 
 int QuantizedMatrix::code(int64_t n, int64_t k) const {
   const int64_t b = k / block_size, j = k % block_size;

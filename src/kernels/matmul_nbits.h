@@ -92,6 +92,17 @@ struct PackOptions {
   std::function<void(int64_t n)> rows_consumed;
   // Packing splits the rows over this pool when set (load time on many-core boards).
   ThreadPool* pool = nullptr;
+  // Formats at about a GGUF file's size, for the sets that read them (AVX2 int8): scales (and mins)
+  // that are exactly an fp16 super-block scale times int8 (K-quants) stored so (Q4_K 6 -> 4.625
+  // bits a weight), and int8 codes spanning at most 64 values in blocks of 16k as int6 (Q6_K
+  // 8 -> 6 bits). Results are the same bits; they read fewer bytes but cost more arithmetic a
+  // weight, which on the AMD Zen3 measured (compute-bound at 1-2 threads) made decode slower
+  // (docs/PERFORMANCE.md), so they are off unless NBITS_SUPER_SCALES=1 / NBITS_INT6=1.
+  bool super_scales = default_pack_flag("NBITS_SUPER_SCALES");
+  bool int6 = default_pack_flag("NBITS_INT6");
+
+  // True when environment variable `name` is "1" (read once per name).
+  static bool default_pack_flag(const char* name);
 };
 
 // One entry of the kernel table. Tests iterate the table; dispatch picks the

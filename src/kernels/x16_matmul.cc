@@ -31,9 +31,9 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
 
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
                                             X16Int8Kernels (*pick)(const quant::PackedX16&),
-                                            bool fold_uniform_zp, bool int5, bool super) {
+                                            bool fold_uniform_zp, bool int5) {
   quant::PackedX16 p = quant::pack_x16(w, fp16_scales(w, options), options.rows_consumed, options.pool,
-                                       fold_uniform_zp, int5, super);
+                                       fold_uniform_zp, int5, options.super_scales, options.int6);
   const X16Int8Kernels k = pick(p);
   return make_panel_int8(std::move(p), k);
 }

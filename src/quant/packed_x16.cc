@@ -133,8 +133,8 @@ CodeRange pack_rows(const kernels::QuantizedMatrix& w, const SuperScales& sup, P
           for (int i = 0; i < 4; ++i)
             codes[g * 64 + 4 * c + i] = static_cast<uint8_t>(q(8 * g + i) | (q(8 * g + 4 + i) << 4));
         for (int64_t j = 0; j < valid; ++j) range.add((src[j / 2] >> ((j & 1) * 4)) & 0xf);
-      } else if (p.bits == 5) {
-        // Low nibbles as int4 (k 8g+i low, 8g+4+i high); bit 4 in the plane of step j / 4.
+      } else if (p.bits == 5 || p.bits == 6) {
+        // Low nibbles as int4 (k 8g+i low, 8g+4+i high); the high bits in the plane of step j / 4.
         auto q = [&](int64_t j) -> int { return j < valid ? src[j] - p.code_lo : 0; };
         for (int64_t g = 0; g < BL / 8; ++g)
           for (int i = 0; i < 4; ++i)
@@ -142,10 +142,11 @@ CodeRange pack_rows(const kernels::QuantizedMatrix& w, const SuperScales& sup, P
                 static_cast<uint8_t>((q(8 * g + i) & 0xf) | ((q(8 * g + 4 + i) & 0xf) << 4));
         uint8_t* planes = blk + p.high_planes_offset();
         const int64_t lane = c < 8 ? 4 * c : 32 + 4 * (c - 8);
+        const int high = p.bits - 4, per_plane = 8 / high;  // high bits per code, steps per plane
         for (int64_t j = 0; j < valid; ++j) {
           const int64_t step = j / 4;
-          if ((q(j) & 0x10) != 0)
-            planes[(step / 8) * 64 + lane + j % 4] |= static_cast<uint8_t>(1u << (step % 8));
+          const int h = q(j) >> 4;
+          planes[(step / per_plane) * 64 + lane + j % 4] |= static_cast<uint8_t>(h << (high * (step % per_plane)));
         }
         for (int64_t j = 0; j < valid; ++j) range.add(src[j]);
       } else {
@@ -220,14 +221,18 @@ SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* poo
 
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
                    const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool, bool fold_uniform_zp,
-                   bool int5, bool super) {
+                   bool int5, bool super, bool int6) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
   const SuperScales sup = super ? find_super_scales(w, pool) : SuperScales{};
   p.bits = w.bits;
-  if (int5 && w.bits == 8 && w.block_size % 32 == 0) {
+  if ((int5 || int6) && w.bits == 8 && w.block_size % 16 == 0) {
     const CodeRange r = code_range(w);
-    if (r.hi - r.lo <= 31) p.bits = 5, p.code_lo = r.lo;
+    if (int5 && r.hi - r.lo <= 31 && w.block_size % 32 == 0) {
+      p.bits = 5, p.code_lo = r.lo;
+    } else if (int6 && r.hi - r.lo <= 63) {
+      p.bits = 6, p.code_lo = r.lo;
+    }
   }
   p.block = w.block_size;
   p.N = w.N;

@@ -20,6 +20,9 @@
 //             32 + 4(c - 8) + i (columns 8..15) has, in bit s - 8j, bit 4 of that column's code
 //             at k = 4s + i. The zero points stay the unshifted ones (kernels take code_lo as the
 //             offset of their dots).
+//     bits 6 (codes spanning at most 64 values, blocks of 16k: GGUF Q6_K at the file's size): the
+//             same with block / 16 planes of 4 steps each: plane j's byte (as above) has, in bits
+//             2(s - 4j) and 2(s - 4j) + 1, bits 4 and 5 of the code at k = 4s + i.
 // Super-block scales (GGUF's K-quants, packed so when asked and exact): every `super_blocks`
 // consecutive blocks of a column (256 elements) share one fp16 scale D (and one fp16 min scale),
 // and each block's scale is D times an int8 (min: Dmin times an int8), both products exact in
@@ -99,11 +102,11 @@ struct PackedX16 {
   const uint8_t* super(int64_t p, int64_t b) const {
     return data.data() + p * panel_stride + (b >> super_shift) * super_stride;
   }
-  // Elements of K covered by one 64-byte code group (8 for int4 and the low bits of int5, 4 for int8).
+  // Elements of K covered by one 64-byte code group (8 for int4 and the low bits of int5 / int6, 4 for int8).
   int group_k() const { return bits == 8 ? 4 : 8; }
-  // Bytes of the high-bit planes of a block (bits 5), after its block / 8 nibble groups.
+  // Offset of the high-bit planes of a block (bits 5 and 6), after its block / 8 nibble groups.
   size_t high_planes_offset() const { return header_bytes + static_cast<size_t>(block) * 8; }
-  // The implicit zero point: 2^(bits-1) of the source's codes (int5 comes from int8: 128).
+  // The implicit zero point: 2^(bits-1) of the source's codes (int5 / int6 come from int8: 128).
   int default_zp() const { return uniform_zp >= 0 ? uniform_zp : bits == 4 ? 8 : 128; }
   // Bits an unsigned code minus code_lo needs (code_hi - code_lo < 2^code_span_bits()).
   int code_span_bits() const {
@@ -144,12 +147,13 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
 // w.mins (when set) are stored (has_mins). fold_uniform_zp: explicit zero points
 // that are all equal are not stored (uniform_zp; for kernels reading default_zp()).
 // int5: an int8 weight whose codes span at most 32 values, with blocks a multiple of 32, is
-// packed as bits 5 (for kernels that read it; others leave it false).
+// packed as bits 5; int6: one whose codes span at most 64 values, with blocks a multiple of 16, as
+// bits 6 (for kernels that read them; others leave them false).
 // super: scales (and mins) that are exactly fp16 super-block scales times int8 (GGUF K-quants:
 // find_super_scales) are packed so (super_blocks > 0; for kernels that read it), ahead of fp16.
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
                    const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr,
-                   bool fold_uniform_zp = false, bool int5 = false, bool super = false);
+                   bool fold_uniform_zp = false, bool int5 = false, bool super = false, bool int6 = false);
 
 // A weight's block scales (and mins) as super-block scales: for each column and each run of
 // `blocks` consecutive blocks (256 elements), an fp16 D and int8 q with (float)q * D == the

@@ -533,16 +533,22 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
       std::vector<float> A = random_a(M, c.K, rng);
       if (c.positive)
         for (auto& a : A) a = 0.5f + 0.5f * std::fabs(a);
-      for (bool fp16 : {false, true}) {
+      // fp32 scales, fp16 scales, and the K-quant formats (PackOptions::super_scales / int6: int6
+      // codes here, the scales being random; tests/kernels/super_scales_test.cc has the rest).
+      for (int fmt = 0; fmt < 3; ++fmt) {
+        const bool fp16 = fmt == 1;
         const float* bp = (M & 1) != 0 ? bias.data() : nullptr;
-        SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + " scales bits=" + std::to_string(c.bits) +
+        SCOPED_TRACE(std::string(fmt == 2 ? "K-quant formats," : "") + (fp16 ? "fp16" : "fp32") +
+                     " scales bits=" + std::to_string(c.bits) +
                      " block=" + std::to_string(c.block) + " K=" + std::to_string(c.K) +
                      " M=" + std::to_string(M) + (c.asym ? " asym" : " sym") +
                      (c.mins ? (c.zp0 ? " mins zp0" : " mins") : "") +
                      (c.span_bits < 8 ? " span " + std::to_string(c.span_bits) : ""));
         std::vector<float> want(static_cast<size_t>(M * N)), y1(want.size(), NAN), y2(want.size(), NAN);
         matmul_nbits_ref_int8(fp16 ? rounded.w : rw.w, A.data(), M, want.data(), bp);
-        auto packed = k->pack_opts(rw.w, scales_opts(fp16));
+        PackOptions o = scales_opts(fp16);
+        o.super_scales = o.int6 = fmt == 2;
+        auto packed = k->pack_opts(rw.w, o);
         ASSERT_EQ(says_fp16(*packed, M), fp16) << packed->kernel_name(M);
         packed->run(A.data(), M, y1.data(), bp, pool1);
         packed->run(A.data(), M, y2.data(), bp, pool2);
@@ -559,7 +565,7 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
 }
 
 // The AVX2 set: every remainder of its 4-row GEMM tiles up to M = 40, on int4, int8 and int8
-// codes of narrow spans (the q8n kernels).
+// codes of narrow spans (the q8n kernels, int5, and int6 when asked).
 TEST(MatMulNBitsKernels, Avx2BitExactOnDenseMGrid) {
   std::vector<int64_t> ms;
   for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) ms.push_back(M);
@@ -568,7 +574,8 @@ TEST(MatMulNBitsKernels, Avx2BitExactOnDenseMGrid) {
 
 // GGUF's 5- and 6-bit types held as 8-bit codes take the AVX2 kernels for their span: a span of
 // at most 5 bits in blocks of 32k is packed as int5 (q5x16), others read their 8-bit codes (q8n5,
-// q8n6, q8n7); full-range int8 codes take the sign-trick int8 kernels.
+// q8n6, q8n7) unless PackOptions::int6 packs spans of at most 6 bits as int6 (q6x16); full-range
+// int8 codes take the sign-trick int8 kernels.
 TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
   const MatMulNBitsKernel* k = find_kernel_set("x16_avx2_int8");
   if (k == nullptr) GTEST_SKIP() << "x16_avx2_int8 is not built for this architecture";
@@ -590,6 +597,12 @@ TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
     auto packed = k->pack_opts(rw.w, scales_opts(false));
     EXPECT_EQ(std::string(packed->kernel_name(1)), c.gemv) << "span " << c.span;
     EXPECT_EQ(std::string(packed->kernel_name(3)), c.gemm) << "span " << c.span;
+    PackOptions int6;
+    int6.int6 = true;
+    const bool six = c.span <= 6 && !(c.span <= 5 && c.block % 32 == 0);
+    auto p6 = k->pack_opts(rw.w, int6);
+    EXPECT_EQ(std::string(p6->kernel_name(1)), six ? "qgemv_q6x16_avx2" : c.gemv) << "span " << c.span;
+    EXPECT_EQ(std::string(p6->kernel_name(5)), six ? "qgemm_q6x16_4x16_avx2" : c.gemm) << "span " << c.span;
   }
 }
 

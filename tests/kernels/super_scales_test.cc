@@ -1,7 +1,8 @@
-// Super-block scales (quant::find_super_scales, PackedX16::super_blocks): the x16 format in which
-// GGUF's K-quants stream about the file's bytes (Q4_K: 4.625 bits a weight instead of 6). The
-// packer only takes the format when every block scale (and min) is exactly an fp16 D times an
-// int8, so the kernels that read it must give the scalar reference's bits; tested on the shapes
+// Super-block scales (quant::find_super_scales, PackedX16::super_blocks) and int6 codes: the x16
+// formats in which GGUF's K-quants stream about the file's bytes (Q4_K: 4.625 bits a weight instead
+// of 6; Q6_K: 6.5625, the file's), packed when PackOptions asks (super_scales, int6). The packer
+// only takes super-block scales when every block scale (and min) is exactly an fp16 D times an
+// int8, so the kernels that read them must give the scalar reference's bits; tested on the shapes
 // of each K-quant (Q4_K / Q5_K with mins, Q6_K / Q3_K / IQ4_XS with signed multipliers, Q2_K),
 // ragged K (a last super-block of fewer blocks, a last block past K), ragged N, M from 1 past
 // the 4-row GEMM tile, 1 and 2 threads; and the fallback when one scale has no such form.
@@ -31,6 +32,14 @@ const MatMulNBitsKernel* avx2_set() {
   return nullptr;
 }
 
+PackOptions kquant_options(bool fp16 = false) {
+  PackOptions o;
+  o.fp16_scales = fp16;
+  o.super_scales = true;
+  o.int6 = true;
+  return o;
+}
+
 bool says_super(const PackedMatMul& p, int64_t M) {
   return std::string(p.kernel_name(M)).find("16k_") != std::string::npos;
 }
@@ -48,7 +57,7 @@ struct KQuant {
 const KQuant kQuants[] = {
     {"Q4_K", 4, 32, 4, 0, true, 0, 63, "qgemv_q4x16k_avx2"},
     {"Q5_K", 8, 32, 5, 128, true, 0, 63, "qgemv_q5x16k_avx2"},
-    {"Q6_K", 8, 16, 6, 96, false, -128, 127, "qgemv_q8n6x16k_avx2"},
+    {"Q6_K", 8, 16, 6, 96, false, -128, 127, "qgemv_q6x16k_avx2"},
     {"Q2_K", 4, 16, 2, 0, true, 0, 15, "qgemv_q4x16k_avx2"},
     {"Q3_K", 4, 16, 3, 4, false, -32, 31, "qgemv_q4x16k_avx2"},
     {"IQ4_XS", 8, 32, 8, 1, false, -32, 31, "qgemv_q8x16k_avx2"},
@@ -125,13 +134,11 @@ TEST(SuperScales, Avx2KernelsBitExactOnEveryKQuant) {
       std::vector<float> bias(static_cast<size_t>(N));
       for (auto& b : bias) b = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
       for (bool fp16 : {false, true}) {  // fp16 asked: the exact super-block format still wins
-        PackOptions o;
-        o.fp16_scales = fp16;
-        auto packed = k->pack_opts(rw.w, o);
+        auto packed = k->pack_opts(rw.w, kquant_options(fp16));
         SCOPED_TRACE(std::string(q.name) + " K=" + std::to_string(K) + " via " + packed->kernel_name(1));
         EXPECT_EQ(std::string(packed->kernel_name(1)), q.gemv);
         const int64_t kb = rw.w.k_blocks(), supers = (kb * q.block + 255) / 256, panels = (N + 15) / 16;
-        const int code_bits = q.bits == 4 ? 4 : (q.span <= 5 && q.block % 32 == 0 ? 5 : 8);
+        const int code_bits = q.bits == 4 ? 4 : q.span <= 5 && q.block % 32 == 0 ? 5 : q.span <= 6 ? 6 : 8;
         const size_t block_bytes = 16 + (q.mins ? 16 : 0) + 16 * static_cast<size_t>(q.block) * code_bits / 8;
         EXPECT_EQ(packed->packed_bytes(),
                   static_cast<size_t>(panels) * (supers * (q.mins ? 64 : 32) + kb * block_bytes));
@@ -159,9 +166,10 @@ TEST(SuperScales, Avx2FallsBackToFloatScales) {
   std::mt19937 rng(6);
   RandomWeight rw = kquant_weight(kQuants[0], 512, 40, rng, true);
   if (!k->supports(rw.w, cpu_features())) GTEST_SKIP() << "needs avx2 + fma + f16c";
-  auto super = k->pack(rw.w);
+  auto super = k->pack_opts(rw.w, kquant_options());
+  EXPECT_FALSE(says_super(*k->pack(rw.w), 1));  // not asked
   rw.scales[20 * 16 + 2] *= 1.0000001f;
-  auto plain = k->pack(rw.w);
+  auto plain = k->pack_opts(rw.w, kquant_options());
   EXPECT_TRUE(says_super(*super, 1));
   EXPECT_FALSE(says_super(*plain, 1)) << plain->kernel_name(1);
   EXPECT_EQ(std::string(plain->kernel_name(1)), "qgemv_q4x16_avx2");

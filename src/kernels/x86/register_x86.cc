@@ -60,20 +60,25 @@ X16Int8Kernels avx2_q8n_int8() {
           qgemm_q8nx16_4x16_avx2<kSpanBits, kAsym, kSc>};
 }
 
-template <bool kAsym, int kSc>
-X16Int8Kernels avx2_q5_int8() {
-  static const std::string gemv = std::string("qgemv_q5x16") + kScTag[kSc] + "_avx2",
-                           gemm = std::string("qgemm_q5x16") + kScTag[kSc] + "_4x16_avx2";
-  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q5x16_avx2<kAsym, kSc>,
-          qgemm_q5x16_4x16_avx2<kAsym, kSc>};
+// The int5 / int6 kernels (Bits 5 or 6).
+template <int Bits, bool kAsym, int kSc>
+X16Int8Kernels avx2_q56_int8() {
+  static const std::string gemv = "qgemv_q" + std::to_string(Bits) + "x16" + kScTag[kSc] + "_avx2",
+                           gemm = "qgemm_q" + std::to_string(Bits) + "x16" + kScTag[kSc] + "_4x16_avx2";
+  if constexpr (Bits == 5)
+    return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q5x16_avx2<kAsym, kSc>,
+            qgemm_q5x16_4x16_avx2<kAsym, kSc>};
+  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q6x16_avx2<kAsym, kSc>,
+          qgemm_q6x16_4x16_avx2<kAsym, kSc>};
 }
 
-// The AVX2 kernels for a packed weight in scale format kSc: int8 codes that span at most 7 bits
-// (GGUF's 5- and 6-bit types) take the q8n kernels (no sign trick, int16 sums: about 2x the int8
+// The AVX2 kernels for a packed weight in scale format kSc: int5 / int6 panels their kernels; int8
+// codes that span at most 7 bits (GGUF's 5- and 6-bit types when not packed narrow) take the q8n kernels (no sign trick, int16 sums: about 2x the int8
 // kernels' MACs per cycle), others the int4 / int8 kernels above.
 template <bool kAsym, int kSc>
 X16Int8Kernels avx2_int8_sc(const quant::PackedX16& p) {
-  if (p.bits == 5) return avx2_q5_int8<kAsym, kSc>();
+  if (p.bits == 5) return avx2_q56_int8<5, kAsym, kSc>();
+  if (p.bits == 6) return avx2_q56_int8<6, kAsym, kSc>();
   if (p.bits == 8) {
     switch (p.code_span_bits()) {
       case 0:
@@ -161,20 +166,10 @@ bool avx2_int5() {
   return on;
 }
 
-// Super-block scales (GGUF's K-quants at about the file's size) unless NBITS_SUPER_SCALES=0 keeps
-// a float scale (and min) per block (for comparisons; results are the same bits).
-bool avx2_super_scales() {
-  static const bool on = [] {
-    const char* e = std::getenv("NBITS_SUPER_SCALES");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
-  return on;
-}
-
 std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5(), avx2_super_scales());
-  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(), avx2_super_scales());
+    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5());
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5());
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {

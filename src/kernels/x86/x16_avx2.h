@@ -61,14 +61,20 @@ template <int kSpanBits, bool kAsym, int kSc>
 void qgemm_q8nx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                             const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
-// CompInt8 on int5 panels (PackedX16 bits 5: GGUF Q5_0 / Q5_1 / Q5_K at the file's size): the
-// int4 kernels' steps with bit 4 from the high-bit planes, for every row of a 4 x 16 tile (the
-// M = 1 GEMV is its one-row tile).
+// CompInt8 on int5 and int6 panels (PackedX16 bits 5 / 6: GGUF Q5_0 / Q5_1 / Q5_K / Q6_K at the
+// file's size): the int4 kernels' steps with the high bits from the high-bit planes, for every
+// row of a 4 x 16 tile (the M = 1 GEMV is its one-row tile).
 template <bool kAsym, int kSc>
 void qgemv_q5x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias);
 template <bool kAsym, int kSc>
 void qgemm_q5x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
+template <bool kAsym, int kSc>
+void qgemv_q6x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                      const int32_t* qsum, float* y, const float* bias);
+template <bool kAsym, int kSc>
+void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
 // CompFp32, M = 1 (dequantize on the fly, fp32 FMA).

@@ -308,6 +308,41 @@ struct Q5Steps {
   }
 };
 
+// int6 panels (PackedX16 bits 6): step s = the int4 step of the low nibbles with bits 4 and 5 from
+// the block's high-bit plane s / 4 (bits 2(s % 4) and 2(s % 4) + 1 of each byte, moved to bits 4
+// and 5 by one 16-bit shift: what a shift carries across a byte boundary lands outside the 0x30
+// mask).
+struct Q6Steps {
+  static constexpr int kI16Steps = 32767 / (2 * 63 * 128);  // 2
+  const __m256i m4 = _mm256_set1_epi8(0x0f), b45 = _mm256_set1_epi8(0x30);
+  int lo;
+  size_t planes;  // high-bit planes' offset from the codes
+  explicit Q6Steps(const PackedX16& w) : lo(w.code_lo), planes(w.high_planes_offset() - w.header_bytes) {}
+  int offset() const { return lo; }
+  static const uint8_t* group(const uint8_t* codes, int64_t s) { return codes + 64 * (s >> 1); }
+  static __m256i bits45(__m256i h, int t) {  // immediate shifts once the step loop unrolls
+    switch (t) {
+      case 0:
+        return _mm256_slli_epi16(h, 4);
+      case 1:
+        return _mm256_slli_epi16(h, 2);
+      case 2:
+        return h;
+      default:
+        return _mm256_srli_epi16(h, 2);
+    }
+  }
+  void load(const uint8_t* codes, int64_t s, __m256i& c0, __m256i& c1) const {
+    c0 = load_codes(codes + 64 * (s >> 1)), c1 = load_codes(codes + 64 * (s >> 1) + 32);
+    if ((s & 1) != 0) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
+    const uint8_t* plane = codes + planes + 64 * (s >> 2);
+    const int t = static_cast<int>(s & 3);
+    const __m256i h0 = _mm256_and_si256(bits45(load_codes(plane), t), b45);
+    const __m256i h1 = _mm256_and_si256(bits45(load_codes(plane + 32), t), b45);
+    c0 = _mm256_or_si256(_mm256_and_si256(c0, m4), h0), c1 = _mm256_or_si256(_mm256_and_si256(c1, m4), h1);
+  }
+};
+
 // int8 codes that span fewer than kSpanBits bits (PackedX16::code_lo / code_hi: GGUF Q5_0, Q5_1,
 // Q5_K, Q6_K, MXFP4 held as 8-bit codes): step s = group s minus code_lo, unsigned below
 // 2^kSpanBits (the zero padding wraps to larger values in lanes no row keeps: columns past N,

@@ -1,13 +1,15 @@
-// CompInt8 GEMV and 4x16 GEMM on int5 x16 panels, AVX2: avx2::qgemm_steps with Q5Steps
-// (x16_twins_avx2_inl.h). Above one row tile, each panel is first widened once into a
-// per-thread int8 panel (codes code_lo + 0..31) that the q8n tile reads for every row tile, so
-// the int5 unpacking is paid once per panel instead of once per 4 rows.
+// CompInt8 GEMV and 4x16 GEMM on int5 and int6 x16 panels, AVX2: avx2::qgemm_steps with Q5Steps /
+// Q6Steps (x16_twins_avx2_inl.h). Above one row tile, each panel is first widened once into a
+// per-thread int8 panel (codes code_lo + 0..2^bits - 1) that the q8n tile reads for every row tile,
+// so the unpacking is paid once per panel instead of once per 4 rows.
 #include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels {
 namespace {
 
-// Panel p of int5 `w` as a one-panel int8 PackedX16 (same block headers) in `out`.
+// Panel p of int5 / int6 `w` (Steps: Q5Steps / Q6Steps) as a one-panel int8 PackedX16 (same
+// headers) in `out`.
+template <class Steps>
 void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
   out.bits = 8, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = 1;
   out.has_zp = w.has_zp, out.scales_fp16 = w.scales_fp16, out.has_mins = w.has_mins;
@@ -19,7 +21,7 @@ void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
   out.panel_stride = w.super_bytes + out.block_stride * static_cast<size_t>(w.k_blocks);
   out.N = std::min<int64_t>(16, w.N - 16 * p);
   if (out.data.size() < out.panel_stride) out.data = quant::AlignedBytes::uninitialized(out.panel_stride);
-  const avx2::Q5Steps st(w);
+  const Steps st(w);
   const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
   const uint8_t* src = w.panel(p);
   std::memcpy(out.data.data(), src - w.super_bytes, w.super_bytes);  // the super-block headers
@@ -36,32 +38,53 @@ void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
   }
 }
 
+// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps), widened to int8 codes of Bits' span.
+template <class Steps, int Bits, bool kAsym, int kSc>
+void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
+                 const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  if (M <= 4) return avx2::qgemm_steps<Steps, kAsym, kSc>(w, p0, p1, M, Steps(w), qa, sa, qsum, Y, ldy, bias);
+  thread_local PackedX16 wide;
+  const avx2::NarrowQ8Steps<Bits> st(w.code_lo);
+  for (int64_t p = p0; p < p1; ++p) {
+    widen_panel<Steps>(w, p, wide);
+    avx2::qgemm_steps<avx2::NarrowQ8Steps<Bits>, kAsym, kSc>(wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy,
+                                                             bias != nullptr ? bias + 16 * p : nullptr);
+  }
+}
+
 }  // namespace
 
 template <bool kAsym, int kSc>
 void qgemv_q5x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                       const int32_t* qsum, float* y, const float* bias) {
-  avx2::qgemm_steps<avx2::Q5Steps, kAsym, kSc>(w, p0, p1, 1, avx2::Q5Steps(w), qa, sa, qsum, y, 0, bias);
+  narrow_gemm<avx2::Q5Steps, 5, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
 }
 
 template <bool kAsym, int kSc>
 void qgemm_q5x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  if (M <= 4)
-    return avx2::qgemm_steps<avx2::Q5Steps, kAsym, kSc>(w, p0, p1, M, avx2::Q5Steps(w), qa, sa, qsum, Y, ldy,
-                                                         bias);
-  thread_local PackedX16 wide;
-  const avx2::NarrowQ8Steps<5> st(w.code_lo);
-  for (int64_t p = p0; p < p1; ++p) {
-    widen_panel(w, p, wide);
-    avx2::qgemm_steps<avx2::NarrowQ8Steps<5>, kAsym, kSc>(wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy,
-                                                           bias != nullptr ? bias + 16 * p : nullptr);
-  }
+  narrow_gemm<avx2::Q5Steps, 5, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+
+template <bool kAsym, int kSc>
+void qgemv_q6x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                      const int32_t* qsum, float* y, const float* bias) {
+  narrow_gemm<avx2::Q6Steps, 6, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+}
+
+template <bool kAsym, int kSc>
+void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                           const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  narrow_gemm<avx2::Q6Steps, 6, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
 NBITS_X16_INT8_INSTANTIATE(qgemv_q5x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
                       const int32_t*, float*, const float*);
 NBITS_X16_INT8_INSTANTIATE(qgemm_q5x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
                       const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_X16_INT8_INSTANTIATE(qgemv_q6x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                           const int32_t*, float*, const float*);
+NBITS_X16_INT8_INSTANTIATE(qgemm_q6x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+                           const float*, const int32_t*, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels
