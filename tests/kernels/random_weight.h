@@ -69,7 +69,8 @@ struct RandomWeight {
         for (int64_t b0 = 0; b0 < kb; b0 += per) {
           const float D = sign * fp16_to_float(float_to_fp16(dd(rng)));
           for (int64_t j = b0; j < std::min(kb, b0 + per); ++j) {
-            const int q = top && j == b0 ? first : a + static_cast<int>(rng() % static_cast<unsigned>(b - a + 1));
+            const int q =
+                top && j == b0 ? first : a + static_cast<int>(rng() % static_cast<unsigned>(b - a + 1));
             v[static_cast<size_t>(n * kb + j)] = static_cast<float>(q) * D;
           }
         }

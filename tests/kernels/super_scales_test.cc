@@ -82,7 +82,8 @@ TEST(SuperScales, FoundExactlyOnKQuantScales) {
       const int64_t kb = rw.w.k_blocks();
       for (int64_t n = 0; n < rw.w.N; ++n)
         for (int64_t b = 0; b < kb; ++b) {
-          const size_t i = static_cast<size_t>(n * kb + b), j = static_cast<size_t>(n * s.supers + b / s.blocks);
+          const size_t i = static_cast<size_t>(n * kb + b),
+                       j = static_cast<size_t>(n * s.supers + b / s.blocks);
           ASSERT_EQ(static_cast<float>(s.q[i]) * fp16_to_float(s.d[j]), rw.scales[i]) << n << " " << b;
           if (q.mins) {
             ASSERT_EQ(static_cast<float>(s.qm[i]) * fp16_to_float(s.dm[j]), rw.mins[i]);
