@@ -146,7 +146,8 @@ CodeRange pack_rows(const kernels::QuantizedMatrix& w, const SuperScales& sup, P
         for (int64_t j = 0; j < valid; ++j) {
           const int64_t step = j / 4;
           const int h = q(j) >> 4;
-          planes[(step / per_plane) * 64 + lane + j % 4] |= static_cast<uint8_t>(h << (high * (step % per_plane)));
+          planes[(step / per_plane) * 64 + lane + j % 4] |=
+              static_cast<uint8_t>(h << (high * (step % per_plane)));
         }
         for (int64_t j = 0; j < valid; ++j) range.add(src[j]);
       } else {
@@ -197,7 +198,8 @@ SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* poo
   if (w.mins != nullptr) s.qm.resize(s.q.size()), s.dm.resize(s.d.size());
   const auto rows = [&](int64_t n0, int64_t n1) {
     return super_rows(w.scales, kb, s.blocks, s.supers, n0, n1, s.q.data(), s.d.data()) &&
-           (w.mins == nullptr || super_rows(w.mins, kb, s.blocks, s.supers, n0, n1, s.qm.data(), s.dm.data()));
+           (w.mins == nullptr ||
+            super_rows(w.mins, kb, s.blocks, s.supers, n0, n1, s.qm.data(), s.dm.data()));
   };
   const int64_t first = std::min<int64_t>(16, w.N);
   if (!rows(0, first)) return SuperScales{};

@@ -161,10 +161,10 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
 // on the first panel's columns first, so a miss costs little).
 struct SuperScales {
   bool ok = false;
-  int blocks = 0;                     // blocks per super-block
-  std::vector<int8_t> q, qm;          // [N * k_blocks] multipliers of the scales / mins
-  std::vector<uint16_t> d, dm;        // [N * supers] fp16 D of the scales / mins
-  int64_t supers = 0;                 // super-blocks per column
+  int blocks = 0;               // blocks per super-block
+  std::vector<int8_t> q, qm;    // [N * k_blocks] multipliers of the scales / mins
+  std::vector<uint16_t> d, dm;  // [N * supers] fp16 D of the scales / mins
+  int64_t supers = 0;           // super-blocks per column
 };
 SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* pool = nullptr);
 

@@ -40,8 +40,8 @@
 namespace nbits::kernels {
 namespace {
 
-using testing::RandomWeight;
 using testing::random_a;
+using testing::RandomWeight;
 
 constexpr double kU = 1.0 / 16777216.0;  // 2^-24
 
@@ -259,8 +259,8 @@ TEST(MatMulNBitsKernels, DispatchPrefersFirstSupported) {
 namespace nbits::kernels {
 namespace {
 
-using testing::RandomWeight;
 using testing::random_a;
+using testing::RandomWeight;
 
 // Small shapes run on one thread (too little work to split); this one is large
 // enough that every kernel really splits N over 2 and 3 threads.
@@ -292,8 +292,8 @@ TEST(MatMulNBitsKernels, SplitOverThreadsIsExact) {
 namespace nbits::kernels {
 namespace {
 
-using testing::RandomWeight;
 using testing::random_a;
+using testing::RandomWeight;
 
 // The 16-column panel formats: x16 (x86, arm64), t16 (IME), n16 (RVV); same bytes per block.
 bool is_panel16(const MatMulNBitsKernel& k) {
@@ -476,8 +476,8 @@ TEST(MatMulNBitsKernels, PackReportsConsumedRowsInOrder) {
 namespace nbits::kernels {
 namespace {
 
-using testing::RandomWeight;
 using testing::random_a;
+using testing::RandomWeight;
 
 const MatMulNBitsKernel* find_kernel_set(const char* name) {
   for (const auto& k : matmul_nbits_kernels())
@@ -539,9 +539,8 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
         const bool fp16 = fmt == 1;
         const float* bp = (M & 1) != 0 ? bias.data() : nullptr;
         SCOPED_TRACE(std::string(fmt == 2 ? "K-quant formats," : "") + (fp16 ? "fp16" : "fp32") +
-                     " scales bits=" + std::to_string(c.bits) +
-                     " block=" + std::to_string(c.block) + " K=" + std::to_string(c.K) +
-                     " M=" + std::to_string(M) + (c.asym ? " asym" : " sym") +
+                     " scales bits=" + std::to_string(c.bits) + " block=" + std::to_string(c.block) +
+                     " K=" + std::to_string(c.K) + " M=" + std::to_string(M) + (c.asym ? " asym" : " sym") +
                      (c.mins ? (c.zp0 ? " mins zp0" : " mins") : "") +
                      (c.span_bits < 8 ? " span " + std::to_string(c.span_bits) : ""));
         std::vector<float> want(static_cast<size_t>(M * N)), y1(want.size(), NAN), y2(want.size(), NAN);

@@ -10,6 +10,6 @@ void qgemm_q4x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M
 }
 
 NBITS_X16_INT8_INSTANTIATE(qgemm_q4x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
-                      const float*, const int32_t*, float*, int64_t, const float*);
+                           const float*, const int32_t*, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels

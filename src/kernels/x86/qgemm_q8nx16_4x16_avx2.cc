@@ -15,17 +15,16 @@ template <int kSpanBits, bool kAsym, int kSc>
 void qgemm_q8nx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                             const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const avx2::NarrowQ8Steps<kSpanBits> st(w.code_lo);
-  avx2::qgemm_steps<avx2::NarrowQ8Steps<kSpanBits>, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy,
-                                                                 bias);
+  avx2::qgemm_steps<avx2::NarrowQ8Steps<kSpanBits>, kAsym, kSc>(w, p0, p1, M, st, qa, sa, qsum, Y, ldy, bias);
 }
 
 #define NBITS_Q8N_INSTANTIATE(span, asym, sc)                                                               \
   template void qgemv_q8nx16_avx2<span, asym, sc>(const PackedX16&, int64_t, int64_t, const int8_t*,        \
-                                                   const float*, const int32_t*, float*, const float*);      \
+                                                  const float*, const int32_t*, float*, const float*);      \
   template void qgemm_q8nx16_4x16_avx2<span, asym, sc>(const PackedX16&, int64_t, int64_t, int64_t,         \
-                                                        const int8_t*, const float*, const int32_t*, float*, \
-                                                        int64_t, const float*)
-#define NBITS_Q8N_SPAN(span)         \
+                                                       const int8_t*, const float*, const int32_t*, float*, \
+                                                       int64_t, const float*)
+#define NBITS_Q8N_SPAN(span)             \
   NBITS_Q8N_INSTANTIATE(span, false, 0); \
   NBITS_Q8N_INSTANTIATE(span, false, 1); \
   NBITS_Q8N_INSTANTIATE(span, false, 2); \

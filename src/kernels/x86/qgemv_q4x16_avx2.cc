@@ -10,6 +10,6 @@ void qgemv_q4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* 
 }
 
 NBITS_X16_INT8_INSTANTIATE(qgemv_q4x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
-                      const int32_t*, float*, const float*);
+                           const int32_t*, float*, const float*);
 
 }  // namespace nbits::kernels

@@ -41,9 +41,10 @@ constexpr const char* kScTag[3] = {"", "h", "k"};
 
 template <bool kAsym, int kSc>
 X16Int8Kernels avx2_int8(int bits) {
-  static const std::string names[4] = {
-      std::string("qgemv_q4x16") + kScTag[kSc] + "_avx2", std::string("qgemm_q4x16") + kScTag[kSc] + "_4x16_avx2",
-      std::string("qgemv_q8x16") + kScTag[kSc] + "_avx2", std::string("qgemm_q8x16") + kScTag[kSc] + "_4x8_avx2"};
+  static const std::string names[4] = {std::string("qgemv_q4x16") + kScTag[kSc] + "_avx2",
+                                       std::string("qgemm_q4x16") + kScTag[kSc] + "_4x16_avx2",
+                                       std::string("qgemv_q8x16") + kScTag[kSc] + "_avx2",
+                                       std::string("qgemm_q8x16") + kScTag[kSc] + "_4x8_avx2"};
   if (bits == 4)
     return {names[0].c_str(), names[1].c_str(), quantize_row_blocks_avx2, qgemv_q4x16_avx2<kAsym, kSc>,
             qgemm_q4x16_4x16_avx2<kAsym, kSc>};
@@ -55,7 +56,8 @@ X16Int8Kernels avx2_int8(int bits) {
 template <int kSpanBits, bool kAsym, int kSc>
 X16Int8Kernels avx2_q8n_int8() {
   static const std::string gemv = "qgemv_q8n" + std::to_string(kSpanBits) + "x16" + kScTag[kSc] + "_avx2",
-                           gemm = "qgemm_q8n" + std::to_string(kSpanBits) + "x16" + kScTag[kSc] + "_4x16_avx2";
+                           gemm =
+                               "qgemm_q8n" + std::to_string(kSpanBits) + "x16" + kScTag[kSc] + "_4x16_avx2";
   return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q8nx16_avx2<kSpanBits, kAsym, kSc>,
           qgemm_q8nx16_4x16_avx2<kSpanBits, kAsym, kSc>};
 }
@@ -73,8 +75,8 @@ X16Int8Kernels avx2_q56_int8() {
 }
 
 // The AVX2 kernels for a packed weight in scale format kSc: int5 / int6 panels their kernels; int8
-// codes that span at most 7 bits (GGUF's 5- and 6-bit types when not packed narrow) take the q8n kernels (no sign trick, int16 sums: about 2x the int8
-// kernels' MACs per cycle), others the int4 / int8 kernels above.
+// codes that span at most 7 bits (GGUF's 5- and 6-bit types when not packed narrow) take the q8n kernels (no
+// sign trick, int16 sums: about 2x the int8 kernels' MACs per cycle), others the int4 / int8 kernels above.
 template <bool kAsym, int kSc>
 X16Int8Kernels avx2_int8_sc(const quant::PackedX16& p) {
   if (p.bits == 5) return avx2_q56_int8<5, kAsym, kSc>();

@@ -23,12 +23,12 @@ using quant::PackedX16;
   template void fn<true, true>(__VA_ARGS__)
 
 // The CompInt8 kernels' instantiations: both zero-point modes, three scale formats.
-#define NBITS_X16_INT8_INSTANTIATE(fn, ...)  \
-  template void fn<false, 0>(__VA_ARGS__); \
-  template void fn<false, 1>(__VA_ARGS__); \
-  template void fn<false, 2>(__VA_ARGS__); \
-  template void fn<true, 0>(__VA_ARGS__);  \
-  template void fn<true, 1>(__VA_ARGS__);  \
+#define NBITS_X16_INT8_INSTANTIATE(fn, ...) \
+  template void fn<false, 0>(__VA_ARGS__);  \
+  template void fn<false, 1>(__VA_ARGS__);  \
+  template void fn<false, 2>(__VA_ARGS__);  \
+  template void fn<true, 0>(__VA_ARGS__);   \
+  template void fn<true, 1>(__VA_ARGS__);   \
   template void fn<true, 2>(__VA_ARGS__)
 
 // CompInt8 activation quantization, bit-identical to quant::quantize_row_blocks.

@@ -478,7 +478,7 @@ void qgemm_x16(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
   } else {
     for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
       qgemm_q8x16_tile8<decltype(rows)::value, kAsym, kSc>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
-                                                            Y + m * ldy, ldy, bias);
+                                                           Y + m * ldy, ldy, bias);
     });
   }
 }
