@@ -23,9 +23,11 @@
 
 namespace nbits::kernels {
 
-bool PackOptions::default_pack_flag(const char* name) {
+bool PackOptions::auto_format(const char* name, bool otherwise) {
   const char* e = std::getenv(name);
-  return e != nullptr && std::string_view(e) == "1";
+  if (e != nullptr && std::string_view(e) == "1") return true;
+  if (e != nullptr && std::string_view(e) == "0") return false;
+  return otherwise;
 }
 
 int QuantizedMatrix::code(int64_t n, int64_t k) const {

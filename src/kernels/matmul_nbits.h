@@ -96,13 +96,14 @@ struct PackOptions {
   // that are exactly an fp16 super-block scale times int8 (K-quants) stored so (Q4_K 6 -> 4.625
   // bits a weight), and int8 codes spanning at most 64 values in blocks of 16k as int6 (Q6_K
   // 8 -> 6 bits). Results are the same bits; they read fewer bytes but cost more arithmetic a
-  // weight, which on the AMD Zen3 measured (compute-bound at 1-2 threads) made decode slower
-  // (docs/PERFORMANCE.md), so they are off unless NBITS_SUPER_SCALES=1 / NBITS_INT6=1.
-  bool super_scales = default_pack_flag("NBITS_SUPER_SCALES");
-  bool int6 = default_pack_flag("NBITS_INT6");
+  // weight: on the AMD Zen3 measured, decode was 1.11x slower at 1 thread (compute-bound) and 2%
+  // faster at 2 (docs/PERFORMANCE.md). Off here; the loaders turn them on with auto_format().
+  bool super_scales = false;
+  bool int6 = false;
 
-  // True when environment variable `name` is "1" (read once per name).
-  static bool default_pack_flag(const char* name);
+  // The choice for these formats: environment variable `name` "1" or "0" when set, else
+  // `otherwise` (the loaders: on when the session runs 2 threads or more).
+  static bool auto_format(const char* name, bool otherwise);
 };
 
 // One entry of the kernel table. Tests iterate the table; dispatch picks the
