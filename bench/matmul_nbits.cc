@@ -16,8 +16,9 @@
 //     --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //     --benchmark_report_aggregates_only=true
 //
-//   GGUF Q4_K as packed by default (super-block scales) and with NBITS_SUPER_SCALES=0 (fp32 per block):
-//   [NBITS_SUPER_SCALES=0] build-*/bench/bench_matmul_nbits
+//   GGUF Q4_K packed with fp32 scales and mins per block (the default here) and with
+//   NBITS_SUPER_SCALES=1 (super-block scales, the loaders' choice at 2+ threads):
+//   [NBITS_SUPER_SCALES=1] build-*/bench/bench_matmul_nbits
 //   --benchmark_filter='read_bw|avx2_int8/q4_k/.*M=1/'
 //
 //   AVX-512 VNNI against AVX2, CompInt8 decode and prefill (both sets are in the
@@ -134,6 +135,8 @@ const Packed& packed(const MatMulNBitsKernel& k, const Quant& q, bool fp16, int6
   do {
     PackOptions options;
     options.fp16_scales = fp16;
+    options.super_scales = PackOptions::auto_format("NBITS_SUPER_SCALES", false);
+    options.int6 = PackOptions::auto_format("NBITS_INT6", false);
     p.copies.push_back(k.pack_opts(src.w, options));
     total += p.copies.back()->packed_bytes();
   } while (total < kRotateBytes);

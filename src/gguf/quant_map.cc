@@ -71,7 +71,16 @@ NBitsMatrix to_nbits(const File& f, const TensorInfo& t) {
   if (fm.zp0) m.zero_points.assign(static_cast<size_t>(m.N * m.zp_row_bytes()), 0);
   std::vector<uint8_t> codes(static_cast<size_t>(tr.block));
   const int64_t gblocks = m.K / tr.block;
-  for (int64_t n = 0; n < m.N; ++n)
+  // The file pages already decoded are let go every 16 MiB, so a large tensor (a 150k-row
+  // lm_head) does not hold its whole file range resident beside its converted copy.
+  const size_t row_bytes = static_cast<size_t>(gblocks * tr.bytes), kReleaseEvery = size_t{16} << 20;
+  size_t released = 0;
+  for (int64_t n = 0; n < m.N; ++n) {
+    const size_t done = static_cast<size_t>(n) * row_bytes;
+    if (f.mapping && done - released >= kReleaseEvery) {
+      f.mapping->release(t.bytes.data() + released, done - released);
+      released = done;
+    }
     for (int64_t g = 0; g < gblocks; ++g) {
       const size_t sb = static_cast<size_t>(n * kb + g * per);
       decode_block(t.type, t.bytes.data() + (n * gblocks + g) * tr.bytes, codes.data(), &m.scales[sb],
@@ -84,6 +93,7 @@ NBitsMatrix to_nbits(const File& f, const TensorInfo& t) {
           dst[e / 2] = static_cast<uint8_t>(codes[e] | (codes[e + 1] << 4));
       }
     }
+  }
   return m;
 }
 

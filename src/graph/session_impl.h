@@ -173,6 +173,7 @@ class SessionImpl final : public Session {
   std::vector<Range> released_ranges_;  // initializers let go (merged at the end of load)
   size_t weight_bytes_ = 0, packed_weight_bytes_ = 0, streamed_weight_bytes_ = 0, mapped_weight_bytes_ = 0,
          released_bytes_ = 0;
+  size_t trimmed_owned_bytes_ = 0;  // owned bytes freed since the heap was last trimmed
 };
 
 }  // namespace nbits::graph::detail

@@ -4,6 +4,7 @@
 // straight from the mapping at run are read ahead and marked random-access.
 #include <algorithm>
 
+#include "base/memory_stats.h"
 #include "graph/session_impl.h"
 
 namespace nbits::graph::detail {
@@ -46,6 +47,13 @@ void SessionImpl::consumed_at_load(int value, bool read_at_run, bool maps_at_run
     released_ranges_.push_back({f, static_cast<const uint8_t*>(t.data), t.bytes()});
   } else if (release_owned(t.data, t.bytes())) {
     released_bytes_ += t.bytes();
+    // The freed buffer's pages stay resident in glibc's heap (above its mmap threshold a large block
+    // is a heap chunk, and a hole in the middle of a heap is not given back): hand them back every
+    // 32 MiB, or the packed weights allocate beside them and the load's peak is original + packed.
+    if ((trimmed_owned_bytes_ += t.bytes()) >= (size_t{32} << 20)) {
+      trimmed_owned_bytes_ = 0;
+      release_free_heap();
+    }
   }
 }
 
