@@ -220,7 +220,8 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
     for (const auto& row : rows)
       if (row.N == t->dims[0] && row.K == t->dims[1])
         warnings.push_back("embedding '" + t->name + "' is fp32 (" +
-                           mb(static_cast<double>(t->bytes.size())) + ") while lm_head '" + row.node +
+                           mb(static_cast<double>(onnx::tensor_bytes(t->dtype, t->numel()))) +
+                           ") while lm_head '" + row.node +
                            "' is quantized: the shared layout (GatherBlockQuantized on the lm_head's codes) "
                            "would drop it");
   }
@@ -246,10 +247,11 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
     std::string first;
     for (const auto& n : g.nodes) {
       if (n.op_type == "MatMulNBits" && n.has_input(1))
-        if (const onnx::Tensor* t = g.initializer(n.inputs[1])) quant_bytes += t->bytes.size();
+        if (const onnx::Tensor* t = g.initializer(n.inputs[1]))
+          quant_bytes += onnx::tensor_bytes(t->dtype, t->numel());
       if (n.op_type != "MatMul" || !n.has_input(1)) continue;
       if (const onnx::Tensor* t = float_weight(n.inputs[1])) {
-        float_bytes += t->bytes.size();
+        float_bytes += onnx::tensor_bytes(t->dtype, t->numel());
         if (count++ == 0) first = n.name;
       }
     }
@@ -264,7 +266,7 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
   for (const auto& t : g.initializers)
     if (!consumed.count(t.name)) {
       unused.push_back(t.name);
-      unused_bytes += t.bytes.size();
+      unused_bytes += onnx::tensor_bytes(t.dtype, t.numel());
     }
   if (!unused.empty())
     warnings.push_back(std::to_string(unused.size()) + " unused initializer(s) (" +

@@ -21,6 +21,12 @@ std::string GraphBuilder::own(const std::string& name, onnx::DataType dt, std::v
   return view(name, dt, std::move(dims), m_.owned.back());
 }
 
+std::string GraphBuilder::own_later(const std::string& name, onnx::DataType dt, std::vector<int64_t> dims,
+                                    std::function<std::vector<uint8_t>()> make) {
+  m_.deferred[name] = std::move(make);
+  return view(name, dt, std::move(dims), {});
+}
+
 std::string GraphBuilder::own_floats(const std::string& name, std::vector<int64_t> dims,
                                      const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(float));

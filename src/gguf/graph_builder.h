@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -25,6 +26,9 @@ class GraphBuilder {
                   std::vector<uint8_t> bytes);
   std::string own_floats(const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v);
   std::string own_int64(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v);
+  // An initializer whose bytes `make` gives when it is first read (Model::deferred).
+  std::string own_later(const std::string& name, onnx::DataType dt, std::vector<int64_t> dims,
+                        std::function<std::vector<uint8_t>()> make);
 
   // Adds a node; outputs are named "<name>/output_<i>" unless given ("" = not produced).
   onnx::Node& node(const std::string& op, const std::string& domain, const std::string& name,

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <tuple>
 
 #include "base/error.h"
@@ -22,6 +25,40 @@ constexpr const char* kMs = "com.microsoft";
 std::string layer_key(const Hyperparams& hp, const char* key) { return hp.arch + "." + key; }
 
 std::string blk(int64_t l, const char* name) { return "blk." + std::to_string(l) + "." + name; }
+
+// t converted to nbits codes / fp32, then its file pages dropped from the process: the converted
+// copy is what the graph holds (a second conversion of the same tensor, the tied embedding, reads
+// the file again).
+NBitsMatrix convert(const File& f, const TensorInfo& t) {
+  NBitsMatrix m = to_nbits(f, t);
+  if (f.mapping) f.mapping->release(t.bytes.data(), t.bytes.size());
+  return m;
+}
+
+// A converted matrix made when the session builds its reader (onnx::Model::deferred): the shape
+// now, the conversion then, so the load holds one converted copy at a time, not all of them.
+struct LaterNBits {
+  NBitsShape shape;
+  std::function<NBitsMatrix()> make;
+};
+
+// One conversion shared by the initializers (codes, scales, zero points, mins) or the row ranges
+// made from it; each takes its part, so the copy is gone once all of them are made.
+struct Pending {
+  std::function<NBitsMatrix()> make;
+  std::optional<NBitsMatrix> m;
+  NBitsMatrix& get() {
+    if (!m) m = make();
+    return *m;
+  }
+};
+
+std::vector<uint8_t> float_bytes(std::vector<float>&& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  std::vector<float>().swap(v);
+  return b;
+}
 
 }  // namespace
 
@@ -207,8 +244,8 @@ namespace {
 
 class Builder {
  public:
-  Builder(const File& f, const Hyperparams& hp, onnx::Model& m, int level, int64_t capacity)
-      : f_(f), hp_(hp), g_(m), level_(level), capacity_(capacity) {}
+  Builder(std::shared_ptr<const File> f, const Hyperparams& hp, onnx::Model& m, int level, int64_t capacity)
+      : file_(std::move(f)), f_(*file_), hp_(hp), g_(m), level_(level), capacity_(capacity) {}
 
   void build();
 
@@ -247,7 +284,7 @@ class Builder {
       }
       bias = g_.own_floats(name + ".bias", {static_cast<int64_t>(b.size())}, b);
     }
-    if (nbits) return matmul_nbits(x, nbits_of(ws), bias, name);
+    if (nbits) return matmul_nbits(x, later_of(ws), bias, name);
     const int64_t K = ws[0]->ne[0];
     int64_t N = 0;
     for (const TensorInfo* w : ws) N += w->ne[1];
@@ -266,10 +303,22 @@ class Builder {
     return y;
   }
 
-  NBitsMatrix nbits_of(const std::vector<const TensorInfo*>& ws) {
-    NBitsMatrix m = nbits_copy(*ws[0]);
-    for (size_t i = 1; i < ws.size(); ++i) append_rows(m, nbits_copy(*ws[i]));
-    return m;
+  LaterNBits later(const TensorInfo& t) const {
+    return {nbits_shape(f_, t), [file = file_, t] { return convert(*file, t); }};
+  }
+  // The rows of ws, concatenated (q, k and v as one matrix).
+  LaterNBits later_of(const std::vector<const TensorInfo*>& ws) const {
+    if (ws.size() == 1) return later(*ws[0]);
+    LaterNBits r = later(*ws[0]);
+    std::vector<TensorInfo> ts;
+    for (const TensorInfo* w : ws) ts.push_back(*w);
+    for (size_t i = 1; i < ws.size(); ++i) r.shape.N += nbits_shape(f_, *ws[i]).N;
+    r.make = [file = file_, ts] {
+      NBitsMatrix m = convert(*file, ts[0]);
+      for (size_t i = 1; i < ts.size(); ++i) append_rows(m, convert(*file, ts[i]));
+      return m;
+    };
+    return r;
   }
 
   struct NBitsInits {
@@ -277,18 +326,24 @@ class Builder {
     int64_t N = 0, K = 0;
     int bits = 0, block = 0;
   };
-  NBitsInits add_nbits(NBitsMatrix m, const std::string& name, bool two_d_codes) {
+  // The initializers of a MatMulNBits (or GatherBlockQuantized) over src, made when first read.
+  NBitsInits add_nbits(LaterNBits src, const std::string& name, bool two_d_codes) {
+    const NBitsShape& m = src.shape;
     NBitsInits r;
     r.N = m.N, r.K = m.K, r.bits = m.bits, r.block = m.block_size;
     const int64_t kb = m.k_blocks();
     std::vector<int64_t> bdims = two_d_codes ? std::vector<int64_t>{m.N, kb * m.blob_bytes()}
                                              : std::vector<int64_t>{m.N, kb, m.blob_bytes()};
-    r.B = g_.own(name + ".qweight", DataType::kUint8, bdims, std::move(m.codes));
-    r.scales = g_.own_floats(name + ".scales", {m.N, kb}, m.scales);
-    if (!m.zero_points.empty())
-      r.zp =
-          g_.own(name + ".zero_points", DataType::kUint8, {m.N, m.zp_row_bytes()}, std::move(m.zero_points));
-    if (!m.mins.empty()) r.mins = g_.own_floats(name + ".mins", {m.N * kb}, m.mins);
+    auto p = std::make_shared<Pending>(Pending{std::move(src.make), std::nullopt});
+    r.B = g_.own_later(name + ".qweight", DataType::kUint8, bdims, [p] { return std::move(p->get().codes); });
+    r.scales = g_.own_later(name + ".scales", DataType::kFloat, {m.N, kb},
+                            [p] { return float_bytes(std::move(p->get().scales)); });
+    if (m.has_zero_points)
+      r.zp = g_.own_later(name + ".zero_points", DataType::kUint8, {m.N, m.zp_row_bytes()},
+                          [p] { return std::move(p->get().zero_points); });
+    if (m.has_mins)
+      r.mins = g_.own_later(name + ".mins", DataType::kFloat, {m.N * kb},
+                            [p] { return float_bytes(std::move(p->get().mins)); });
     return r;
   }
 
@@ -306,7 +361,7 @@ class Builder {
     return n.outputs[0];
   }
 
-  std::string matmul_nbits(const std::string& x, NBitsMatrix m, const std::string& bias,
+  std::string matmul_nbits(const std::string& x, LaterNBits m, const std::string& bias,
                            const std::string& name) {
     return matmul_nbits_node(x, add_nbits(std::move(m), name, false), bias, name);
   }
@@ -360,7 +415,7 @@ class Builder {
                      const TensorInfo& down, const std::string& p);
   std::string moe(int64_t l, const std::string& x);
   // A [K, N, n_expert] expert tensor as one matrix of n_expert * N rows.
-  NBitsMatrix experts_copy(const TensorInfo& t) {
+  LaterNBits experts(const TensorInfo& t) const {
     if (!maps_to_nbits(t.type))
       f_.fail("expert tensor '" + onnx::wire::printable(t.name) + "' has type " + type_name(t.type) +
               ": experts must be quantized (Q4_0 .. Q8_0, K-quants, IQ4, MXFP4, TQ)");
@@ -368,18 +423,11 @@ class Builder {
     r.ne[1] = t.ne[1] * t.ne[2];
     r.ne[2] = 1;
     r.n_dims = 2;
-    return nbits_copy(r);
+    return later(r);
   }
   void lm_head(const std::string& x);
 
-  // t converted to nbits codes / fp32, then its file pages dropped from the process: the
-  // converted copy is what the graph holds, so the load's peak is not file + copy + packed
-  // (a second conversion of the same tensor, the tied embedding, reads the file again).
-  NBitsMatrix nbits_copy(const TensorInfo& t) {
-    NBitsMatrix m = to_nbits(f_, t);
-    release(t);
-    return m;
-  }
+  // t widened to fp32, then its file pages dropped from the process (as convert() does).
   std::vector<float> float_copy(const TensorInfo& t) {
     std::vector<float> v = to_float(f_, t);
     release(t);
@@ -389,6 +437,7 @@ class Builder {
     if (f_.mapping) f_.mapping->release(t.bytes.data(), t.bytes.size());
   }
 
+  std::shared_ptr<const File> file_;  // kept by the conversions made later (LaterNBits)
   const File& f_;
   const Hyperparams& hp_;
   GraphBuilder g_;
@@ -428,9 +477,13 @@ std::vector<std::string> Builder::matmul_parts(const std::string& x, const Tenso
   std::vector<std::string> out;
   int64_t n0 = 0;
   if (maps_to_nbits(w.type)) {
-    const NBitsMatrix m = nbits_copy(w);
-    for (size_t i = 0; i < parts.size(); n0 += parts[i], ++i)
-      out.push_back(matmul_nbits(x, take_rows(m, n0, parts[i]), "", names[i]));
+    const LaterNBits whole = later(w);
+    auto p = std::make_shared<Pending>(Pending{whole.make, std::nullopt});
+    for (size_t i = 0; i < parts.size(); n0 += parts[i], ++i) {
+      LaterNBits part{whole.shape, [p, n0, n = parts[i]] { return take_rows(p->get(), n0, n); }};
+      part.shape.N = parts[i];
+      out.push_back(matmul_nbits(x, std::move(part), "", names[i]));
+    }
     return out;
   }
   const int64_t K = w.ne[0];
@@ -476,7 +529,7 @@ std::string Builder::embedding() {
   // stays at the mapped size (Qwen2.5-1.5B's Q4_K: 175 MiB, not an fp32 table of 890 MiB); tied,
   // the same initializers feed the lm_head MatMulNBits.
   if (maps_to_nbits(e.type)) {
-    embd_nbits_ = add_nbits(nbits_copy(e), "token_embd", true);
+    embd_nbits_ = add_nbits(later(e), "token_embd", true);
     std::vector<std::string> in = {embd_nbits_.B, "input_ids", embd_nbits_.scales, embd_nbits_.zp,
                                    embd_nbits_.mins};
     while (in.back().empty()) in.pop_back();
@@ -623,7 +676,7 @@ std::string Builder::moe(int64_t l, const std::string& x) {
   std::vector<NBitsInits> w;
   const char* names[3] = {"gate", "up", "down"};
   for (const TensorInfo* t : {&gate, &up, &down}) {
-    w.push_back(add_nbits(experts_copy(*t), p + names[w.size()] + "_experts", false));
+    w.push_back(add_nbits(experts(*t), p + names[w.size()] + "_experts", false));
     in.insert(in.end(), {w.back().B, w.back().scales, w.back().zp, w.back().mins});
   }
   while (in.back().empty()) in.pop_back();
@@ -666,7 +719,7 @@ void Builder::lm_head(const std::string& x) {
     const TensorInfo& w =
         need(hp_.tied_output ? "token_embd.weight" : "output.weight", {hp_.n_embd, hp_.n_vocab});
     if (maps_to_nbits(w.type)) {
-      y = matmul_nbits_node(x, add_nbits(nbits_copy(w), "lm_head", false), "", name, out);
+      y = matmul_nbits_node(x, add_nbits(later(w), "lm_head", false), "", name, out);
     } else {
       y = matmul(x, {&w}, {}, name);
       if (!post) g_.node("Identity", "", "/lm_head/Identity", {y}).outputs[0] = "logits";
@@ -785,10 +838,12 @@ GgufModel build_model(File&& f, int accuracy_level, int64_t capacity) {
   m.opset_imports = {{"", 21}, {kMs, 1}};
   m.path = f.label();
   m.graph.name = r.hp.arch;
-  Builder(f, r.hp, m, accuracy_level, capacity).build();
-  // The weights that view the file stay valid as long as the model holds its storage.
-  m.file = f.mapping;
-  if (!f.owned.empty()) m.owned.push_back(std::move(f.owned));  // the buffer itself moves, not its bytes
+  auto file = std::make_shared<File>(std::move(f));
+  Builder(file, r.hp, m, accuracy_level, capacity).build();
+  // The weights that view the file stay valid as long as the model holds its storage; the
+  // conversions made later keep the File (its mapping, its name for messages) alive.
+  m.file = file->mapping;
+  if (!file->owned.empty()) m.owned.push_back(std::move(file->owned));  // the buffer moves, not its bytes
   return r;
 }
 

@@ -51,19 +51,28 @@ double file_bits_per_weight(GgmlType t) {
   return 8.0 * static_cast<double>(tr.bytes) / static_cast<double>(tr.block);
 }
 
-NBitsMatrix to_nbits(const File& f, const TensorInfo& t) {
+NBitsShape nbits_shape(const File& f, const TensorInfo& t) {
   const std::string name = onnx::wire::printable(t.name);
   if (!maps_to_nbits(t.type))
     f.fail("tensor '" + name + "' has type " + type_name(t.type) +
            ", which nbits cannot run as a quantized matmul (" + mapped_names() + ")");
   if (t.ne[2] != 1 || t.ne[3] != 1) f.fail("tensor '" + name + "' " + t.shape_str() + " is not a matrix");
   const BlockFormat fm = block_format(t.type);
-  const TypeTraits tr = type_traits(t.type);
+  NBitsShape s;
+  s.K = t.ne[0];
+  s.N = t.ne[1];
+  s.bits = fm.bits;
+  s.block_size = fm.block;
+  s.has_zero_points = fm.zp0;
+  s.has_mins = fm.mins;
+  return s;
+}
+
+NBitsMatrix to_nbits(const File& f, const TensorInfo& t) {
   NBitsMatrix m;
-  m.K = t.ne[0];
-  m.N = t.ne[1];
-  m.bits = fm.bits;
-  m.block_size = fm.block;
+  static_cast<NBitsShape&>(m) = nbits_shape(f, t);
+  const BlockFormat fm = block_format(t.type);
+  const TypeTraits tr = type_traits(t.type);
   const int64_t kb = m.k_blocks(), blob = m.blob_bytes(), per = tr.block / fm.block;
   m.codes.assign(static_cast<size_t>(m.N * kb * blob), 0);
   m.scales.resize(static_cast<size_t>(m.N * kb));
@@ -110,7 +119,8 @@ void append_rows(NBitsMatrix& dst, const NBitsMatrix& src) {
 NBitsMatrix take_rows(const NBitsMatrix& m, int64_t n0, int64_t n) {
   NBITS_ASSERT(n0 >= 0 && n >= 0 && n0 + n <= m.N);
   NBitsMatrix r;
-  r.N = n, r.K = m.K, r.bits = m.bits, r.block_size = m.block_size;
+  static_cast<NBitsShape&>(r) = m;
+  r.N = n;
   const auto rows = [&](const auto& v, int64_t per_row) {
     using V = std::decay_t<decltype(v)>;
     return v.empty() ? V{} : V(v.begin() + n0 * per_row, v.begin() + (n0 + n) * per_row);

@@ -18,17 +18,23 @@
 
 namespace nbits::gguf {
 
-struct NBitsMatrix {
+// What to_nbits(t) gives, without converting: shape, format, and which optional parts it fills.
+struct NBitsShape {
   int64_t N = 0, K = 0;
   int bits = 4, block_size = 32;
+  bool has_zero_points = false, has_mins = false;
+
+  int64_t k_blocks() const { return K / block_size; }
+  int64_t blob_bytes() const { return static_cast<int64_t>(block_size) * bits / 8; }
+  int64_t zp_row_bytes() const { return (k_blocks() * bits + 7) / 8; }
+};
+
+struct NBitsMatrix : NBitsShape {
   std::vector<uint8_t> codes;
   std::vector<float> scales;         // [N * k_blocks]
   std::vector<uint8_t> zero_points;  // [N][ceil(k_blocks*bits/8)] packed like ONNX; empty: 2^(bits-1)
   std::vector<float> mins;           // [N * k_blocks]; empty: none
 
-  int64_t k_blocks() const { return K / block_size; }
-  int64_t blob_bytes() const { return static_cast<int64_t>(block_size) * bits / 8; }
-  int64_t zp_row_bytes() const { return (k_blocks() * bits + 7) / 8; }
   float value(int64_t n, int64_t k) const;  // the dequantized element
 };
 
@@ -41,6 +47,8 @@ double file_bits_per_weight(GgmlType t);
 // A 2-D tensor [ne0 = K, ne1 = N] of one of those types. Throws "<file>: tensor
 // 'X' has type T, which nbits cannot run as a quantized matmul" otherwise.
 NBitsMatrix to_nbits(const File& f, const TensorInfo& t);
+// to_nbits(f, t)'s shape and format, checked as to_nbits checks them, without converting.
+NBitsShape nbits_shape(const File& f, const TensorInfo& t);
 // Appends src's rows to dst (same K, bits, block and kind of zero point / mins).
 void append_rows(NBitsMatrix& dst, const NBitsMatrix& src);
 // Rows [n0, n0 + n) of m (phi3's ffn_up holds the gate rows, then the up rows).

@@ -881,6 +881,9 @@ int pack_qkv(std::vector<onnx::Node>& nodes, onnx::Model& model) {
     const onnx::Node& q = nodes[p.mm[0]];
     std::vector<const onnx::Tensor*> bs, ss, bias;
     int64_t n_total = 0;
+    for (size_t j : p.mm)
+      for (size_t i : {1, 2, 5})
+        if (nodes[j].has_input(i)) model.materialize(nodes[j].inputs[i]);
     for (size_t j : p.mm) {
       bs.push_back(g.initializer(nodes[j].inputs[1]));
       ss.push_back(g.initializer(nodes[j].inputs[2]));
@@ -1263,7 +1266,7 @@ std::vector<uint8_t> columns_of(const onnx::Tensor& t, int64_t begin, int64_t co
 // A 2-D tensor of whole-byte elements with N columns.
 bool columns_split(const onnx::Tensor* t, int64_t n) {
   return t != nullptr && t->dims.size() == 2 && t->dims[1] == n && t->numel() > 0 &&
-         t->bytes.size() % static_cast<size_t>(t->numel()) == 0;
+         onnx::data_type_bits(t->dtype) > 0 && onnx::data_type_bits(t->dtype) % 8 == 0;
 }
 
 }  // namespace
@@ -1357,6 +1360,8 @@ int split_sliced_projections(std::vector<onnx::Node>& nodes, onnx::Model& model)
       q.name = base;
       q.outputs = {nodes[pt.slice].outputs[0]};
       // Copies of the bytes first: adding an initializer may move the others.
+      for (size_t in = 1; in < p.inputs.size(); ++in)
+        if (p.has_input(in)) model.materialize(p.inputs[in]);
       const onnx::Tensor& b = *g.initializer(p.inputs[1]);
       if (nbits) {
         const onnx::Tensor& sc = *g.initializer(p.inputs[2]);

@@ -16,6 +16,7 @@ namespace nbits::graph::detail {
 int SessionImpl::value_id(const std::string& name) {
   auto it = ids_.find(name);
   if (it != ids_.end()) return it->second;
+  shared_->model.materialize(name);  // a GGUF tensor converted now, as its reader is built
   const onnx::Tensor* init = shared_->model.graph.initializer(name);
   NBITS_ASSERT(init != nullptr);
   return add_constant(*init);
@@ -153,8 +154,9 @@ void SessionImpl::build() {
     OpBuild b{node, {}, {}, {}, options};
     b.pool = &shared_->pool;
     b.opset = shared_->model.opset(node.domain);
-    b.release_pages = [this](const void* p, size_t n) {
-      if (const MappedFile* f = mapping_of(p, n)) f->release(p, n);
+    b.release_pages = [this, &node](const void* p, size_t n) {
+      if (const MappedFile* f = mapping_of(p, n)) return f->release(p, n);
+      if (last_reader_of_owned(node, p, n)) release_anonymous_pages(p, n);
     };
     b.mapping = [this](const void* p, size_t n) { return mapping_of(p, n); };
     std::vector<int> in(node.inputs.size(), -1);
@@ -213,6 +215,9 @@ void SessionImpl::build() {
     for (const onnx::Dim& d : o.dims) v.declared.push_back(d.value);
     outputs_.push_back(id);
   }
+
+  // Initializers made on first read that no node read (a rewrite dropped their reader) are not made.
+  shared_->model.deferred.clear();
 
   // Pointers into values_ are stable from here on.
   link_plan();

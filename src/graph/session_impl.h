@@ -147,6 +147,7 @@ class SessionImpl final : public Session {
   const MappedFile* mapping_of(const Tensor& t) const { return mapping_of(t.data, t.bytes()); }
   void consumed_at_load(int value, bool read_at_run, bool maps_at_run);
   bool release_owned(const void* p, size_t n);
+  bool last_reader_of_owned(const onnx::Node& node, const void* p, size_t n) const;
   void release_folded(int value);
   void release_merged_ranges();
   void advise_mapped_constants();

@@ -91,11 +91,39 @@ bool SessionImpl::release_owned(const void* p, size_t n) {
   for (std::vector<uint8_t>& buf : model.owned) {
     if (buf.data() != p || buf.size() != n) continue;
     int viewers = 0;
-    for (const onnx::Tensor& init : model.graph.initializers)
-      viewers += init.bytes.data() >= buf.data() && init.bytes.data() < buf.data() + buf.size();
+    onnx::Tensor* viewer = nullptr;
+    for (onnx::Tensor& init : model.graph.initializers)
+      if (init.bytes.data() >= buf.data() && init.bytes.data() < buf.data() + buf.size()) {
+        ++viewers;
+        viewer = &init;
+      }
     if (viewers != 1) return false;
     std::vector<uint8_t>().swap(buf);
+    // No stale view: a later buffer at the same address (initializers made as their readers are
+    // built, onnx::Model::deferred) would count it as a second viewer and never be let go.
+    viewer->bytes = {};
     return true;
+  }
+  return false;
+}
+
+// True when [p, p + n) lies in a buffer of Model::owned (a GGUF tensor converted at load) that
+// only input(s) of `node` view, this node is the last one to read, and no earlier reader reads it
+// at run: the node may then let its pages go as it packs them (MatMulNBits' rows_consumed), so a
+// large matrix (a 150k-row lm_head) is not resident twice, converted and packed.
+bool SessionImpl::last_reader_of_owned(const onnx::Node& node, const void* p, size_t n) const {
+  const auto* lo = static_cast<const uint8_t*>(p);
+  for (const std::vector<uint8_t>& buf : shared_->model.owned) {
+    if (lo < buf.data() || lo + n > buf.data() + buf.size()) continue;
+    for (const std::string& in : node.inputs) {
+      const auto id = ids_.find(in);
+      if (id == ids_.end() || values_[id->second].t.data != buf.data()) continue;
+      const auto left = loads_left_.find(in);
+      const bool read = static_cast<size_t>(id->second) < read_at_run_.size() && read_at_run_[id->second];
+      return values_[id->second].kind == Kind::kConstant && left != loads_left_.end() && left->second == 1 &&
+             !read && std::count(node.inputs.begin(), node.inputs.end(), in) == 1;
+    }
+    return false;
   }
   return false;
 }

@@ -158,6 +158,21 @@ const Tensor* Graph::initializer(std::string_view init_name) const {
   return nullptr;
 }
 
+void Model::materialize(std::string_view name) {
+  const auto it = deferred.find(name);
+  if (it == deferred.end()) return;
+  const std::function<std::vector<uint8_t>()> make = std::move(it->second);
+  deferred.erase(it);
+  Tensor* t = nullptr;
+  for (Tensor& i : graph.initializers)
+    if (i.name == name) t = &i;
+  NBITS_CHECK(t != nullptr, "deferred initializer '", name, "' is not in the graph");
+  std::vector<uint8_t>& b = owned.emplace_back(make());
+  NBITS_CHECK(static_cast<int64_t>(b.size()) == tensor_bytes(t->dtype, t->numel()), "initializer '", name,
+              "': made ", b.size(), " bytes, its shape needs ", tensor_bytes(t->dtype, t->numel()));
+  t->bytes = b;
+}
+
 int64_t Model::opset(std::string_view domain) const {
   const bool default_domain = domain.empty() || domain == "ai.onnx";
   for (const auto& o : opset_imports) {

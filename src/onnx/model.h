@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -159,6 +160,14 @@ struct Model {
   std::shared_ptr<MappedFile> file;
   std::map<std::string, std::shared_ptr<MappedFile>> external_files;  // by location
   std::deque<std::vector<uint8_t>> owned;                             // decoded typed fields
+
+  // Initializers whose bytes are made on first use (a GGUF tensor converted to MatMulNBits'
+  // layout when the session builds its reader, so a load never holds every converted copy at
+  // once): their Tensor::bytes are empty until materialize(name) runs the producer, which must
+  // give exactly tensor_bytes(dtype, numel) bytes (kept in `owned`). Whatever reads an
+  // initializer's bytes calls materialize() first; dims and dtype are there from the start.
+  std::map<std::string, std::function<std::vector<uint8_t>()>, std::less<>> deferred;
+  void materialize(std::string_view name);  // nothing when `name` is not deferred
 
   int64_t opset(std::string_view domain) const;  // 0 if not imported
 };

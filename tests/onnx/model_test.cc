@@ -336,4 +336,40 @@ TEST(OnnxModel, ParseModelFromMemoryRefusesExternalData) {
 }
 
 }  // namespace
+// Model::deferred: an initializer's bytes made on first use, once; a producer that gives the
+// wrong size is an error naming the initializer; names that are not deferred are left alone.
+TEST(OnnxModel, DeferredInitializerIsMadeOnceOnFirstUse) {
+  Model m;
+  Tensor t;
+  t.name = "w";
+  t.dtype = DataType::kFloat;
+  t.dims = {2, 3};
+  m.graph.initializers.push_back(t);
+  t.name = "bad";
+  m.graph.initializers.push_back(t);
+  int calls = 0;
+  m.deferred["w"] = [&calls] {
+    ++calls;
+    std::vector<uint8_t> b(24);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i);
+    return b;
+  };
+  m.deferred["bad"] = [] { return std::vector<uint8_t>(20); };
+  EXPECT_TRUE(m.graph.initializer("w")->bytes.empty());
+  m.materialize("w");
+  m.materialize("w");
+  m.materialize("not-deferred");
+  EXPECT_EQ(calls, 1);
+  const Tensor* w = m.graph.initializer("w");
+  ASSERT_EQ(w->bytes.size(), 24u);
+  EXPECT_EQ(w->bytes[23], 23);
+  EXPECT_EQ(m.deferred.count("w"), 0u);
+  try {
+    m.materialize("bad");
+    ADD_FAILURE() << "a producer of the wrong size was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "initializer 'bad': made 20 bytes, its shape needs 24");
+  }
+}
+
 }  // namespace nbits::onnx
