@@ -69,12 +69,14 @@ struct NBitsRow {
   bool zero_points = false;
   std::string kernel;
   std::string prefill_kernel;  // empty until a session loads
+  int64_t packed_bytes = 0;    // as the session holds it (0 until a session loads)
 };
 
 // load() makes the model (an ONNX file read, or a GGUF file synthesised): once to
 // inspect, once more for the session.
 json inspect_model(const std::string& path, const std::function<onnx::Model()>& load,
-                   const std::optional<int>& accuracy_override, bool try_session, bool fp16_scales) {
+                   const std::optional<int>& accuracy_override, bool try_session, bool fp16_scales,
+                   int threads) {
   const onnx::Model model = load();
   const onnx::Graph& g = model.graph;
   json r;
@@ -160,6 +162,7 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
       graph::SessionOptions so;
       so.accuracy_level = accuracy_override;
       so.fp16_scales = fp16_scales;
+      so.threads = threads;  // the packed formats depend on it (kernels::PackOptions::auto_format)
       auto session = graph::Session::load(load(), so);
       std::map<std::string, graph::MatMulNBitsInfo> infos;
       for (const auto& i : session->matmul_nbits_info()) infos[i.node] = i;
@@ -167,6 +170,7 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
         if (auto it = infos.find(row.node); it != infos.end()) {
           row.kernel = it->second.kernel;
           row.prefill_kernel = it->second.prefill_kernel;
+          row.packed_bytes = static_cast<int64_t>(it->second.packed_bytes);
         }
       std::map<std::pair<std::string, std::string>, int64_t> plan;  // (op type, kernel) -> nodes
       const auto entries = session->profile();
@@ -203,7 +207,11 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
                      {"accuracy_level", row.accuracy_level},
                      {"zero_points", row.zero_points},
                      {"kernel", row.kernel},
-                     {"prefill_kernel", row.prefill_kernel}});
+                     {"prefill_kernel", row.prefill_kernel},
+                     {"packed_bits_per_weight",
+                      row.packed_bytes > 0 && row.K > 0 && row.N > 0
+                          ? 8.0 * static_cast<double>(row.packed_bytes) / static_cast<double>(row.K * row.N)
+                          : 0.0}});
   r["matmul_nbits"] = table;
 
   for (const auto& [level, count] : levels)
@@ -384,8 +392,10 @@ void print_gguf(const json& g) {
   }
   for (const auto& [t, b] : g["storage"].items()) {
     const double file = b["file_bits_per_weight"], held = b["nbits_bits_per_weight"];
-    std::printf("  %s: %.2f bits per weight in the file, %.2f as nbits holds it (%+.0f%%)\n", t.c_str(), file,
-                held, 100.0 * (held / file - 1.0));
+    std::printf(
+        "  %s: %.2f bits per weight in the file, %.2f converted for packing (%+.0f%%; packed: bits/w "
+        "below)\n",
+        t.c_str(), file, held, 100.0 * (held / file - 1.0));
   }
   if (g.contains("error")) std::printf("  cannot run: %s\n", str(g["error"]).c_str());
   if (!g["unsupported"].empty()) {
@@ -426,15 +436,21 @@ void print_text(const json& r) {
   }
   const json& t = r["matmul_nbits"];
   if (!t.empty()) {
-    std::printf("\nMatMulNBits (%zu):\n  %-44s %6s %6s %4s %5s %4s %3s  %-28s %s\n", t.size(), "node", "K",
-                "N", "bits", "block", "acc", "zp", "kernel (decode)", "prefill");
-    for (const auto& row : t)
+    std::printf(
+        "\nMatMulNBits (%zu; bits/w: as packed, scales and headers included):\n  %-44s %6s %6s %4s %5s "
+        "%4s %3s %6s  %-28s %s\n",
+        t.size(), "node", "K", "N", "bits", "block", "acc", "zp", "bits/w", "kernel (decode)", "prefill");
+    for (const auto& row : t) {
+      const double bpw = row["packed_bits_per_weight"].get<double>();
+      char packed[16] = "-";
+      if (bpw > 0) std::snprintf(packed, sizeof packed, "%.2f", bpw);
       std::printf(
-          "  %-44s %6lld %6lld %4lld %5lld %4lld %3s  %-28s %s\n", str(row["node"]).c_str(),
+          "  %-44s %6lld %6lld %4lld %5lld %4lld %3s %6s  %-28s %s\n", str(row["node"]).c_str(),
           row["K"].get<long long>(), row["N"].get<long long>(), row["bits"].get<long long>(),
           row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
-          row["zero_points"].get<bool>() ? "y" : "n", str(row["kernel"]).c_str(),
+          row["zero_points"].get<bool>() ? "y" : "n", packed, str(row["kernel"]).c_str(),
           row["prefill_kernel"].get<std::string>().empty() ? "-" : str(row["prefill_kernel"]).c_str());
+    }
   }
   if (r.contains("session") && r["session"]["loads"].get<bool>()) {
     const json& s = r["session"];
@@ -464,6 +480,10 @@ int inspect_main(const std::vector<std::string>& args) {
   f.i64("--accuracy-level", "L", "show kernels as with `nbits run --accuracy-level L`", std::nullopt, 0, 4);
   f.choice("--scales", {"fp32", "fp16"},
            "show kernels as with `nbits run --scales` (fp16: names carry an 'h')", "fp32");
+  f.i64("-t,--threads", "N",
+        "show kernels and packed formats as with `nbits run -t N` (0 = all hardware threads; GGUF K-quants "
+        "pack at the file's size from 2 threads)",
+        0, 0, 1024);
   f.flag("--no-session", "do not load the model into the runtime (attributes only)");
   if (auto rc = f.parse(args)) return *rc;
   std::optional<int> level;
@@ -483,13 +503,14 @@ int inspect_main(const std::vector<std::string>& args) {
     }
     r = inspect_model(
         arg, [&] { return gguf::build_model(gguf::File::open(arg), 4).model; }, level,
-        !f.get_flag("--no-session"), f.get_str("--scales") == "fp16");
+        !f.get_flag("--no-session"), f.get_str("--scales") == "fp16",
+        static_cast<int>(f.get_i64("--threads")));
     r["gguf"] = g;
   } else {
     const std::string path = model_file(arg);
     r = inspect_model(
         path, [&] { return onnx::load_model(path); }, level, !f.get_flag("--no-session"),
-        f.get_str("--scales") == "fp16");
+        f.get_str("--scales") == "fp16", static_cast<int>(f.get_i64("--threads")));
   }
   if (f.get_str("--format") == "json")
     std::printf("%s\n", r.dump(-1, ' ', false, json::error_handler_t::replace).c_str());

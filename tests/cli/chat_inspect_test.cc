@@ -104,6 +104,10 @@ TEST(CliInspect, ReportsKernelsAndAccuracyLevelWarnings) {
     EXPECT_NE(a["kernel"], b["kernel"]);  // fp32 dequantize vs int8 activations
     // The kernel of a multi-row (prefill) run: the GEMM beside the GEMV of one row.
     EXPECT_FALSE(b["prefill_kernel"].get<std::string>().empty());
+    // Packed size, from the session: 4-bit codes plus a scale per 32 (and panel padding), on any
+    // kernel set; not the 32 of fp32 or the 8 of widened codes.
+    EXPECT_GT(b["packed_bits_per_weight"].get<double>(), 4.0);
+    EXPECT_LT(b["packed_bits_per_weight"].get<double>(), 6.5);
   }
   EXPECT_EQ(acc0["matmul_nbits"][0]["K"], 64);
   EXPECT_EQ(acc0["matmul_nbits"][0]["N"], 256);
@@ -120,7 +124,7 @@ TEST(CliInspect, ReportsKernelsAndAccuracyLevelWarnings) {
   // The text form carries the same table and warning.
   RunResult t = run_nbits({"inspect", stories("onnx_int4_acc0/model.onnx")});
   EXPECT_EQ(t.exit_code, 0);
-  EXPECT_NE(t.out.find("MatMulNBits (26):"), std::string::npos);
+  EXPECT_NE(t.out.find("MatMulNBits (26; bits/w: as packed"), std::string::npos);
   EXPECT_NE(t.out.find("will dequantize to fp32"), std::string::npos);
 }
 
