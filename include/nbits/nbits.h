@@ -79,12 +79,16 @@ struct GenerationOptions {
   uint64_t seed = 0;
   bool add_special = true;  // BOS etc. on the first text of a conversation
   int64_t context = 0;      // this Generator's KV cache length; 0 = ModelOptions::context
-  // Speculative decoding in generate() / generate_ids(): "" = off; "lookup" = drafts from the
-  // prompt and the text so far; "draft" = drafts from draft_model (a Model of the same
-  // tokenizer). The tokens are plain decoding's (exact verification): only the speed changes.
+  // Speculative decoding in generate() / generate_ids() and generate_next_token(): "" = off;
+  // "lookup" = drafts from the prompt and the text so far; "draft" = drafts from draft_model (a
+  // Model of the same tokenizer). The tokens are plain decoding's (exact verification): only the
+  // speed changes. generate_next_token() then runs a step only when the tokens one verify step
+  // drew are all handed out; generate_next_tokens() drafts when a single row runs (a batch of
+  // several fills the kernels' rows itself).
   std::string speculative;
   std::shared_ptr<const Model> draft_model;
   int64_t draft_max = 8;  // the longest draft; the length adapts below it to what pays
+  int64_t draft_min = 0;  // the shortest (= draft_max: a fixed length, for measurements)
   // Constrained decoding (onnxruntime-genai's set_guidance): every token drawn keeps the reply a
   // prefix of the language guidance_data describes, and a reply ends (an eos token) only where it
   // is complete. guidance_type: "" = off; "json_schema" (data: a JSON schema), "json_object" (any
@@ -100,6 +104,14 @@ struct GenerationOptions {
 // engine's name and version, or why there is none.
 bool guidance_available();
 std::string guidance_engine();
+
+// Speculative decoding's work since the drafter was set up (GenerationOptions::speculative).
+struct SpeculationStats {
+  int64_t steps = 0;         // model steps after a reply's first token (verify or plain)
+  int64_t verify_steps = 0;  // of which verified a draft
+  int64_t drafted = 0;       // draft tokens verified
+  int64_t accepted = 0;      // of those, the model's own choice
+};
 
 struct GenerationResult {
   std::vector<int32_t> prompt_ids;  // the tokens prefilled for this call
@@ -196,6 +208,7 @@ class Generator {
   // Logits of the last position run, [vocab_size()] (what the next sample is drawn from,
   // before any sampling transform). Valid until the next call that runs the model: the
   // memory may move then (a longer step grows the buffers), so keep a copy, not the span.
+  // Empty after a speculative verify step (it drew several tokens from rows not kept).
   std::span<const float> logits() const;
   std::vector<int32_t> sequence() const;  // every token: appended and generated
   void rewind_to(int64_t length);         // keep the first `length` tokens of sequence()
@@ -207,9 +220,10 @@ class Generator {
   GenerationResult generate(std::string_view text, const OnText& on_text = {});
   GenerationResult generate_ids(std::span<const int32_t> ids, const OnText& on_text = {});
 
-  void reset();              // forget the conversation
-  int64_t length() const;    // tokens in sequence()
-  int64_t capacity() const;  // KV capacity in tokens
+  void reset();                                // forget the conversation
+  int64_t length() const;                      // tokens in sequence()
+  SpeculationStats speculation_stats() const;  // zeros when speculation is off
+  int64_t capacity() const;                    // KV capacity in tokens
   size_t kv_cache_bytes() const;
   const Model& model() const;
 

@@ -3,6 +3,7 @@
 // (graph::Session::fork: the ops and packed weights shared, its own buffers) with its
 // own KV cache.
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -189,6 +190,8 @@ void check_options(const GenerationOptions& g) {
   NBITS_CHECK(g.speculative != "draft" || g.draft_model != nullptr,
               "speculative \"draft\" needs a draft_model");
   NBITS_CHECK(g.draft_max >= 1 && g.draft_max <= 32, "draft_max must be in [1, 32] (got ", g.draft_max, ")");
+  NBITS_CHECK(g.draft_min >= 0 && g.draft_min <= g.draft_max, "draft_min must be in [0, draft_max] (got ",
+              g.draft_min, ")");
   NBITS_CHECK(g.guidance_type.empty() || g.speculative.empty(),
               "guidance (constrained decoding) and speculative decoding cannot be combined yet");
 }
@@ -206,13 +209,26 @@ struct Generator::State {
   std::unique_ptr<speculative::Drafter> drafter;  // options.speculative
   std::unique_ptr<speculative::SpeculativeDecoder> spec;
   bool guide_used = false;  // the sampler's constraint has drawn (or a reply began with it)
+  // Drawn by a speculative step, not yet handed out by generate_next_token (the cache holds
+  // the ones before the last; sequence() and length() end at `next`).
+  std::deque<std::pair<int32_t, llm::Rng>> ahead;  // each with the random stream after its draw
+  llm::Rng next_rng;                               // the random stream after `next` was drawn
+  bool logits_spent = false;  // the last model step verified a draft: no single logits row
 
   void set_speculation();
+  // The next token: one handed out from `ahead`, else a speculative step (options.speculative)
+  // or a plain one.
+  void draw();
+  // Drops the tokens drawn ahead: the cache ends before `next`, which is pending again, as
+  // after plain decode.
+  void settle();
   // A fresh constraint for options.guidance_* on the sampler (none when off).
   void set_guidance();
 
   const Model::Impl& m() const { return *model->impl_; }
-  int64_t length() const { return gen->length() + (gen->pending() >= 0 ? 1 : 0); }
+  int64_t length() const {
+    return gen->length() + (gen->pending() >= 0 ? 1 : 0) - static_cast<int64_t>(ahead.size());
+  }
 };
 
 void Generator::State::set_speculation() {
@@ -227,7 +243,39 @@ void Generator::State::set_speculation() {
     drafter = std::make_unique<speculative::DraftModel>(
         std::make_unique<llm::Generator>(d.config, d.prototype->fork(), gen->capacity()));
   }
-  spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, options.draft_max);
+  spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, options.draft_max, options.draft_min);
+}
+
+void Generator::State::draw() {
+  if (ahead.empty() && spec && gen->batchable() && gen->pending() >= 0 && !gen->has_logits()) {
+    const int64_t room = max_length - length();  // >= 1: not done
+    const int64_t verified = spec->stats().verify_steps;
+    spec->step(*gen, sampler, room, [this](int32_t t, int64_t) {
+      ahead.emplace_back(t, sampler.rng());
+      return !m().config.is_eos(t);
+    });
+    logits_spent = spec->stats().verify_steps != verified;
+  }
+  if (!ahead.empty()) {
+    next = ahead.front().first;
+    next_rng = ahead.front().second;
+    ahead.pop_front();
+  } else {
+    auto r = gen->generate({}, 1, sampler);
+    NBITS_ASSERT(r.ids.size() == 1);
+    next = r.ids[0];
+    logits_spent = false;
+  }
+  eos = m().config.is_eos(next);
+}
+
+void Generator::State::settle() {
+  if (ahead.empty()) return;
+  // The presence / frequency counts need no undoing: every caller appends (forget_drawn)
+  // or replaces the sampler before the next draw.
+  sampler.restore_rng(next_rng);
+  gen->keep(length() - 1, next);
+  ahead.clear();
 }
 
 void Generator::State::set_guidance() {
@@ -247,8 +295,19 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationOptions
   const int64_t ctx = options.context > 0 ? std::min(options.context, m.config.context_length) : m.context;
   auto gen = std::make_unique<llm::Generator>(m.config, m.prototype->fork(), ctx);
   llm::Sampler sampler(sampler_options(options, m.config.search));
-  s_.reset(new State{std::move(model), options, std::move(gen), std::move(sampler), 0, -1, false, nullptr,
-                     nullptr, false});
+  s_.reset(new State{std::move(model),
+                     options,
+                     std::move(gen),
+                     std::move(sampler),
+                     0,
+                     -1,
+                     false,
+                     nullptr,
+                     nullptr,
+                     false,
+                     {},
+                     llm::Rng(0),
+                     false});
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   s_->set_speculation();
   s_->set_guidance();
@@ -257,10 +316,11 @@ Generator::~Generator() = default;
 
 void Generator::set_options(const GenerationOptions& options) {
   check_options(options);
+  s_->settle();
   s_->sampler = llm::Sampler(sampler_options(options, s_->m().config.search));
-  const bool same_drafter = options.speculative == s_->options.speculative &&
-                            options.draft_model == s_->options.draft_model &&
-                            options.draft_max == s_->options.draft_max;
+  const bool same_drafter =
+      options.speculative == s_->options.speculative && options.draft_model == s_->options.draft_model &&
+      options.draft_max == s_->options.draft_max && options.draft_min == s_->options.draft_min;
   s_->options = options;
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   if (!same_drafter) s_->set_speculation();
@@ -269,12 +329,14 @@ void Generator::set_options(const GenerationOptions& options) {
 
 void Generator::append_tokens(std::span<const int32_t> ids) {
   NBITS_CHECK(!ids.empty(), "append_tokens: no tokens given");
+  s_->settle();
   llm::Generator& g = *s_->gen;
   std::vector<int32_t> run;
   run.reserve(ids.size() + 1);
   if (g.pending() >= 0) run.push_back(g.pending());
   run.insert(run.end(), ids.begin(), ids.end());
   g.append(run);
+  s_->logits_spent = false;
   s_->sampler.forget_drawn();
   s_->eos = false;
 }
@@ -282,14 +344,11 @@ void Generator::append_tokens(std::span<const int32_t> ids) {
 void Generator::generate_next_token() {
   NBITS_CHECK(!is_done(), "generate_next_token: the generator is done (",
               s_->eos ? "an eos token was sampled" : "the sequence reached max_length", ")");
-  llm::Generator& g = *s_->gen;
-  NBITS_CHECK(g.pending() >= 0 || !g.last_logits().empty(),
+  const llm::Generator& g = *s_->gen;
+  NBITS_CHECK(!s_->ahead.empty() || g.pending() >= 0 || !g.last_logits().empty(),
               "generate_next_token: nothing to generate from (call append_tokens first)");
   s_->guide_used = true;
-  auto r = g.generate({}, 1, s_->sampler);
-  NBITS_ASSERT(r.ids.size() == 1);
-  s_->next = r.ids[0];
-  s_->eos = s_->m().config.is_eos(s_->next);
+  s_->draw();
 }
 
 void generate_next_tokens(std::span<Generator* const> generators) {
@@ -305,34 +364,41 @@ void generate_next_tokens(std::span<Generator* const> generators) {
     NBITS_CHECK(!g->is_done(), "generate_next_tokens: generator ", i, " is done (",
                 g->s_->eos ? "an eos token was sampled" : "the sequence reached max_length", ")");
     const llm::Generator& lg = *g->s_->gen;
-    NBITS_CHECK(lg.pending() >= 0 || lg.has_logits(), "generate_next_tokens: generator ", i,
+    const bool ahead = !g->s_->ahead.empty();
+    NBITS_CHECK(ahead || lg.pending() >= 0 || lg.has_logits(), "generate_next_tokens: generator ", i,
                 " has nothing to generate from (call append_tokens first)");
-    if (lg.pending() >= 0) run.push_back(g->s_->gen.get());
+    if (!ahead && lg.pending() >= 0) run.push_back(g->s_->gen.get());
   }
-  llm::Generator::append_pending(run);
+  // Several rows to run: one batched plain step (speculation stands down, the batch fills the
+  // kernels' rows). One: its own step, speculative where its options say so.
+  if (run.size() > 1) llm::Generator::append_pending(run);
   for (Generator* g : generators) {
-    Generator::State& st = *g->s_;
-    st.guide_used = true;
-    st.next = st.gen->sample_next(st.sampler);
-    st.eos = st.m().config.is_eos(st.next);
+    g->s_->guide_used = true;
+    g->s_->draw();
   }
 }
 
 bool Generator::is_done() const { return s_->eos || s_->length() >= s_->max_length; }
 int32_t Generator::next_token() const { return s_->next; }
-std::span<const float> Generator::logits() const { return s_->gen->last_logits(); }
+std::span<const float> Generator::logits() const {
+  if (s_->logits_spent) return {};
+  return s_->gen->last_logits();
+}
 
 std::vector<int32_t> Generator::sequence() const {
   std::vector<int32_t> seq(s_->gen->tokens().begin(), s_->gen->tokens().end());
   if (s_->gen->pending() >= 0) seq.push_back(s_->gen->pending());
+  seq.resize(static_cast<size_t>(s_->length()));  // not the tokens drawn ahead
   return seq;
 }
 
 void Generator::rewind_to(int64_t length) {
   NBITS_CHECK(length >= 0 && length <= s_->length(), "rewind_to(", length, "): the sequence has ",
               s_->length(), " tokens");
+  s_->settle();
   if (length == s_->length()) return;
   s_->gen->truncate(length);
+  s_->logits_spent = false;
   s_->eos = false;
   s_->next = -1;
 }
@@ -343,6 +409,7 @@ GenerationResult Generator::generate(std::string_view text, const OnText& on_tex
 }
 
 GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnText& on_text) {
+  s_->settle();
   llm::Generator& g = *s_->gen;
   g.reset_stats();
   s_->sampler.forget_drawn();
@@ -361,8 +428,10 @@ GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnT
                   const std::function<bool(int32_t)>& on_token) {
       return s_->spec->generate(gen, in, max, s, on_token);
     };
+  const int64_t verified = s_->spec ? s_->spec->stats().verify_steps : 0;
   llm::TextResult tr =
       llm::generate_text(g, ids, n, s_->sampler, stream ? &*stream : nullptr, on_text, {}, loop);
+  s_->logits_spent = s_->spec && s_->spec->stats().verify_steps != verified;
   const llm::GenerateResult& r = tr.generated;
   out.text = std::move(tr.text);
   out.ids = r.ids;
@@ -377,11 +446,18 @@ GenerationResult Generator::generate_ids(std::span<const int32_t> ids, const OnT
 }
 
 void Generator::reset() {
+  s_->ahead.clear();
+  s_->logits_spent = false;
   s_->gen->reset();
   s_->next = -1;
   s_->eos = false;
 }
 int64_t Generator::length() const { return s_->length(); }
+SpeculationStats Generator::speculation_stats() const {
+  if (!s_->spec) return {};
+  const speculative::SpeculativeStats& st = s_->spec->stats();
+  return {st.steps, st.verify_steps, st.drafted, st.accepted};
+}
 int64_t Generator::capacity() const { return s_->gen->capacity(); }
 size_t Generator::kv_cache_bytes() const { return s_->gen->kv_cache_bytes(); }
 const Model& Generator::model() const { return *s_->model; }

@@ -56,6 +56,10 @@ class Sampler {
 
   const SamplerOptions& options() const { return opt_; }
   void reseed(uint64_t seed) { rng_.reseed(seed); }
+  // Where the random stream stands, and the way back to it: a speculative step that drew
+  // further than its caller takes restores the state after the last token taken.
+  const Rng& rng() const { return rng_; }
+  void restore_rng(const Rng& r) { rng_ = r; }
   // Draws only among the tokens `c` allows (after the penalties, before temperature and the
   // filters), and tells it each token sample() draws. Null: no constraint.
   void set_constraint(std::shared_ptr<TokenConstraint> c) { constraint_ = std::move(c); }

@@ -36,66 +36,69 @@ llm::GenerateResult SpeculativeDecoder::generate(llm::Generator& g, std::span<co
     }
     return false;
   };
-  int32_t tok = g.sample_next(sampler);  // pending: drawn, not yet run
-  if (!emit(tok, g.length())) return result;
+  const int32_t first = g.sample_next(sampler);  // pending: drawn, not yet run
+  if (!emit(first, g.length())) return result;
+  while (step(g, sampler, max_new_tokens - static_cast<int64_t>(result.ids.size()), emit)) {
+  }
+  return result;
+}
+
+bool SpeculativeDecoder::step(llm::Generator& g, llm::Sampler& sampler, int64_t max_tokens,
+                              const Emit& emit) {
+  const int32_t tok = g.pending();
+  NBITS_CHECK(tok >= 0, "speculative step: no pending token to run");
+  NBITS_CHECK(max_tokens >= 1, "speculative step: no token may be produced (max_tokens ", max_tokens, ")");
   const int64_t V = g.vocab_size();
   Stopwatch sw;
-  for (;;) {
-    sw.restart();
-    const int64_t L0 = g.length();
-    const int64_t left = max_new_tokens - static_cast<int64_t>(result.ids.size());
-    const int64_t k = std::max<int64_t>(0, std::min({length_.next(), left - 1, g.capacity() - L0 - 1}));
-    context_.assign(g.tokens().begin(), g.tokens().end());
-    context_.push_back(tok);
-    draft_.clear();
-    // Speculation off: a cheap drafter's guess is still checked, to notice when it pays again.
-    if (k > 0 || drafter_.cheap()) drafter_.propose(context_, std::max<int64_t>(k, 1), draft_);
-    const int32_t guess = k == 0 && !draft_.empty() ? draft_[0] : -1;
-    if (static_cast<int64_t>(draft_.size()) > k) draft_.resize(static_cast<size_t>(k));
-    ++stats_.steps;
-    if (draft_.empty()) {  // a plain step
-      g.append(std::span<const int32_t>(&tok, 1));
-      const int32_t next = g.sample_next(sampler);
-      const double ms = sw.elapsed_ms();
-      length_.record_step(0, 0, ms);
-      if (guess >= 0) length_.record_acceptance(1, next == guess ? 1 : 0);
-      g.count_decode(1, ms);
-      tok = next;
-      if (!emit(tok, g.length())) return result;
-      continue;
-    }
-    const auto d = static_cast<int64_t>(draft_.size());
-    rows_.assign(1, tok);
-    rows_.insert(rows_.end(), draft_.begin(), draft_.end());
-    const std::span<const float> logits = g.verify(rows_);
-    ++stats_.verify_steps;
-    stats_.drafted += d;
-    // Row i follows rows_[i]; it is drawn from with the history plain decode would have.
-    int64_t i = 0;
-    int32_t next = -1;
-    bool stop = false;
-    for (;; ++i) {
-      next = sampler.sample(logits.subspan(static_cast<size_t>(i * V), static_cast<size_t>(V)),
-                            g.tokens().first(static_cast<size_t>(L0 + 1 + i)));
-      if (i == d || next != draft_[static_cast<size_t>(i)]) break;
-      if (!emit(next, L0 + 1 + i)) {  // an accepted draft ends generation: it stays pending
-        stop = true;
-        break;
-      }
-    }
-    // The cache keeps tok and the accepted drafts before `next`, which is pending: the first
-    // token that differs from the proposal, the one after all of it, or (stop) the accepted
-    // draft generation ended at. Either way the step produced i + 1 tokens.
-    g.keep(L0 + 1 + i, next);
-    const int64_t accepted = stop ? i + 1 : i;
-    stats_.accepted += accepted;
+  const int64_t L0 = g.length();
+  const int64_t k = std::max<int64_t>(0, std::min({length_.next(), max_tokens - 1, g.capacity() - L0 - 1}));
+  context_.assign(g.tokens().begin(), g.tokens().end());
+  context_.push_back(tok);
+  draft_.clear();
+  // Speculation off: a cheap drafter's guess is still checked, to notice when it pays again.
+  if (k > 0 || drafter_.cheap()) drafter_.propose(context_, std::max<int64_t>(k, 1), draft_);
+  const int32_t guess = k == 0 && !draft_.empty() ? draft_[0] : -1;
+  if (static_cast<int64_t>(draft_.size()) > k) draft_.resize(static_cast<size_t>(k));
+  ++stats_.steps;
+  if (draft_.empty()) {  // a plain step
+    g.append(std::span<const int32_t>(&tok, 1));
+    const int32_t next = g.sample_next(sampler);
     const double ms = sw.elapsed_ms();
-    length_.record_step(d, accepted, ms);
-    g.count_decode(i + 1, ms);
-    if (stop) return result;
-    tok = next;
-    if (!emit(tok, g.length())) return result;
+    length_.record_step(0, 0, ms);
+    if (guess >= 0) length_.record_acceptance(1, next == guess ? 1 : 0);
+    g.count_decode(1, ms);
+    return emit(next, g.length());
   }
+  const auto d = static_cast<int64_t>(draft_.size());
+  rows_.assign(1, tok);
+  rows_.insert(rows_.end(), draft_.begin(), draft_.end());
+  const std::span<const float> logits = g.verify(rows_);
+  ++stats_.verify_steps;
+  stats_.drafted += d;
+  // Row i follows rows_[i]; it is drawn from with the history plain decode would have.
+  int64_t i = 0;
+  int32_t next = -1;
+  bool stop = false;
+  for (;; ++i) {
+    next = sampler.sample(logits.subspan(static_cast<size_t>(i * V), static_cast<size_t>(V)),
+                          g.tokens().first(static_cast<size_t>(L0 + 1 + i)));
+    if (i == d || next != draft_[static_cast<size_t>(i)]) break;
+    if (!emit(next, L0 + 1 + i)) {  // an accepted draft ends generation: it stays pending
+      stop = true;
+      break;
+    }
+  }
+  // The cache keeps tok and the accepted drafts before `next`, which is pending: the first
+  // token that differs from the proposal, the one after all of it, or (stop) the accepted
+  // draft generation ended at. Either way the step produced i + 1 tokens.
+  g.keep(L0 + 1 + i, next);
+  const int64_t accepted = stop ? i + 1 : i;
+  stats_.accepted += accepted;
+  const double ms = sw.elapsed_ms();
+  length_.record_step(d, accepted, ms);
+  g.count_decode(i + 1, ms);
+  if (stop) return false;
+  return emit(next, g.length());
 }
 
 }  // namespace nbits::speculative

@@ -40,6 +40,16 @@ class SpeculativeDecoder {
   llm::GenerateResult generate(llm::Generator& g, std::span<const int32_t> new_ids, int64_t max_new_tokens,
                                llm::Sampler& sampler, const std::function<bool(int32_t)>& on_token = {});
 
+  // The step generate() repeats, for callers that hand tokens out one at a time (the public
+  // Generator's generate_next_token). From g's pending token (drawn and handed out, not yet
+  // run): drafts up to min(draft length, max_tokens - 1) tokens, runs them with the pending one
+  // in one verify pass (a plain step when there is no draft) and draws the 1..k+1 tokens that
+  // follow, passing each to emit(token, cached) in order (cached: the tokens before it in the
+  // sequence) until emit returns false. The last token emitted is left pending and the ones
+  // before it cached, as plain decode leaves them. Returns false when emit stopped the step.
+  using Emit = std::function<bool(int32_t token, int64_t cached)>;
+  bool step(llm::Generator& g, llm::Sampler& sampler, int64_t max_tokens, const Emit& emit);
+
   const SpeculativeStats& stats() const { return stats_; }
   const DraftLength& draft_length() const { return length_; }
   const Drafter& drafter() const { return drafter_; }

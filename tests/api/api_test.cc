@@ -137,6 +137,80 @@ TEST(PublicApi, SpeculativeDecodingGivesPlainTokens) {
   EXPECT_NO_THROW(Generator(model, ok));  // the same tokenizer in another precision
 }
 
+// The token-level loop (what a server runs): generate_next_token() and the batched step with
+// speculation give plain decoding's tokens, sequence and length at every step, also when a
+// turn ends in the middle of what a verify step drew (greedy, and seeded sampling with
+// penalties: the random stream goes back to where it stood after the last token taken).
+TEST(PublicApi, TokenLevelSpeculationGivesPlainTokens) {
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  auto model = load("onnx_int4", 2);
+  const std::vector<int32_t> prompt = model->encode("Once upon a time");
+  const std::vector<int32_t> more = model->encode(" The end. Once upon a time", false);
+  // Turns of 23, 17, 11 and 9 tokens: each begins wherever the one before stopped.
+  auto turns = [&](std::span<Generator* const> gens) {
+    std::vector<std::vector<int32_t>> out(gens.size());
+    for (const auto& [ids, n] :
+         {std::pair{prompt, 23}, std::pair{more, 17}, std::pair{more, 11}, std::pair{more, 9}}) {
+      for (Generator* g : gens) g->append_tokens(ids);
+      for (int i = 0; i < n; ++i) {
+        if (gens.size() == 1) {
+          gens[0]->generate_next_token();
+        } else {
+          generate_next_tokens(gens);
+        }
+        for (size_t b = 0; b < gens.size(); ++b) {
+          const Generator& g = *gens[b];
+          out[b].push_back(g.next_token());
+          const std::vector<int32_t> seq = g.sequence();
+          EXPECT_EQ(static_cast<int64_t>(seq.size()), g.length());
+          EXPECT_EQ(seq.back(), g.next_token());
+        }
+      }
+    }
+    for (size_t b = 0; b < gens.size(); ++b) {  // then -1 and the whole sequence
+      const std::vector<int32_t> seq = gens[b]->sequence();
+      out[b].push_back(-1);
+      out[b].insert(out[b].end(), seq.begin(), seq.end());
+    }
+    return out;
+  };
+  for (bool sample : {false, true}) {
+    GenerationOptions go = greedy(0);
+    if (sample) {
+      go.temperature = 0.4f;  // near-greedy: most drafts pass, but every token is a draw
+      go.do_sample = true;
+      go.top_k = 0;  // the config's top_k is 1
+      go.seed = 5;
+      go.frequency_penalty = 0.5f;
+      go.presence_penalty = 0.3f;
+    }
+    Generator plain(model, go);
+    Generator* p = &plain;
+    const auto want = turns(std::span<Generator* const>(&p, 1))[0];
+    for (const char* kind : {"lookup", "draft"}) {
+      GenerationOptions so = go;
+      so.speculative = kind;
+      so.draft_model = model;
+      so.draft_max = 6;
+      so.draft_min = 6;  // fixed: the turns end inside what a verify step drew
+      Generator spec(model, so);
+      Generator* s = &spec;
+      EXPECT_EQ(turns(std::span<Generator* const>(&s, 1))[0], want)
+          << kind << (sample ? " sampled" : " greedy");
+      EXPECT_GT(spec.speculation_stats().verify_steps, 0) << kind;
+      if (!sample && std::string(kind) == "draft") {  // the model drafting for itself: all accepted
+        EXPECT_EQ(spec.speculation_stats().accepted, spec.speculation_stats().drafted);
+      }
+      // In a batch with a plain session: the rows run together (speculation stands down).
+      Generator a(model, so), b(model, go);
+      Generator* both[] = {&a, &b};
+      const auto got = turns(both);
+      EXPECT_EQ(got[0], want) << kind << " batched";
+      EXPECT_EQ(got[1], want) << kind << " batched, plain row";
+    }
+  }
+}
+
 TEST(PublicApi, BadInputIsAnError) {
   EXPECT_THROW(Model::load(stories("no_such_variant")), Error);
   NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
