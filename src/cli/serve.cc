@@ -51,6 +51,16 @@ int serve_main(const std::vector<std::string>& args) {
   f.choice("--requantize-float", {"keep", "q8", "q4"},
            "float MatMul weights re-quantized at load (see nbits run --help)", "keep");
   f.str("--variant", "V", "which onnx/model_V.onnx of an Optimum folder (see nbits run --help)");
+  f.choice(
+      "--spec", {"off", "lookup", "draft"},
+      "speculative decoding for requests that do not choose (a request's \"speculative\" field\n"
+      "                             does): lookup = n-gram drafts from the prompt and the reply, draft =\n"
+      "                             a smaller model of the same tokenizer (--draft-model). Replies are\n"
+      "                             plain decoding's, token for token; batched sessions decode plainly",
+      "off");
+  f.str("--draft-model", "FILE",
+        "the draft model (a .gguf file or a model folder); alone it implies --spec draft");
+  f.i64("--draft-max", "N", "the longest draft; the length adapts below it to what pays", 8, 1, 32);
   if (auto rc = f.parse(args)) return *rc;
 #if NBITS_HAVE_SERVE
   serve::ServeOptions o;
@@ -74,6 +84,14 @@ int serve_main(const std::vector<std::string>& args) {
   o.variant = f.get_str("--variant");
   o.prefill_chunk = f.get_i64("--prefill-chunk");
   o.decode_batch = f.get_str("--decode-batch") == "on";
+  o.speculative = f.get_str("--spec");
+  if (f.has("--draft-model")) {
+    o.draft_model = f.get_str("--draft-model");
+    if (!f.given("--spec")) o.speculative = "draft";
+  } else if (o.speculative == "draft") {
+    throw Error("--spec draft needs --draft-model FILE");
+  }
+  o.draft_max = f.get_i64("--draft-max");
   o.connections = static_cast<int>(f.get_i64("--connections"));
   if (f.has("--cors")) {
     o.cors = f.get_str("--cors");

@@ -349,6 +349,12 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
     r.include_usage = boolean(*so, "include_usage").value_or(false);
   }
   r.return_token_ids = boolean(b, "return_token_ids").value_or(false);
+  if (const json* sp = field(b, "speculative")) {
+    if (!sp->is_string()) bad("speculative", "must be \"off\", \"lookup\" or \"draft\"");
+    r.speculative = sp->get<std::string>();
+    if (r.speculative != "off" && r.speculative != "lookup" && r.speculative != "draft")
+      bad("speculative", "must be \"off\", \"lookup\" or \"draft\"");
+  }
   refuse_truthy(b, "logprobs", "token logprobs are not returned");
   refuse_truthy(b, "top_logprobs", "token logprobs are not returned");
   if (endpoint != Endpoint::kChat) refuse_truthy(b, "tools", "tools belong to /v1/chat/completions");

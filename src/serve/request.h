@@ -59,6 +59,9 @@ struct GenRequest {
   // response_format json_object / json_schema: GenerationOptions::guidance_type / _data ("" = text).
   std::string guidance_type, guidance_data;
   ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
+  // nbits extension "speculative": "off" | "lookup" | "draft" (the server's --draft-model);
+  // "" = the server's --spec.
+  std::string speculative;
 };
 
 // Deeper request bodies are refused before they are parsed.

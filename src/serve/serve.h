@@ -31,6 +31,13 @@ struct ServeOptions {
   int connections = 0;             // open connections served at once; 0 = parallel + queue + 4
   bool decode_batch = true;        // concurrent sessions' decode steps as one batched step
   bool webui = true;               // GET / serves the chat page (serve/webui.h); --no-webui: 404
+  // Speculative decoding (GenerationOptions::speculative) for requests that do not choose:
+  // "off" | "lookup" | "draft" (draft_model). A request's "speculative" field overrides it;
+  // "draft" needs draft_model. Requests with a response_format or required tool call decode
+  // plainly (guidance and speculation do not combine yet).
+  std::string speculative = "off";
+  std::string draft_model;  // a smaller model of the same tokenizer (loaded with the model's options)
+  int64_t draft_max = 8;
 };
 
 // Binds, prints the URL, loads the model (/health answers 503 meanwhile), serves until

@@ -64,7 +64,8 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0)
 struct Metrics {
   std::atomic<uint64_t> requests_chat{0}, requests_completions{0}, requests_other{0}, errors{0},
       rejected_busy{0}, rejected_connections{0}, cancelled{0}, prompt_tokens{0}, cached_tokens{0},
-      completion_tokens{0}, prefill_us{0}, decode_us{0}, prefill_tokens{0}, prefill_chunks{0};
+      completion_tokens{0}, prefill_us{0}, decode_us{0}, prefill_tokens{0}, prefill_chunks{0}, spec_steps{0},
+      spec_verify_steps{0}, spec_drafted{0}, spec_accepted{0};
 };
 
 // One accepted generation request: what the content provider runs.
@@ -73,6 +74,7 @@ struct Job {
   ToolFormat tool_format = ToolFormat::kGeneric;  // req.tools.any(): how the model writes calls
   std::vector<int32_t> prompt;
   int64_t max_tokens = 0;
+  std::string speculative;  // GenerationOptions::speculative: the request's, else the server's
   std::string id;
   int64_t created = 0;
   SlotPool* pool = nullptr;
@@ -116,6 +118,7 @@ class Server {
   std::unique_ptr<HttpServer> http_;
   std::atomic<bool> ready_{false};
   std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Model> draft_;  // --draft-model
   std::unique_ptr<SlotPool> pool_;
   std::string model_id_;
   int64_t created_ = 0;
@@ -232,6 +235,21 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
       const char* param = r.tools.any() ? "tools" : "response_format";
       if (!why.empty()) throw ApiError(400, std::string("'") + param + "': " + why, param, "invalid_schema");
     }
+    // Speculation: the request's choice, else the server's; off where guidance constrains the reply.
+    std::string spec = r.speculative.empty() ? opt_.speculative : r.speculative;
+    if (!r.guidance_type.empty() && spec != "off") {
+      if (!r.speculative.empty())
+        throw ApiError(400,
+                       "'speculative' does not combine with a response_format or a required tool call yet "
+                       "(give \"off\" or leave it out)",
+                       "speculative", "unsupported");
+      spec = "off";
+    }
+    if (spec == "draft" && !draft_)
+      throw ApiError(
+          400, "'speculative': \"draft\" needs a draft model; this server was started without --draft-model",
+          "speculative", "unsupported");
+    job->speculative = spec == "off" ? "" : spec;
     // The session's sequence (prompt + reply) fits its context.
     const int64_t room = ctx - P;
     job->max_tokens = std::min(r.max_tokens.value_or(room), room);
@@ -335,10 +353,16 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   std::optional<ToolCallStream> tool_stream;  // the request has tools: the reply may hold calls
   if (r.tools.any()) tool_stream.emplace(job.tool_format, tool_names(r.tools));
   std::vector<ToolCall> calls;
+  SpeculationStats spec0;  // the session's speculation counts before this reply
   bool failed = false, shut = false;
   try {
     const auto t0 = Clock::now();
-    g.set_options(generation_options(r));
+    GenerationOptions go = generation_options(r);
+    go.speculative = job.speculative;
+    if (job.speculative == "draft") go.draft_model = draft_;
+    go.draft_max = opt_.draft_max;
+    g.set_options(go);
+    spec0 = g.speculation_stats();
     g.rewind_to(cached);
     // Prefill in chunks, each an exclusive turn: other sessions' decode steps run between
     // them, and a client that has gone (or a shutdown) stops the prompt at the next chunk.
@@ -428,6 +452,11 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     }
     if (tool_stream) emit("", /*last=*/true);  // the held text: a call or content
     if (!calls.empty() && finish == "stop") finish = "tool_calls";
+    const SpeculationStats spec1 = g.speculation_stats();
+    m_.spec_steps += static_cast<uint64_t>(spec1.steps - spec0.steps);
+    m_.spec_verify_steps += static_cast<uint64_t>(spec1.verify_steps - spec0.verify_steps);
+    m_.spec_drafted += static_cast<uint64_t>(spec1.drafted - spec0.drafted);
+    m_.spec_accepted += static_cast<uint64_t>(spec1.accepted - spec0.accepted);
     m_.decode_us += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t1).count());
   } catch (const std::exception& e) {
@@ -528,6 +557,13 @@ std::string Server::metrics_text() const {
        static_cast<double>(batcher_.steps()));
   line("nbits_decode_batch_rows_total", "counter",
        "Session decode steps run in them (rows / steps: batch size).", static_cast<double>(batcher_.rows()));
+  line("nbits_speculative_steps_total", "counter",
+       "Model steps of speculative replies after their first token (verify or plain).", d(m_.spec_steps));
+  line("nbits_speculative_verify_steps_total", "counter", "Of those, steps that verified a draft.",
+       d(m_.spec_verify_steps));
+  line("nbits_speculative_drafted_tokens_total", "counter", "Draft tokens verified.", d(m_.spec_drafted));
+  line("nbits_speculative_accepted_tokens_total", "counter", "Draft tokens that were the model's own choice.",
+       d(m_.spec_accepted));
   line("nbits_slots", "gauge", "Session slots.", pool_ ? pool_->size() : 0);
   line("nbits_slots_busy", "gauge", "Session slots generating now.", pool_ ? pool_->active() : 0);
   line("nbits_requests_waiting", "gauge", "Requests waiting for a slot.", pool_ ? pool_->waiting() : 0);
@@ -715,6 +751,15 @@ int Server::run() {
     auto model = Model::load(opt_.model, mo);
     if (!model->has_tokenizer()) throw Error(opt_.model + " has no tokenizer.json: the server needs one");
     model_ = model;
+    if (!opt_.draft_model.empty()) {
+      draft_ = Model::load(opt_.draft_model, mo);
+      GenerationOptions go;  // refuses a draft of another vocabulary now, not at the first request
+      go.speculative = "draft";
+      go.draft_model = draft_;
+      go.context = 1;
+      Generator check(model_, go);
+    }
+    if (opt_.speculative == "draft" && !draft_) throw Error("--spec draft needs --draft-model FILE");
     pool_ = std::make_unique<SlotPool>(model_, opt_.parallel, opt_.ctx, opt_.queue);
   } catch (...) {
     http_->stop();
@@ -732,6 +777,12 @@ int Server::run() {
       pool_->size(), pool_->size() == 1 ? "" : "s", static_cast<long long>(pool_->context()),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes()), pool_->size(),
       mib(kv / static_cast<size_t>(pool_->size())), mib(model_->weight_bytes() + kv));
+  if (opt_.speculative != "off" || draft_)
+    std::printf(
+        "nbits serve: speculative decoding %s for requests that do not choose (\"speculative\": "
+        "off|lookup%s), drafts of up to %lld tokens%s%s\n",
+        opt_.speculative.c_str(), draft_ ? "|draft" : "", static_cast<long long>(opt_.draft_max),
+        draft_ ? "; draft model " : "", draft_ ? opt_.draft_model.c_str() : "");
   std::printf("nbits serve: queue %d, prefill chunk %lld, %d connections, %s%s%s; ready: %s/v1%s%s%s\n",
               opt_.queue, static_cast<long long>(opt_.prefill_chunk), connections_,
               opt_.api_key.empty() ? "no API key" : "API key required", opt_.cors.empty() ? "" : ", CORS ",

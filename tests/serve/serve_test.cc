@@ -1356,6 +1356,108 @@ TEST(ServeBatch, ConcurrentDecodeStepsRunBatched) {
   }
 }
 
+// Speculative decoding in the server: per server (--spec) and per request ("speculative"), the
+// replies are plain decoding's token for token (greedy and seeded sampling, streamed or not, and
+// two sessions at once, whose decode steps batch), the draft model being the model itself.
+TEST(ServeSpeculation, RepliesArePlainDecodings) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "2", "--parallel", "2", "--ctx", "256", "--spec", "lookup", "--draft-model",
+                            model_dir(), "--draft-max", "6"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  EXPECT_NE(s.p.log.find("speculative decoding lookup"), std::string::npos) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  c.set_read_timeout(120, 0);
+  auto ids_of = [&](json body) {
+    body["return_token_ids"] = true;
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    if (!r || r->status != 200) {
+      ADD_FAILURE() << (r ? r->body : "no reply");
+      return std::vector<int32_t>{};
+    }
+    return json::parse(r->body)["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+  };
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog was"};
+  for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 0.8}, {"seed", 42}}}) {
+    for (const std::string& prompt : prompts) {
+      json body = sampling;
+      body["prompt"] = prompt;
+      body["max_tokens"] = 80;
+      body["speculative"] = "off";
+      // Every request on the same cache: the prompt cached but its last token (a session's
+      // prompt KV written by a prefill step and by decode steps differs in rounding, which a
+      // sampled reply can show).
+      ids_of(body);
+      const std::vector<int32_t> want = ids_of(body);
+      ASSERT_FALSE(want.empty());
+      for (const char* kind : {"lookup", "draft"}) {
+        body["speculative"] = kind;
+        EXPECT_EQ(ids_of(body), want) << kind << " " << sampling.dump();
+      }
+      body.erase("speculative");  // the server's --spec lookup
+      EXPECT_EQ(ids_of(body), want) << "default " << sampling.dump();
+    }
+  }
+  EXPECT_GT(metric(s.p.port, "nbits_speculative_verify_steps_total"), 0);
+  EXPECT_GT(metric(s.p.port, "nbits_speculative_accepted_tokens_total"), 0);
+  // Streams, two at once (their steps batch while both decode: speculation stands down then).
+  auto text_of = [](const std::string& raw) {
+    std::string text;
+    size_t pos = 0;
+    for (size_t end; (end = raw.find("\n\n", pos)) != std::string::npos; pos = end + 2) {
+      const std::string ev = raw.substr(pos, end - pos);
+      if (ev.rfind("data: {", 0) == 0)
+        text += json::parse(ev.substr(6))["choices"][0]["text"].get<std::string>();
+    }
+    return text;
+  };
+  auto stream_body = [&](size_t i, const char* kind) {
+    return json{{"prompt", prompts[i]},
+                {"max_tokens", 80},
+                {"temperature", 0},
+                {"stream", true},
+                {"speculative", kind}};
+  };
+  std::vector<std::string> want(prompts.size()), got(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    want[i] = text_of(timed_stream(s.p.port, stream_body(i, "off"), nullptr));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back(
+        [&, i] { got[i] = text_of(timed_stream(s.p.port, stream_body(i, "draft"), nullptr)); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got, want);
+  // What cannot be served is the client's error, said by name.
+  auto r = c.Post("/v1/completions", R"({"prompt":"x","speculative":"always"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("'speculative'"), std::string::npos) << r->body;
+  r = c.Post("/v1/completions",
+             R"({"prompt":"x","speculative":"lookup","response_format":{"type":"json_object"}})",
+             "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  r = c.Post("/v1/completions", R"({"prompt":"x","max_tokens":4,"response_format":{"type":"json_object"}})",
+             "application/json");  // the server's default stands down for it
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+TEST(ServeSpeculation, DraftNeedsADraftModel) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  const auto [rc, out] = shell(nbits_bin() + " serve -m " + model_dir() + " --port 0 --spec draft 2>&1");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--spec draft needs --draft-model FILE"), std::string::npos) << out;
+  OwnServer s(model_dir(), {"-t", "1"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  auto r = httplib::Client("127.0.0.1", s.p.port)
+               .Post("/v1/completions", R"({"prompt":"x","speculative":"draft"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("--draft-model"), std::string::npos) << r->body;
+}
+
 // Hostile and sloppy clients: unknown fields (accepted, as OpenAI's API does), a request whose
 // headers never finish (slowloris), 1000 connects closed at once, a body shorter than its
 // Content-Length; afterwards every well-formed request is answered.
