@@ -89,6 +89,8 @@ struct GenerationOptions {
   std::shared_ptr<const Model> draft_model;
   int64_t draft_max = 8;  // the longest draft; the length adapts below it to what pays
   int64_t draft_min = 0;  // the shortest (= draft_max: a fixed length, for measurements)
+  // "lookup": the longest suffix of the sequence looked up (backing off to 2 tokens, or 1).
+  int64_t lookup_ngram = 4;
   // Constrained decoding (onnxruntime-genai's set_guidance): every token drawn keeps the reply a
   // prefix of the language guidance_data describes, and a reply ends (an eos token) only where it
   // is complete. guidance_type: "" = off; "json_schema" (data: a JSON schema), "json_object" (any
@@ -111,6 +113,7 @@ struct SpeculationStats {
   int64_t verify_steps = 0;  // of which verified a draft
   int64_t drafted = 0;       // draft tokens verified
   int64_t accepted = 0;      // of those, the model's own choice
+  int64_t draft_length = 0;  // the draft length the next step tries (adaptive; 0 = a plain step)
 };
 
 struct GenerationResult {

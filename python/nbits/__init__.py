@@ -433,6 +433,7 @@ class GeneratorParams:
         self._model = model
         self._options: Dict[str, Any] = {}
         self._guidance = ("", "")
+        self._speculative: Dict[str, Any] = {}
 
     def set_search_options(self, **options: Any) -> None:
         """Sets search options by keyword, as onnxruntime-genai:
@@ -504,6 +505,79 @@ class GeneratorParams:
             raise Error(why)
         self._guidance = (type, data)
 
+    def set_speculative_options(self, **options: Any) -> None:
+        """Speculative decoding, with onnxruntime-genai's option names: a drafter proposes
+        tokens and one pass of the model verifies them; the tokens are those plain decoding
+        gives (greedy or seeded sampling), only faster where drafts are accepted. The token loop
+        is unchanged (``generate_next_token`` hands out what a verify step drew, one at a time).
+
+        - ``ngram_size`` (0, or 2 to 17): n-gram (prompt lookup) drafting: the last
+          ``ngram_size - 1`` tokens are looked up in the prompt and the text so far (backing
+          off to shorter matches); 0 = off
+        - ``draft_model`` (nbits: an :class:`Model` of the same tokenizer): drafts from its
+          greedy continuation (onnxruntime-genai takes it from genai_config.json's
+          ``model.draft``); not with ``ngram_size``
+        - ``max_draft_tokens`` (1 to 32, default 4): the longest draft
+        - ``min_adaptive_k`` (0 to 32, default 0): 0 = every draft ``max_draft_tokens`` long;
+          k > 0 = the length adapts to what pays, between k and ``max_draft_tokens``
+        - ``cooldown`` (bool): accepted; nbits' adaptive length already steps down to plain
+          decoding while drafts do not pay (with ``min_adaptive_k=0`` the width stays fixed)
+        - ``ngram_chained_lookup``: False only for now
+
+        No options turn speculation off. An unknown name or a bad value raises :class:`Error`;
+        so does a draft model of another vocabulary (when the Generator is made). Not with
+        ``set_guidance``.
+        """
+        known = {"ngram_size", "draft_model", "max_draft_tokens", "min_adaptive_k", "cooldown", "ngram_chained_lookup"}
+        for name in options:
+            if name not in known:
+                raise Error(f"unknown speculative option '{name}' (known: {', '.join(sorted(known))})")
+        o: Dict[str, Any] = {}
+
+        def integer(name: str, lo: int, hi: int, default: int) -> int:
+            v = options.get(name, default)
+            if isinstance(v, bool) or not isinstance(v, (int, _np.integer)) or not lo <= int(v) <= hi:
+                raise Error(f"speculative option {name} must be an int in [{lo}, {hi}], got {v!r}")
+            return int(v)
+
+        ngram = integer("ngram_size", 0, 17, 0)
+        if ngram == 1:
+            raise Error("speculative option ngram_size must be 0 (off) or in [2, 17], got 1")
+        draft = options.get("draft_model")
+        if draft is not None and not isinstance(draft, Model):
+            raise Error(f"speculative option draft_model must be an nbits.Model, got {type(draft).__name__}")
+        if ngram and draft is not None:
+            raise Error("speculative options: n-gram decoding (ngram_size) and a draft_model cannot be combined")
+        for name in ("cooldown", "ngram_chained_lookup"):
+            if name in options and not isinstance(options[name], bool):
+                raise Error(f"speculative option {name} must be a bool, got {options[name]!r}")
+        if options.get("ngram_chained_lookup", False):
+            raise Error("speculative option ngram_chained_lookup=True is not supported yet")
+        k = integer("max_draft_tokens", 1, 32, 4)
+        min_k = integer("min_adaptive_k", 0, 32, 0)
+        if min_k > k:
+            raise Error(f"speculative option min_adaptive_k ({min_k}) is above max_draft_tokens ({k})")
+        if ngram == 0 and draft is None:
+            if options:
+                raise Error("speculative options: give ngram_size (2 to 17) or a draft_model")
+            self._speculative = {}
+            return
+        o = {
+            "max_draft_tokens": k,
+            "min_adaptive_k": min_k,
+            "cooldown": bool(options.get("cooldown", False)),
+            "ngram_chained_lookup": False,
+        }
+        if ngram:
+            o["ngram_size"] = ngram
+        else:
+            o["draft_model"] = draft
+        self._speculative = o
+
+    def get_speculative_options(self) -> Dict[str, Any]:
+        """The speculative options in effect (a copy; empty when off)."""
+        return dict(self._speculative)
+
     def get_search_options(self) -> Dict[str, Any]:
         """The options set so far (a copy)."""
         return dict(self._options)
@@ -526,6 +600,16 @@ class GeneratorParams:
         kw["seed"] = _secrets.randbits(64) if seed == -1 else seed
         if self._guidance[0]:
             kw["guidance_type"], kw["guidance_data"] = self._guidance
+        s = self._speculative
+        if s:
+            if "ngram_size" in s:
+                kw["speculative"] = "lookup"
+                kw["lookup_ngram"] = s["ngram_size"] - 1
+            else:
+                kw["speculative"] = "draft"
+                kw["draft_model"] = s["draft_model"]._m
+            kw["draft_max"] = s["max_draft_tokens"]
+            kw["draft_min"] = s["min_adaptive_k"] or s["max_draft_tokens"]
         return kw
 
 
@@ -597,6 +681,26 @@ class Generator:
     def reset(self) -> None:
         """Forgets the conversation (nbits only)."""
         self._g.reset()
+
+    def get_speculative_stats(self) -> Dict[str, Any]:
+        """Speculative decoding's counts for this Generator (all zero when it is off), under
+        onnxruntime-genai's names: ``target_forward_passes`` (model steps after a reply's first
+        token), ``target_verify_forward_passes`` (those that verified a draft; also
+        ``rounds``), ``standard_fallback_steps`` (plain steps), ``draft_tokens_proposed`` /
+        ``draft_tokens_evaluated`` (draft tokens verified), ``draft_tokens_accepted``,
+        ``acceptance_rate`` and ``effective_k`` (the draft length the next step tries)."""
+        s = self._g.speculation_stats()
+        return {
+            "rounds": s["verify_steps"],
+            "target_forward_passes": s["steps"],
+            "target_verify_forward_passes": s["verify_steps"],
+            "standard_fallback_steps": s["steps"] - s["verify_steps"],
+            "draft_tokens_proposed": s["drafted"],
+            "draft_tokens_evaluated": s["drafted"],
+            "draft_tokens_accepted": s["accepted"],
+            "acceptance_rate": s["accepted"] / s["drafted"] if s["drafted"] else 0.0,
+            "effective_k": s["draft_length"],
+        }
 
     def generate(self, text: str, on_text: Any = None) -> Dict[str, Any]:
         """nbits only: prefills ``text`` (only its new tokens: the cache keeps the earlier

@@ -241,7 +241,9 @@ NB_MODULE(_nbits, m) {
              std::optional<int64_t> max_length, std::optional<bool> do_sample,
              std::optional<float> temperature, std::optional<int64_t> top_k, std::optional<float> top_p,
              float min_p, std::optional<float> repetition_penalty, uint64_t seed, bool add_special,
-             int64_t context, std::string guidance_type, std::string guidance_data) {
+             int64_t context, std::string guidance_type, std::string guidance_data, std::string speculative,
+             std::shared_ptr<nbits::Model> draft_model, int64_t draft_max, int64_t draft_min,
+             int64_t lookup_ngram) {
             if (!model) throw nbits::Error("Generator: model is None");
             nbits::GenerationOptions o;
             o.max_new_tokens = max_new_tokens;
@@ -257,12 +259,18 @@ NB_MODULE(_nbits, m) {
             o.context = context;
             o.guidance_type = std::move(guidance_type);
             o.guidance_data = std::move(guidance_data);
+            o.speculative = std::move(speculative);
+            o.draft_model = std::move(draft_model);
+            o.draft_max = draft_max;
+            o.draft_min = draft_min;
+            o.lookup_ngram = lookup_ngram;
             new (self) PyGenerator(std::move(model), o);
           },
           "model"_a, "max_new_tokens"_a = 128, "max_length"_a = nb::none(), "do_sample"_a = nb::none(),
           "temperature"_a = nb::none(), "top_k"_a = nb::none(), "top_p"_a = nb::none(), "min_p"_a = 0.0f,
           "repetition_penalty"_a = nb::none(), "seed"_a = 0, "add_special"_a = true, "context"_a = 0,
-          "guidance_type"_a = "", "guidance_data"_a = "")
+          "guidance_type"_a = "", "guidance_data"_a = "", "speculative"_a = "",
+          "draft_model"_a.none() = nb::none(), "draft_max"_a = 8, "draft_min"_a = 0, "lookup_ngram"_a = 4)
       .def(
           "append_tokens",
           [](PyGenerator& self, IdArray ids) {
@@ -287,7 +295,10 @@ NB_MODULE(_nbits, m) {
           "logits",
           [](PyGenerator& self) {
             std::span<const float> l = self.gen().logits();
-            if (l.empty()) throw nbits::Error("no logits yet: call append_tokens() first");
+            if (l.empty())
+              throw nbits::Error(
+                  "no logits: call append_tokens() first (with speculative decoding, a step that verified a "
+                  "draft keeps no single row)");
             return self.logits_view(l);
           },
           "The last position's logits as a read-only [1, 1, vocab] float32 view of this "
@@ -330,6 +341,19 @@ NB_MODULE(_nbits, m) {
              self.gen().reset();
            })
       .def("length", [](PyGenerator& self) { return self.gen().length(); })
+      .def(
+          "speculation_stats",
+          [](PyGenerator& self) {
+            const nbits::SpeculationStats s = self.gen().speculation_stats();
+            nb::dict out;
+            out["steps"] = s.steps;
+            out["verify_steps"] = s.verify_steps;
+            out["drafted"] = s.drafted;
+            out["accepted"] = s.accepted;
+            out["draft_length"] = s.draft_length;
+            return out;
+          },
+          "Speculative decoding's counts (steps, verify_steps, drafted, accepted, draft_length).")
       .def("capacity", [](PyGenerator& self) { return self.gen().capacity(); })
       .def("kv_cache_bytes", [](PyGenerator& self) { return self.gen().kv_cache_bytes(); })
       .def("model", [](PyGenerator& self) { return std::const_pointer_cast<nbits::Model>(self.model()); });

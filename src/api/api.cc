@@ -190,6 +190,8 @@ void check_options(const GenerationOptions& g) {
   NBITS_CHECK(g.speculative != "draft" || g.draft_model != nullptr,
               "speculative \"draft\" needs a draft_model");
   NBITS_CHECK(g.draft_max >= 1 && g.draft_max <= 32, "draft_max must be in [1, 32] (got ", g.draft_max, ")");
+  NBITS_CHECK(g.lookup_ngram >= 1 && g.lookup_ngram <= 16, "lookup_ngram must be in [1, 16] (got ",
+              g.lookup_ngram, ")");
   NBITS_CHECK(g.draft_min >= 0 && g.draft_min <= g.draft_max, "draft_min must be in [0, draft_max] (got ",
               g.draft_min, ")");
   NBITS_CHECK(g.guidance_type.empty() || g.speculative.empty(),
@@ -236,7 +238,8 @@ void Generator::State::set_speculation() {
   drafter.reset();
   if (options.speculative.empty()) return;
   if (options.speculative == "lookup") {
-    drafter = std::make_unique<speculative::PromptLookup>();
+    drafter = std::make_unique<speculative::PromptLookup>(std::min<int64_t>(2, options.lookup_ngram),
+                                                          options.lookup_ngram);
   } else {
     const Model::Impl& d = *options.draft_model->impl_;
     if (m().tokenizer && d.tokenizer) speculative::check_same_vocabulary(*m().tokenizer, *d.tokenizer);
@@ -320,7 +323,8 @@ void Generator::set_options(const GenerationOptions& options) {
   s_->sampler = llm::Sampler(sampler_options(options, s_->m().config.search));
   const bool same_drafter =
       options.speculative == s_->options.speculative && options.draft_model == s_->options.draft_model &&
-      options.draft_max == s_->options.draft_max && options.draft_min == s_->options.draft_min;
+      options.draft_max == s_->options.draft_max && options.draft_min == s_->options.draft_min &&
+      options.lookup_ngram == s_->options.lookup_ngram;
   s_->options = options;
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   if (!same_drafter) s_->set_speculation();
@@ -456,7 +460,7 @@ int64_t Generator::length() const { return s_->length(); }
 SpeculationStats Generator::speculation_stats() const {
   if (!s_->spec) return {};
   const speculative::SpeculativeStats& st = s_->spec->stats();
-  return {st.steps, st.verify_steps, st.drafted, st.accepted};
+  return {st.steps, st.verify_steps, st.drafted, st.accepted, s_->spec->draft_length().next()};
 }
 int64_t Generator::capacity() const { return s_->gen->capacity(); }
 size_t Generator::kv_cache_bytes() const { return s_->gen->kv_cache_bytes(); }
