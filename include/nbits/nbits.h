@@ -96,8 +96,10 @@ struct GenerationOptions {
   // is complete. guidance_type: "" = off; "json_schema" (data: a JSON schema), "json_object" (any
   // JSON object; data unused), "regex" (Rust regex syntax), "lark" (llguidance's Lark dialect).
   // generate() / generate_ids() start each reply afresh; generate_next_token() follows it from
-  // set_options() (or construction) on. Not with speculative. guidance_available() says whether
-  // this build has the engine.
+  // set_options() (or construction) on. The tokens the spec forces (text it allows in one way
+  // only) run in one verify step, and guidance combines with speculative (the drafts follow the
+  // forced tokens); the tokens are still those plain constrained decoding draws.
+  // guidance_available() says whether this build has the engine.
   std::string guidance_type;
   std::string guidance_data;
 };
@@ -107,13 +109,16 @@ struct GenerationOptions {
 bool guidance_available();
 std::string guidance_engine();
 
-// Speculative decoding's work since the drafter was set up (GenerationOptions::speculative).
+// Speculative decoding's work since the drafter was set up (GenerationOptions::speculative, and
+// guidance's forced tokens).
 struct SpeculationStats {
   int64_t steps = 0;         // model steps after a reply's first token (verify or plain)
   int64_t verify_steps = 0;  // of which verified a draft
   int64_t drafted = 0;       // draft tokens verified
   int64_t accepted = 0;      // of those, the model's own choice
   int64_t draft_length = 0;  // the draft length the next step tries (adaptive; 0 = a plain step)
+  int64_t forced = 0;        // guidance: tokens the spec forced, run in verify steps
+  int64_t forced_kept = 0;   // of those, drawn as forced (a different tokenization is not)
 };
 
 struct GenerationResult {

@@ -493,7 +493,8 @@ class GeneratorParams:
         ``type``: ``"json_schema"`` (``data``: a JSON schema, as text), ``"json_object"`` (any JSON
         object), ``"regex"`` (Rust regex syntax) or ``"lark"`` (llguidance's Lark dialect); ``""``
         turns it off. The spec is compiled here against the model's vocabulary: an invalid one
-        raises :class:`Error` with the reason. Not with speculative decoding.
+        raises :class:`Error` with the reason. The tokens the spec forces (text it allows in one
+        way only) run in one verify step, and it combines with ``set_speculative_options``.
         """
         if not isinstance(type, str) or not isinstance(data, str):
             raise Error("set_guidance(type, data): both are strings")
@@ -525,8 +526,8 @@ class GeneratorParams:
         - ``ngram_chained_lookup``: False only for now
 
         No options turn speculation off. An unknown name or a bad value raises :class:`Error`;
-        so does a draft model of another vocabulary (when the Generator is made). Not with
-        ``set_guidance``.
+        so does a draft model of another vocabulary (when the Generator is made). With
+        ``set_guidance`` the drafts follow the tokens the spec forces.
         """
         known = {"ngram_size", "draft_model", "max_draft_tokens", "min_adaptive_k", "cooldown", "ngram_chained_lookup"}
         for name in options:

@@ -1,6 +1,8 @@
 """Speculative decoding through the Python API (onnxruntime-genai's set_speculative_options /
 get_speculative_stats names): the token loop gives plain decoding's tokens."""
 
+import os
+
 import pytest
 
 import nbits
@@ -98,9 +100,21 @@ def test_options_are_checked(model):
         with pytest.raises(nbits.Error) as e:
             p.set_speculative_options(**options)
         assert why in str(e.value), (options, str(e.value))
-    # Speculation and guidance do not combine yet: said when the Generator is made.
-    if nbits._nbits.guidance_available():
-        p.set_speculative_options(ngram_size=3)
-        p.set_guidance("regex", "[a-z ]+")
-        with pytest.raises(nbits.Error, match="cannot be combined"):
-            nbits.Generator(model, p)
+
+
+def test_guidance_with_speculation_gives_the_same_tokens(model):
+    if not nbits._nbits.guidance_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("no guidance engine in this build")
+        pytest.skip("no guidance engine in this build")
+    tok = nbits.Tokenizer(model)
+    turns = [(tok.encode("Once upon a time"), 40)]
+    regex = "(Lily|Tim) (went|ran) to the (park|shop)[a-z ,.]+"
+    guided = params_for(model, False)
+    guided.set_guidance("regex", regex)
+    want, _, _ = loop(model, guided, turns)
+    both = params_for(model, False, ngram_size=3, max_draft_tokens=4)
+    both.set_guidance("regex", regex)
+    got, _, g = loop(model, both, turns)
+    assert got == want
+    assert tok.decode(got).split(" ")[0] in ("Lily", "Tim")

@@ -194,8 +194,6 @@ void check_options(const GenerationOptions& g) {
               g.lookup_ngram, ")");
   NBITS_CHECK(g.draft_min >= 0 && g.draft_min <= g.draft_max, "draft_min must be in [0, draft_max] (got ",
               g.draft_min, ")");
-  NBITS_CHECK(g.guidance_type.empty() || g.speculative.empty(),
-              "guidance (constrained decoding) and speculative decoding cannot be combined yet");
 }
 
 }  // namespace
@@ -236,7 +234,14 @@ struct Generator::State {
 void Generator::State::set_speculation() {
   spec.reset();
   drafter.reset();
-  if (options.speculative.empty()) return;
+  if (options.speculative.empty()) {
+    // Constrained decoding: the tokens the spec forces run in verify steps (fast-forward).
+    if (!options.guidance_type.empty()) {
+      drafter = std::make_unique<speculative::NoDrafts>();
+      spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, 0);
+    }
+    return;
+  }
   if (options.speculative == "lookup") {
     drafter = std::make_unique<speculative::PromptLookup>(std::min<int64_t>(2, options.lookup_ngram),
                                                           options.lookup_ngram);
@@ -275,7 +280,8 @@ void Generator::State::draw() {
 void Generator::State::settle() {
   if (ahead.empty()) return;
   // The presence / frequency counts need no undoing: every caller appends (forget_drawn)
-  // or replaces the sampler before the next draw.
+  // or replaces the sampler before the next draw. A constraint heard the tokens: it forgets them.
+  if (const auto& c = sampler.constraint()) c->rollback(static_cast<int64_t>(ahead.size()));
   sampler.restore_rng(next_rng);
   gen->keep(length() - 1, next);
   ahead.clear();
@@ -324,7 +330,8 @@ void Generator::set_options(const GenerationOptions& options) {
   const bool same_drafter =
       options.speculative == s_->options.speculative && options.draft_model == s_->options.draft_model &&
       options.draft_max == s_->options.draft_max && options.draft_min == s_->options.draft_min &&
-      options.lookup_ngram == s_->options.lookup_ngram;
+      options.lookup_ngram == s_->options.lookup_ngram &&
+      options.guidance_type.empty() == s_->options.guidance_type.empty();
   s_->options = options;
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   if (!same_drafter) s_->set_speculation();
@@ -460,7 +467,8 @@ int64_t Generator::length() const { return s_->length(); }
 SpeculationStats Generator::speculation_stats() const {
   if (!s_->spec) return {};
   const speculative::SpeculativeStats& st = s_->spec->stats();
-  return {st.steps, st.verify_steps, st.drafted, st.accepted, s_->spec->draft_length().next()};
+  return {st.steps,  st.verify_steps, st.drafted, st.accepted, s_->spec->draft_length().next(),
+          st.forced, st.forced_kept};
 }
 int64_t Generator::capacity() const { return s_->gen->capacity(); }
 size_t Generator::kv_cache_bytes() const { return s_->gen->kv_cache_bytes(); }

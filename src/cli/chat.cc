@@ -128,8 +128,7 @@ int chat_main(const std::vector<std::string>& args) {
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/true);
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
   const GuidanceFlags guide(f, m);
-  Speculation spec(f, m);
-  NBITS_CHECK(!guide.on() || !spec.on(), "constrained output and --spec cannot be combined yet");
+  Speculation spec(f, m, guide.on());
   std::optional<std::string> format = f.get_str("--chat-format");
   if (*format == "plain" || (*format == "auto" && m.tokenizer->chat_template().empty())) format.reset();
   ChatSession chat(m, sampler, guide, format, f.get_str("--system"), f.get_i64("--n-predict"), spec.loop());

@@ -143,8 +143,9 @@ int run_main(const std::vector<std::string>& args) {
   llm::Sampler sampler(sampling_options(f, m.generator->config()));
   const GuidanceFlags guide(f, m);
   sampler.set_constraint(guide.constraint());
-  Speculation spec(f, m);
-  NBITS_CHECK(!guide.on() || !spec.on(), "constrained output and --spec cannot be combined yet");
+  // Constrained output: the tokens the spec forces run in verify steps (fast-forward), unless
+  // every step is scored on its own (--logprobs).
+  Speculation spec(f, m, guide.on() && !f.has("--logprobs"));
 
   std::optional<StreamDecoder> stream;
   if (m.tokenizer) {

@@ -20,13 +20,19 @@ void add_speculation_flags(Flags& f) {
   f.i64("--draft-min", "N", "the shortest draft (= --draft-max: a fixed length, no adapting)", 0, 0, 32);
 }
 
-Speculation::Speculation(const Flags& f, const ModelSetup& m) {
+Speculation::Speculation(const Flags& f, const ModelSetup& m, bool fast_forward) {
   std::string kind = f.get_str("--spec");
   if (f.has("--draft-model")) {
     NBITS_CHECK(kind == "off" || kind == "draft", "--draft-model goes with --spec draft, not --spec ", kind);
     kind = "draft";
   }
-  if (kind == "off") return;
+  if (kind == "off") {
+    if (fast_forward && m.generator->batchable()) {
+      drafter_ = std::make_unique<speculative::NoDrafts>();
+      decoder_ = std::make_unique<speculative::SpeculativeDecoder>(*drafter_, 0);
+    }
+    return;
+  }
   const int64_t max_draft = f.get_i64("--draft-max"), min_draft = f.get_i64("--draft-min");
   NBITS_CHECK(min_draft <= max_draft, "--draft-min ", min_draft, " is above --draft-max ", max_draft);
   if (kind == "lookup") {
@@ -61,10 +67,12 @@ void Speculation::print_stats(FILE* out) const {
   const speculative::SpeculativeStats& st = decoder_->stats();
   std::fprintf(out,
                "speculative (%s): %lld model steps, %lld with drafts; %lld drafted, %lld accepted (%.0f%%); "
-               "draft length now %lld\n",
+               "%lld forced by the constraint (%lld kept); draft length now %lld\n",
                drafter_->name(), static_cast<long long>(st.steps), static_cast<long long>(st.verify_steps),
                static_cast<long long>(st.drafted), static_cast<long long>(st.accepted),
-               100.0 * st.acceptance(), static_cast<long long>(decoder_->draft_length().next()));
+               100.0 * st.acceptance(), static_cast<long long>(st.forced),
+               static_cast<long long>(st.forced_kept),
+               static_cast<long long>(decoder_->draft_length().next()));
   // What a step with each draft length cost here (drafting and the model's step), smoothed.
   std::string costs;
   const speculative::DraftLength& dl = decoder_->draft_length();
@@ -83,9 +91,10 @@ std::string Speculation::json() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 ",\"speculative\":{\"drafter\":\"%s\",\"steps\":%lld,\"verify_steps\":%lld,\"drafted\":%lld,"
-                "\"accepted\":%lld,\"step_ms_by_draft\":{",
+                "\"accepted\":%lld,\"forced\":%lld,\"forced_kept\":%lld,\"step_ms_by_draft\":{",
                 drafter_->name(), static_cast<long long>(st.steps), static_cast<long long>(st.verify_steps),
-                static_cast<long long>(st.drafted), static_cast<long long>(st.accepted));
+                static_cast<long long>(st.drafted), static_cast<long long>(st.accepted),
+                static_cast<long long>(st.forced), static_cast<long long>(st.forced_kept));
   std::string out = buf;
   const speculative::DraftLength& dl = decoder_->draft_length();
   const char* sep = "";

@@ -17,9 +17,10 @@ void add_speculation_flags(Flags& f);
 
 class Speculation {
  public:
-  // What the flags ask for; nothing (loop() empty) without --spec / --draft-model. Loads the
-  // draft model and refuses one whose vocabulary differs from `m`'s.
-  Speculation(const Flags& f, const ModelSetup& m);
+  // What the flags ask for; nothing (loop() empty) without --spec / --draft-model, unless
+  // fast_forward (constrained output): then the tokens the constraint forces run in verify
+  // steps. Loads the draft model and refuses one whose vocabulary differs from `m`'s.
+  Speculation(const Flags& f, const ModelSetup& m, bool fast_forward = false);
   bool on() const { return decoder_ != nullptr; }
   // For llm::generate_text: the speculative loop, or empty (plain decode).
   llm::DecodeLoop loop();

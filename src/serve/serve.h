@@ -33,8 +33,8 @@ struct ServeOptions {
   bool webui = true;               // GET / serves the chat page (serve/webui.h); --no-webui: 404
   // Speculative decoding (GenerationOptions::speculative) for requests that do not choose:
   // "off" | "lookup" | "draft" (draft_model). A request's "speculative" field overrides it;
-  // "draft" needs draft_model. Requests with a response_format or required tool call decode
-  // plainly (guidance and speculation do not combine yet).
+  // "draft" needs draft_model. With a response_format or a required tool call the drafts follow
+  // the tokens the schema forces.
   std::string speculative = "off";
   std::string draft_model;  // a smaller model of the same tokenizer (loaded with the model's options)
   int64_t draft_max = 8;

@@ -235,16 +235,8 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
       const char* param = r.tools.any() ? "tools" : "response_format";
       if (!why.empty()) throw ApiError(400, std::string("'") + param + "': " + why, param, "invalid_schema");
     }
-    // Speculation: the request's choice, else the server's; off where guidance constrains the reply.
-    std::string spec = r.speculative.empty() ? opt_.speculative : r.speculative;
-    if (!r.guidance_type.empty() && spec != "off") {
-      if (!r.speculative.empty())
-        throw ApiError(400,
-                       "'speculative' does not combine with a response_format or a required tool call yet "
-                       "(give \"off\" or leave it out)",
-                       "speculative", "unsupported");
-      spec = "off";
-    }
+    // Speculation: the request's choice, else the server's.
+    const std::string spec = r.speculative.empty() ? opt_.speculative : r.speculative;
     if (spec == "draft" && !draft_)
       throw ApiError(
           400, "'speculative': \"draft\" needs a draft model; this server was started without --draft-model",

@@ -22,4 +22,13 @@ class Drafter {
   virtual const char* name() const = 0;
 };
 
+// Proposes nothing: a SpeculativeDecoder over it (max_draft 0) verifies only the tokens the
+// sampler's constraint forces (constrained decoding's fast-forward), plain steps otherwise.
+class NoDrafts final : public Drafter {
+ public:
+  void propose(std::span<const int32_t>, int64_t, std::vector<int32_t>& out) override { out.clear(); }
+  bool cheap() const override { return true; }
+  const char* name() const override { return "forced tokens only"; }
+};
+
 }  // namespace nbits::speculative

@@ -13,7 +13,7 @@ SpeculativeDecoder::SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int6
 llm::GenerateResult SpeculativeDecoder::generate(llm::Generator& g, std::span<const int32_t> new_ids,
                                                  int64_t max_new_tokens, llm::Sampler& sampler,
                                                  const std::function<bool(int32_t)>& on_token) {
-  if (!g.batchable() || length_.max_draft() == 0)
+  if (!g.batchable() || (length_.max_draft() == 0 && !sampler.constraint()))
     return g.generate(new_ids, max_new_tokens, sampler, on_token);
   llm::GenerateResult result;
   g.generate(new_ids, 0, sampler);  // the prompt (and a pending token), as plain generate runs it
@@ -51,14 +51,20 @@ bool SpeculativeDecoder::step(llm::Generator& g, llm::Sampler& sampler, int64_t 
   const int64_t V = g.vocab_size();
   Stopwatch sw;
   const int64_t L0 = g.length();
-  const int64_t k = std::max<int64_t>(0, std::min({length_.next(), max_tokens - 1, g.capacity() - L0 - 1}));
+  const int64_t room = std::max<int64_t>(0, std::min(max_tokens - 1, g.capacity() - L0 - 1));  // draft rows
+  forced_.clear();
+  if (sampler.constraint() && room > 0) sampler.constraint()->forced(room, forced_);
+  const auto nf = static_cast<int64_t>(forced_.size());
+  const int64_t k = std::max<int64_t>(0, std::min(length_.next(), room - nf));
   context_.assign(g.tokens().begin(), g.tokens().end());
   context_.push_back(tok);
+  context_.insert(context_.end(), forced_.begin(), forced_.end());
   draft_.clear();
   // Speculation off: a cheap drafter's guess is still checked, to notice when it pays again.
-  if (k > 0 || drafter_.cheap()) drafter_.propose(context_, std::max<int64_t>(k, 1), draft_);
-  const int32_t guess = k == 0 && !draft_.empty() ? draft_[0] : -1;
+  if (k > 0 || (drafter_.cheap() && nf == 0)) drafter_.propose(context_, std::max<int64_t>(k, 1), draft_);
+  const int32_t guess = k == 0 && nf == 0 && !draft_.empty() ? draft_[0] : -1;
   if (static_cast<int64_t>(draft_.size()) > k) draft_.resize(static_cast<size_t>(k));
+  draft_.insert(draft_.begin(), forced_.begin(), forced_.end());
   ++stats_.steps;
   if (draft_.empty()) {  // a plain step
     g.append(std::span<const int32_t>(&tok, 1));
@@ -74,7 +80,8 @@ bool SpeculativeDecoder::step(llm::Generator& g, llm::Sampler& sampler, int64_t 
   rows_.insert(rows_.end(), draft_.begin(), draft_.end());
   const std::span<const float> logits = g.verify(rows_);
   ++stats_.verify_steps;
-  stats_.drafted += d;
+  stats_.drafted += d - nf;
+  stats_.forced += nf;
   // Row i follows rows_[i]; it is drawn from with the history plain decode would have.
   int64_t i = 0;
   int32_t next = -1;
@@ -93,9 +100,11 @@ bool SpeculativeDecoder::step(llm::Generator& g, llm::Sampler& sampler, int64_t 
   // draft generation ended at. Either way the step produced i + 1 tokens.
   g.keep(L0 + 1 + i, next);
   const int64_t accepted = stop ? i + 1 : i;
-  stats_.accepted += accepted;
+  stats_.forced_kept += std::min(accepted, nf);
+  stats_.accepted += std::max<int64_t>(0, accepted - nf);
   const double ms = sw.elapsed_ms();
-  length_.record_step(d, accepted, ms);
+  // The draft length learns from the drafter's own steps (forced tokens are not its work).
+  if (nf == 0) length_.record_step(d, accepted, ms);
   g.count_decode(i + 1, ms);
   if (stop) return false;
   return emit(next, g.length());

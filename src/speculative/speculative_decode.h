@@ -25,13 +25,16 @@ struct SpeculativeStats {
   int64_t verify_steps = 0;  // of which verify steps (a proposal was made)
   int64_t drafted = 0;       // proposed tokens run by verify steps
   int64_t accepted = 0;      // of those, the model's own
+  int64_t forced = 0;        // tokens the sampler's constraint forced, run in verify steps (not in drafted)
+  int64_t forced_kept = 0;   // of those, drawn as forced (a different tokenization is not)
   double acceptance() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
 };
 
 class SpeculativeDecoder {
  public:
-  // max_draft: the longest proposal (the draft length adapts below it; 0 = plain decode);
-  // min_draft: the shortest (DraftLength).
+  // max_draft: the longest proposal (the draft length adapts below it; 0 = no drafts);
+  // min_draft: the shortest (DraftLength). Whatever the drafter, the tokens the sampler's
+  // constraint forces (TokenConstraint::forced: guidance's fast-forward) lead each proposal.
   SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int64_t min_draft = 0);
 
   // Generator::generate's contract (the same tokens, stop reasons, pending token and cache),
@@ -58,7 +61,7 @@ class SpeculativeDecoder {
   Drafter& drafter_;
   DraftLength length_;
   SpeculativeStats stats_;
-  std::vector<int32_t> context_, draft_, rows_;
+  std::vector<int32_t> context_, draft_, rows_, forced_;
 };
 
 }  // namespace nbits::speculative

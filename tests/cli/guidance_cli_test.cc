@@ -122,7 +122,43 @@ TEST(CliGuidance, BadSpecsAreOneLineErrors) {
   refused({"--json-schema", "/no/such/schema.json"}, "/no/such/schema.json");
   refused({"--regex", "(a"}, "invalid regex");
   refused({"--json", "--regex", "a"}, "two constraints");
-  refused({"--json", "--spec", "lookup"}, "cannot be combined");
+}
+
+// The tokens a spec forces run in verify steps (fast-forward), and --spec combines with a spec:
+// the ids are plain constrained decoding's (--logprobs scores each step alone, so it decodes
+// plainly: the reference).
+TEST(CliGuidance, ForcedTokensAndSpeculationGivePlainConstrainedIds) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(smollm2_gguf());
+  REQUIRE_ENGINE();
+  const std::string m = smollm2_gguf();
+  const std::string lark = write_temp(
+      "nbits_lark_", "start: \"The answer is: \" (\"yes\" | \"no\") \", because \" /[a-z ]+/ \".\"\n");
+  for (const std::vector<std::string>& spec :
+       {std::vector<std::string>{"--json-schema", kSchema}, std::vector<std::string>{"--grammar", lark}}) {
+    auto ids = [&](const std::vector<std::string>& extra, json* out = nullptr) {
+      std::vector<std::string> args = {
+          "run", "-m", m,        "--chat", "-p",       "Pick a color and say why.",
+          "-n",  "40", "--temp", "0",      "--format", "json"};
+      args.insert(args.end(), spec.begin(), spec.end());
+      args.insert(args.end(), extra.begin(), extra.end());
+      const RunResult r = run_nbits(args);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      const json j = json::parse(r.out, nullptr, false);
+      if (out) *out = j;
+      return j.is_object() ? j["ids"] : json();
+    };
+    json fast;
+    const json want = ids({"--logprobs", "1"});
+    ASSERT_FALSE(want.empty());
+    EXPECT_EQ(ids({}, &fast), want) << spec[0];
+    EXPECT_EQ(ids({"--spec", "lookup"}), want) << spec[0];
+    EXPECT_EQ(ids({"--draft-model", m, "--draft-max", "4"}), want) << spec[0];
+    if (spec[0] == "--grammar") {  // "The answer is: " is forced text
+      EXPECT_GT(fast["speculative"]["forced_kept"].get<int>(), 2) << fast;
+    }
+  }
+  fs::remove(lark);
 }
 
 }  // namespace

@@ -213,6 +213,8 @@ class FixedConstraint : public TokenConstraint {
     return words_;
   }
   void accept(int32_t token) override { accepted.push_back(token); }
+  void rollback(int64_t n) override { accepted.resize(accepted.size() - static_cast<size_t>(n)); }
+  void forced(int64_t, std::vector<int32_t>& out) override { out.clear(); }
   std::vector<int32_t> accepted;
   int asked = 0;
 

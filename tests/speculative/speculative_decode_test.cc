@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include "llm/generator.h"
 #include "llm/hf_config.h"
 #include "llm/sampler.h"
+#include "llm/token_constraint.h"
 #include "speculative/prompt_lookup.h"
 #include "support/shared_data.h"
 #include "support/small_qwen.h"
@@ -237,6 +239,101 @@ TEST(SpeculativeDecode, StopsWherePlainDecodingStops) {
   dec.generate(*g, prompt, 10, s2);
   const GenerateResult more_spec = dec.generate(*g, {}, 10, s2);
   EXPECT_EQ(more_spec.ids, more_plain.ids);
+}
+
+// A constraint scripted by position (tokens accepted so far): positions 3..7 allow one token each
+// (forced), position 12 allows two and forced() proposes the second (a tokenization the model
+// may not pick), position 20 allows three and forced() proposes nothing; the rest allow all.
+class ScriptedConstraint final : public llm::TokenConstraint {
+ public:
+  explicit ScriptedConstraint(size_t vocab) : vocab_(vocab), words_((vocab + 31) / 32) {}
+  std::span<const uint32_t> allowed() override {
+    const std::vector<int32_t> only = allowed_at(pos_);
+    std::fill(words_.begin(), words_.end(), only.empty() ? ~0u : 0u);
+    for (int32_t t : only) words_[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+    return words_;
+  }
+  void accept(int32_t token) override {
+    const std::vector<int32_t> only = allowed_at(pos_);
+    EXPECT_TRUE(only.empty() || std::find(only.begin(), only.end(), token) != only.end())
+        << "token " << token << " at " << pos_;
+    ++pos_;
+  }
+  void rollback(int64_t n) override { pos_ -= n; }
+  void forced(int64_t max_tokens, std::vector<int32_t>& out) override {
+    out.clear();
+    for (int64_t p = pos_; static_cast<int64_t>(out.size()) < max_tokens; ++p) {
+      const std::vector<int32_t> only = allowed_at(p);
+      if (only.size() == 1 || p == 12) {
+        out.push_back(only.back());
+      } else {
+        break;
+      }
+    }
+  }
+  int64_t pos() const { return pos_; }
+
+ private:
+  std::vector<int32_t> allowed_at(int64_t p) const {
+    if (p >= 3 && p <= 7) return {static_cast<int32_t>(100 + 37 * p) % static_cast<int32_t>(vocab_)};
+    if (p == 12) return {50, 60};
+    if (p == 20) return {70, 80, 90};
+    return {};
+  }
+  size_t vocab_;
+  std::vector<uint32_t> words_;
+  int64_t pos_ = 0;
+};
+
+// Constrained decoding's fast-forward: the tokens the constraint forces lead each proposal (with
+// no drafter, and before prompt lookup's drafts) and run in verify steps; the tokens, stop
+// reason, cache and the constraint's position are plain constrained decoding's.
+TEST(SpeculativeDecode, ForcedTokensOfAConstraintRunInVerifyStepsWithPlainTokens) {
+  const std::string dir = stories("onnx_int4");
+  NBITS_REQUIRE_SHARED(dir + "/genai_config.json");
+  auto g = load(dir, 2);
+  const std::vector<int32_t> prompt = story_prompt();
+  const auto V = static_cast<size_t>(g->vocab_size());
+  for (const SamplerOptions& so : {SamplerOptions{}, sampled(3), sampled(4)}) {
+    auto run = [&](Drafter* d, int64_t max_draft, SpeculativeStats* st, int64_t* pos) {
+      g->reset();
+      Sampler s(so);
+      auto c = std::make_shared<ScriptedConstraint>(V);
+      s.set_constraint(c);
+      Outcome o;
+      if (d == nullptr) {
+        o.r = g->generate(prompt, 30, s);
+      } else {
+        SpeculativeDecoder dec(*d, max_draft);
+        o.r = dec.generate(*g, prompt, 30, s);
+        *st = dec.stats();
+      }
+      o.cached.assign(g->tokens().begin(), g->tokens().end());
+      o.pending = g->pending();
+      *pos = c->pos();
+      return o;
+    };
+    SpeculativeStats unused;
+    int64_t want_pos = 0;
+    const Outcome want = run(nullptr, 0, &unused, &want_pos);
+    ASSERT_EQ(want.r.ids.size(), 30u);
+    const std::string what = so.greedy ? "greedy" : "sampled";
+    NoDrafts none;
+    PromptLookup lookup(1, 3);
+    for (auto [d, max_draft] : std::vector<std::pair<Drafter*, int64_t>>{{&none, 0}, {&lookup, 4}}) {
+      SpeculativeStats st;
+      int64_t pos = 0;
+      expect_same(run(d, max_draft, &st, &pos), want, what + " " + d->name());
+      EXPECT_EQ(pos, want_pos) << what;
+      EXPECT_GE(st.forced, 5) << what;  // positions 3..7 at least, in one or more verify steps
+      EXPECT_GE(st.forced_kept, 5) << what;
+      EXPECT_LE(st.forced_kept, st.forced) << what;
+      EXPECT_GT(st.verify_steps, 0) << what;
+      if (max_draft == 0) {
+        EXPECT_EQ(st.drafted, 0) << what;
+      }
+    }
+  }
 }
 
 TEST(SpeculativeDecode, ALongContextOnFourThreadsGivesPlainTokens) {

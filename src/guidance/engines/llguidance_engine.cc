@@ -182,6 +182,32 @@ class Matcher final : public llm::TokenConstraint {
     start_mask();
   }
 
+  void rollback(int64_t n) override {
+    task_.wait();
+    if (n <= 0) return;
+    if (ended_) {  // the eos token that ended the reply was never consumed
+      ended_ = false;
+      --n;
+    }
+    if (n > 0 && llg_matcher_rollback(m_, static_cast<size_t>(n)) != 0) {
+      const char* e = llg_matcher_get_error(m_);
+      fail("constrained decoding: rolling back ", n,
+           " tokens failed: ", e ? clean_message(e) : "(no message)");
+    }
+    error_.clear();
+    start_mask();
+  }
+
+  void forced(int64_t max_tokens, std::vector<int32_t>& out) override {
+    task_.wait();
+    out.clear();
+    if (max_tokens <= 0 || ended_ || !error_.empty() || llg_matcher_is_stopped(m_)) return;
+    ff_.resize(static_cast<size_t>(max_tokens));
+    const int32_t n = llg_matcher_compute_ff_tokens(m_, ff_.data(), ff_.size());
+    if (n <= 0) return;  // none, or an error the next allowed() reports
+    out.assign(ff_.begin(), ff_.begin() + n);
+  }
+
  private:
   // The next mask (the eos tokens alone once the grammar is complete), on the task's thread.
   void start_mask() {
@@ -196,6 +222,7 @@ class Matcher final : public llm::TokenConstraint {
   std::shared_ptr<const LlgVocabulary> vocab_;
   LlgMatcher* m_ = nullptr;
   std::vector<uint32_t> mask_;
+  std::vector<uint32_t> ff_;  // forced(): the engine's output buffer
   std::string error_;
   bool ended_ = false;
   BackgroundTask task_;  // last: joined before the members it uses go
