@@ -281,12 +281,20 @@ std::string Server::chat_prompt(Job& job) {
     throw ApiError(400, "'response_format' and a tool call cannot be asked for together", "response_format",
                    "unsupported");
   job.tool_format = tool_format(model_->chat_template());
-  const std::string grammar = tool_call_grammar(r.tools, job.tool_format);
+  // A marker that is one special token of the model: the grammar names the token (its text alone
+  // could only be spelled with other tokens).
+  std::string open_marker;
+  if (const std::string_view mk = tool_call_marker(job.tool_format); !mk.empty()) {
+    const int32_t id = model_->token_to_id(mk);
+    if (id >= 0 && model_->decode(std::vector<int32_t>{id}, /*skip_special=*/true).empty())
+      open_marker = "<[" + std::to_string(id) + "]>";
+  }
+  const std::string grammar = tool_call_grammar(r.tools, job.tool_format, open_marker);
   if (!grammar.empty()) {
     r.guidance_type = "lark";
     r.guidance_data = grammar;
   }
-  if (job.tool_format == ToolFormat::kHermes)
+  if (job.tool_format != ToolFormat::kGeneric)  // the template presents the tools itself
     return model_->apply_chat_template(r.messages, /*add_generation_prompt=*/true, r.tools.tools.dump());
   std::vector<ChatMessage> msgs = r.messages;
   const std::string intro = generic_tools_prompt(r.tools);
@@ -380,7 +388,8 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     m_.prefill_us +=
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
     // A prefill stopped early (client gone, shutdown) skips the reply; the slot keeps what it ran.
-    TokenStream detok(model_);
+    // With tools, special tokens stay in the text: a call's marker may be one.
+    TokenStream detok(model_, /*skip_special=*/!tool_stream.has_value());
     for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
     StopText stop(r.stop);
     auto send_calls = [&](size_t from) {  // stream: each call once complete, arguments in one piece

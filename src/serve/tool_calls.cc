@@ -9,12 +9,31 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+// What opens and closes a call in each format; close "" = the call runs to the next opening
+// marker or the reply's end (a closing marker left out is taken the same way).
+struct Markers {
+  std::string_view open, close;
+};
+Markers markers(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::kHermes:
+      return {"<tool_call>", "</tool_call>"};
+    case ToolFormat::kLlama3:
+      return {"<|python_tag|>", ""};
+    case ToolFormat::kMistral:
+      return {"[TOOL_CALLS]", ""};
+    case ToolFormat::kToolCallTag:
+      return {"<|tool_call|>", "<|/tool_call|>"};
+    case ToolFormat::kGeneric:
+      break;
+  }
+  return {"", ""};
+}
 // JSON whitespace inside a call, bounded as the guidance room bounds it for schemas.
 constexpr const char* kWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
 
-// {"name": const, "arguments": parameters} for each allowed function.
-ojson call_schema(const ToolRequest& t) {
+// {"name": const, args_key: parameters} for each allowed function.
+ojson call_schema(const ToolRequest& t, const char* args_key = "arguments") {
   ojson any = ojson::array();
   for (const ojson& tool : t.tools) {
     const ojson& fn = tool["function"];
@@ -22,8 +41,8 @@ ojson call_schema(const ToolRequest& t) {
     if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
     ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
     any.push_back({{"type", "object"},
-                   {"properties", {{"name", {{"const", name}}}, {"arguments", params}}},
-                   {"required", {"name", "arguments"}},
+                   {"properties", {{"name", {{"const", name}}}, {args_key, params}}},
+                   {"required", {"name", args_key}},
                    {"additionalProperties", false}});
   }
   ojson s = any.size() == 1 ? any[0] : ojson{{"anyOf", any}};
@@ -57,11 +76,48 @@ bool call_from_json(const ojson& j, ToolCall& out) {
   return true;
 }
 
-// A Hermes block's body: one JSON object.
-bool parse_hermes_body(std::string_view body, ToolCall& out) {
-  if (json_nesting_depth(body, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth) return false;
-  const ojson j = ojson::parse(trim(body), nullptr, false);
-  return !j.is_discarded() && call_from_json(j, out);
+// The calls of one JSON value: a call object, or an array of them.
+bool calls_from_json(const ojson& j, std::vector<ToolCall>& out) {
+  if (j.is_array()) {
+    if (j.empty()) return false;
+    for (const ojson& c : j) {
+      ToolCall tc;
+      if (!call_from_json(c, tc)) return false;
+      out.push_back(std::move(tc));
+    }
+    return true;
+  }
+  ToolCall tc;
+  if (!call_from_json(j, tc)) return false;
+  out.push_back(std::move(tc));
+  return true;
+}
+
+// The body of a marked call: a call object, an array of them, several separated by ';' or
+// whitespace, or Mistral's name[ARGS]{...}. Nothing is added unless all of it parses.
+bool parse_call_body(std::string_view body, std::vector<ToolCall>& calls) {
+  std::string rest = trim(body);
+  if (rest.empty() || json_nesting_depth(rest, kMaxOrderedJsonDepth) > kMaxOrderedJsonDepth) return false;
+  std::vector<ToolCall> got;
+  if (const size_t a = rest.find("[ARGS]"); a != std::string::npos && rest[0] != '{' && rest[0] != '[') {
+    const ojson args = ojson::parse(trim(std::string_view(rest).substr(a + 6)), nullptr, false);
+    const std::string name = trim(std::string_view(rest).substr(0, a));
+    if (args.is_discarded() || name.empty() || name.find_first_of("{}[]\"") != std::string::npos)
+      return false;
+    calls.push_back(ToolCall{"", name, args.is_string() ? args.get<std::string>() : args.dump()});
+    return true;
+  }
+  while (!rest.empty()) {
+    const size_t end = json_first_value_end(rest);
+    if (end == 0) return false;
+    const ojson one = ojson::parse(rest.substr(0, end), nullptr, false);
+    if (one.is_discarded() || !calls_from_json(one, got)) return false;
+    rest = trim(std::string_view(rest).substr(end));
+    if (!rest.empty() && rest[0] == ';') rest = trim(std::string_view(rest).substr(1));
+  }
+  if (got.empty()) return false;
+  calls.insert(calls.end(), got.begin(), got.end());
+  return true;
 }
 
 // A reply that is only JSON: {"tool_calls": [...]}, or one or more call objects (one per line or
@@ -76,16 +132,12 @@ bool parse_json_reply(std::string_view text, const std::vector<std::string>& nam
   std::vector<ToolCall> got;
   if (!j.is_discarded()) {
     if (j.is_object() && j.contains("tool_calls") && j["tool_calls"].is_array()) {
-      for (const ojson& c : j["tool_calls"]) {
-        ToolCall tc;
-        if (!call_from_json(c, tc) || !known(tc)) return false;
-        got.push_back(std::move(tc));
-      }
-    } else {
-      ToolCall tc;
-      if (!call_from_json(j, tc) || !known(tc)) return false;
-      got.push_back(std::move(tc));
+      if (!calls_from_json(j["tool_calls"], got)) return false;
+    } else if (!calls_from_json(j, got)) {
+      return false;
     }
+    for (const ToolCall& tc : got)
+      if (!known(tc)) return false;
   } else {  // several objects in a row
     std::string rest = trim(text);
     while (!rest.empty()) {
@@ -123,10 +175,31 @@ size_t partial_marker(std::string_view s, std::string_view marker) {
 }  // namespace
 
 ToolFormat tool_format(const std::string& chat_template) {
-  return chat_template.find("<tool_call>") != std::string::npos ? ToolFormat::kHermes : ToolFormat::kGeneric;
+  auto has = [&](std::string_view s) { return chat_template.find(s) != std::string::npos; };
+  if (has("<tool_call>")) return ToolFormat::kHermes;
+  if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
+  if (has("<|tool_call|>") || has("<|tool|>")) return ToolFormat::kToolCallTag;
+  if (has("<|python_tag|>") || has("a JSON for a function call")) return ToolFormat::kLlama3;
+  return ToolFormat::kGeneric;
 }
 
-const char* tool_format_name(ToolFormat f) { return f == ToolFormat::kHermes ? "hermes" : "generic"; }
+const char* tool_format_name(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::kHermes:
+      return "hermes";
+    case ToolFormat::kLlama3:
+      return "llama3";
+    case ToolFormat::kMistral:
+      return "mistral";
+    case ToolFormat::kToolCallTag:
+      return "tool_call_tag";
+    case ToolFormat::kGeneric:
+      break;
+  }
+  return "generic";
+}
+
+std::string_view tool_call_marker(ToolFormat f) { return markers(f).open; }
 
 std::string generic_tools_prompt(const ToolRequest& t) {
   std::string s = "You can call these functions (JSON schemas of their arguments follow each name):\n";
@@ -143,12 +216,22 @@ std::string generic_tools_prompt(const ToolRequest& t) {
   return s;
 }
 
-std::string tool_call_grammar(const ToolRequest& t, ToolFormat f) {
+std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const std::string& open_marker) {
   if (t.choice != ToolRequest::Choice::kRequired && t.choice != ToolRequest::Choice::kNamed) return "";
   const std::string call = call_schema(t).dump();
+  const std::string open = !open_marker.empty() ? open_marker : ojson(std::string(markers(f).open)).dump();
   if (f == ToolFormat::kHermes) {
-    return std::string("start: call") + (t.parallel ? " (\"\\n\" call)*" : "") +
-           "\ncall: \"<tool_call>\\n\" body \"\\n</tool_call>\"\nbody: %json " + call + "\n";
+    return std::string("start: call") + (t.parallel ? " (\"\\n\" call)*" : "") + "\ncall: " + open +
+           " \"\\n\" body \"\\n</tool_call>\"\nbody: %json " + call + "\n";
+  }
+  if (f == ToolFormat::kLlama3)  // the JSON form, one call
+    return "start: body\nbody: %json " + call_schema(t, "parameters").dump() + "\n";
+  if (f == ToolFormat::kMistral || f == ToolFormat::kToolCallTag) {  // the marker, then an array of calls
+    ojson list = {{"type", "array"}, {"items", ojson::parse(call)}, {"minItems", 1}};
+    if (!t.parallel) list["maxItems"] = 1;
+    list["items"].erase("x-guidance");
+    list["x-guidance"] = {{"whitespace_pattern", kWhitespace}};
+    return "start: " + open + " body\nbody: %json " + list.dump() + "\n";
   }
   ojson calls = {{"type", "array"}, {"items", ojson::parse(call)}, {"minItems", 1}};
   if (!t.parallel) calls["maxItems"] = 1;
@@ -181,8 +264,12 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
   if (state_ == State::kStart) {
     const size_t b = held_.find_first_not_of(" \n\r\t");
     if (b == std::string::npos) return "";
-    if (held_[b] == '`' && held_.size() - b < 3) return "";  // ``` or a single ` : not known yet
-    state_ = held_[b] == '{' || held_.compare(b, 3, "```") == 0 ? State::kJson : State::kText;
+    const std::string_view head = std::string_view(held_).substr(b), open = markers(f_).open;
+    if (head.size() < open.size() && open.substr(0, head.size()) == head) return "";  // maybe the marker
+    if (head[0] == '`' && head.size() < 3) return "";  // ``` or a single ` : not known yet
+    const bool marker = !open.empty() && head.substr(0, open.size()) == open;
+    state_ = !marker && (head[0] == '{' || head[0] == '[' || head.substr(0, 3) == "```") ? State::kJson
+                                                                                         : State::kText;
   }
   if (state_ == State::kJson) return "";
   std::string out;
@@ -191,27 +278,28 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
     held_.clear();
     return out;
   }
+  const Markers mk = markers(f_);
   for (;;) {
     if (!in_call_) {
-      const size_t open = held_.find(kOpen);
+      const size_t open = held_.find(mk.open);
       if (open == std::string::npos) {
-        const size_t keep = partial_marker(held_, kOpen);
+        const size_t keep = partial_marker(held_, mk.open);
         out += held_.substr(0, held_.size() - keep);
         held_.erase(0, held_.size() - keep);
         return out;
       }
       out += held_.substr(0, open);
-      held_.erase(0, open + kOpen.size());
+      held_.erase(0, open + mk.open.size());
       in_call_ = true;
     }
-    const size_t close = held_.find(kClose);
-    if (close == std::string::npos) return out;
-    ToolCall c;
-    if (parse_hermes_body(std::string_view(held_).substr(0, close), c))
-      calls.push_back(std::move(c));
-    else
-      out += std::string(kOpen) + held_.substr(0, close + kClose.size());  // not a call: text
-    held_.erase(0, close + kClose.size());
+    // The body ends at the closing marker, or (none) at the next call's opening one.
+    const std::string_view end_marker = mk.close.empty() ? mk.open : mk.close;
+    const size_t end = held_.find(end_marker);
+    if (end == std::string::npos) return out;
+    const size_t used = mk.close.empty() ? end : end + mk.close.size();
+    if (!parse_call_body(std::string_view(held_).substr(0, end), calls))
+      out += std::string(mk.open) + held_.substr(0, used);  // not a call: text
+    held_.erase(0, used);
     in_call_ = false;
   }
 }
@@ -226,12 +314,10 @@ std::string ToolCallStream::finish(std::vector<ToolCall>& calls) {
   }
   if (in_call_) {
     in_call_ = false;
-    ToolCall c;  // an unclosed block whose JSON is complete (the reply ended at the eos): a call
-    if (parse_hermes_body(rest, c)) {
-      calls.push_back(std::move(c));
-      return "";
-    }
-    return std::string(kOpen) + rest;
+    // A call that runs to the end, or an unclosed block whose JSON is complete (the reply ended
+    // at the eos): calls.
+    if (parse_call_body(rest, calls)) return "";
+    return std::string(markers(f_).open) + rest;
   }
   return rest;
 }

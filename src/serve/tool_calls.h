@@ -3,10 +3,20 @@
 // required (llguidance Lark, through GenerationOptions::guidance_*), and the parser that turns
 // the reply's text back into message.tool_calls, whole or as a stream.
 //
-// Formats: kHermes, the templates that show tools in <tools></tools> and want
-//   <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5, Qwen3, Hermes, SmolLM3);
+// Formats (the template receives `tools` itself for all but kGeneric):
+// kHermes: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5, Qwen3, Hermes,
+//   SmolLM3: templates that write <tool_call>);
+// kLlama3: a reply that is {"name": ..., "parameters": {...}}, or <|python_tag|> and the same
+//   (Llama 3.1 / 3.2 / 3.3: templates that write <|python_tag|> or ask for "a JSON for a function
+//   call"); several calls separated by ';';
+// kMistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (v3) or
+//   [TOOL_CALLS]name[ARGS]{...} once per call (v11 and later);
+// kToolCallTag: <|tool_call|>[{"name": ..., "arguments": {...}}, ...] with or without a closing
+//   <|/tool_call|> (Phi-4-mini, Granite 3: templates that write <|tool|> or <|tool_call|>);
 // kGeneric, every other template: the tools are described in a system message and a call is the
 //   JSON object {"tool_calls": [{"name": ..., "arguments": {...}}]}.
+// A marker that is a special token reaches the parser only when the reply's text keeps special
+// tokens (the server decodes replies with tools so).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +29,7 @@
 
 namespace nbits::serve {
 
-enum class ToolFormat { kHermes, kGeneric };
+enum class ToolFormat { kHermes, kLlama3, kMistral, kToolCallTag, kGeneric };
 
 struct ToolRequest {
   enum class Choice { kAuto, kNone, kRequired, kNamed };
@@ -38,8 +48,11 @@ const char* tool_format_name(ToolFormat f);
 std::string generic_tools_prompt(const ToolRequest& t);
 // The Lark grammar a reply must follow for tool_choice required / a named function: one call (or,
 // with parallel_tool_calls, one or more) of the allowed functions, arguments by their parameter
-// schemas. "" for auto / none.
-std::string tool_call_grammar(const ToolRequest& t, ToolFormat f);
+// schemas. "" for auto / none. open_marker: the Lark form of the format's opening marker where it
+// is one special token of the model ("<[ID]>"); "" = its text.
+std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const std::string& open_marker = "");
+// The text that opens a call in format f ("" for kGeneric).
+std::string_view tool_call_marker(ToolFormat f);
 
 // A reply's text split into content and the calls it makes. Arguments are compact JSON text.
 // Besides its format's form, a reply that is only JSON is taken as calls when it is

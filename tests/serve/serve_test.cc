@@ -814,6 +814,65 @@ TEST(ServeTools, RequiredCallsAreValidCallsOnSmolLM2) {
   EXPECT_EQ(comp->status, 400) << comp->body;
 }
 
+// stories260K behind a chat template that writes tool calls in a native format (the marker is
+// what the server keys on): a required call comes back as message.tool_calls, whole and streamed.
+TEST(ServeTools, NativeFormatsGiveToolCalls) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  const std::vector<std::pair<std::string, std::string>> formats = {
+      {"llama3", "{% if m.tool_calls %}<|python_tag|>{{ m.tool_calls|tojson }}{% endif %}"},
+      {"mistral", "{% if m.tool_calls %}[TOOL_CALLS]{{ m.tool_calls|tojson }}{% endif %}"},
+      {"tool_call_tag", "{% if m.tool_calls %}<|tool_call|>{{ m.tool_calls|tojson }}{% endif %}"},
+  };
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+    "b": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a", "b"],
+    "additionalProperties": false}}}])");
+  for (const auto& [name, calls_part] : formats) {
+    SCOPED_TRACE(name);
+    const fs::path dir =
+        fs::temp_directory_path() / ("nbits_serve_" + name + "_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    for (const char* f : {"genai_config.json", "model.onnx", "tokenizer.json"}) {
+      std::error_code ec;
+      fs::remove(dir / f, ec);
+      fs::create_symlink(fs::path(model_dir()) / f, dir / f);
+    }
+    json cfg = json::parse(slurp_text(model_dir() + "/tokenizer_config.json"));
+    cfg["chat_template"] =
+        "{{ bos_token }}{% if tools %}Tools: {{ tools|tojson }}\n{% endif %}"
+        "{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }}" +
+        calls_part + "\n{% endfor %}{% if add_generation_prompt %}<assistant> {% endif %}";
+    std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+    OwnServer s(dir.string(), {"-t", "1", "--ctx", "512"});
+    ASSERT_GT(s.p.port, 0) << s.p.log;
+    httplib::Client c("127.0.0.1", s.p.port);
+    c.set_read_timeout(120, 0);
+    json body = {{"messages", json::array({{{"role", "user"}, {"content", "Add two and three."}}})},
+                 {"max_tokens", 80},
+                 {"temperature", 0},
+                 {"tools", tools},
+                 {"tool_choice", "required"},
+                 {"parallel_tool_calls", false}};
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json ch = json::parse(r->body)["choices"][0];
+    EXPECT_EQ(ch["finish_reason"], "tool_calls") << r->body;
+    ASSERT_GE(ch["message"]["tool_calls"].size(), 1u) << r->body;
+    const json call = ch["message"]["tool_calls"][0];
+    EXPECT_EQ(call["function"]["name"], "add");
+    const json args = json::parse(call["function"]["arguments"].get<std::string>());
+    EXPECT_TRUE(args["a"].is_number_integer() && args["b"].is_number_integer()) << args;
+    body["stream"] = true;
+    r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->body.find("\"tool_calls\""), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("\"finish_reason\":\"tool_calls\""), std::string::npos) << r->body;
+    fs::remove_all(dir);
+  }
+}
+
 TEST(ServeFlags, NoWebuiAnswers404AtTheRoot) {
   NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
   NBITS_REQUIRE_BIN();

@@ -95,9 +95,65 @@ TEST(ToolCalls, UnclosedBlockAtTheEndIsACallWhenItsJsonIsWhole) {
   EXPECT_EQ(cut.content, "<tool_call>\n{\"name\": \"add\", \"argu");
 }
 
+// The native formats of Llama 3.x, Mistral (v3 JSON list and v11 name[ARGS]) and the
+// <|tool_call|> tag (Phi-4-mini, Granite): parsed whole and streamed in every split, text before a
+// call kept, and a marker followed by what is not a call left as text.
+TEST(ToolCalls, NativeFormatsOfLlamaMistralPhiAndGranite) {
+  struct Case {
+    ToolFormat f;
+    std::string text, content;
+    std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+  };
+  const std::vector<Case> cases = {
+      {ToolFormat::kLlama3,
+       R"({"name": "get_weather", "parameters": {"city": "Oslo"}})",
+       "",
+       {{"get_weather", R"({"city":"Oslo"})"}}},
+      {ToolFormat::kLlama3,
+       R"(<|python_tag|>{"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "get_weather", "parameters": {"city": "Rome"}})",
+       "",
+       {{"add", R"({"a":1,"b":2})"}, {"get_weather", R"({"city":"Rome"})"}}},
+      {ToolFormat::kMistral,
+       R"([TOOL_CALLS][{"name": "add", "arguments": {"a": 4, "b": 5}}, {"name": "get_weather", "arguments": {"city": "Lima"}}])",
+       "",
+       {{"add", R"({"a":4,"b":5})"}, {"get_weather", R"({"city":"Lima"})"}}},
+      {ToolFormat::kMistral,
+       R"(Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Kyiv"}[TOOL_CALLS]add[ARGS]{"a": 1, "b": 1})",
+       "Sure.",
+       {{"get_weather", R"({"city":"Kyiv"})"}, {"add", R"({"a":1,"b":1})"}}},
+      {ToolFormat::kToolCallTag,
+       R"(<|tool_call|>[{"name": "add", "arguments": {"a": 2, "b": 3}}]<|/tool_call|>)",
+       "",
+       {{"add", R"({"a":2,"b":3})"}}},
+      {ToolFormat::kToolCallTag,
+       R"(Checking. <|tool_call|>[{"name": "get_weather", "arguments": {"city": "Pune"}}])",
+       "Checking. ",
+       {{"get_weather", R"({"city":"Pune"})"}}},
+      {ToolFormat::kMistral, "[TOOL_CALLS] no call here", "[TOOL_CALLS] no call here", {}},
+      {ToolFormat::kToolCallTag, "a [list] and <|tool_call|>{oops", "a [list] and <|tool_call|>{oops", {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(tool_format_name(c.f)) + ": " + c.text);
+    const ParsedReply r = parse_tool_calls(c.text, c.f, kNames);
+    EXPECT_EQ(r.content, c.content);
+    ASSERT_EQ(r.calls.size(), c.calls.size());
+    for (size_t i = 0; i < c.calls.size(); ++i) {
+      EXPECT_EQ(r.calls[i].name, c.calls[i].first);
+      EXPECT_EQ(r.calls[i].arguments, c.calls[i].second);
+    }
+    expect_same_in_every_split(c.text, c.f);
+  }
+}
+
 TEST(ToolCalls, FormatAndGrammar) {
   EXPECT_EQ(tool_format("...<tool_call>\n{\"name\": ...}</tool_call>..."), ToolFormat::kHermes);
   EXPECT_EQ(tool_format("{% for m in messages %}{{ m.content }}{% endfor %}"), ToolFormat::kGeneric);
+  EXPECT_EQ(tool_format("{{- '<|python_tag|>' + tool_call.name }}"), ToolFormat::kLlama3);
+  EXPECT_EQ(tool_format("Given the following functions, please respond with a JSON for a function call"),
+            ToolFormat::kLlama3);
+  EXPECT_EQ(tool_format("{{ '[TOOL_CALLS]' + tool_calls|tojson }}"), ToolFormat::kMistral);
+  EXPECT_EQ(tool_format("<|system|>{{ content }}<|tool|>{{ tools }}<|/tool|>"), ToolFormat::kToolCallTag);
+  EXPECT_EQ(tool_format("{{ '<|tool_call|>' + tool_calls|tojson }}"), ToolFormat::kToolCallTag);
   ToolRequest t;
   t.tools = nlohmann::ordered_json::parse(R"([
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
@@ -116,6 +172,16 @@ TEST(ToolCalls, FormatAndGrammar) {
   EXPECT_EQ(one.find("get_weather"), std::string::npos) << one;
   EXPECT_NE(one.find(R"("maxItems":1)"), std::string::npos) << one;
   EXPECT_NE(generic_tools_prompt(t).find("get_weather"), std::string::npos);
+  // The native formats: the marker (its text, or the special token the server names), then the
+  // call JSON; Llama 3's with "parameters".
+  t.choice = ToolRequest::Choice::kRequired;
+  const std::string ll = tool_call_grammar(t, ToolFormat::kLlama3);
+  EXPECT_NE(ll.find(R"("required":["name","parameters"])"), std::string::npos) << ll;
+  const std::string mi = tool_call_grammar(t, ToolFormat::kMistral);
+  EXPECT_EQ(mi.rfind("start: \"[TOOL_CALLS]\" body\n", 0), 0u) << mi;
+  EXPECT_NE(mi.find(R"("maxItems":1)"), std::string::npos) << mi;
+  const std::string tag = tool_call_grammar(t, ToolFormat::kToolCallTag, "<[200021]>");
+  EXPECT_EQ(tag.rfind("start: <[200021]> body\n", 0), 0u) << tag;
 }
 
 }  // namespace
