@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
+#include "cli/bench_spec.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gguf/model_builder.h"
@@ -30,6 +32,11 @@ const char* kHelp =
     "  --kv-cache f16 / q8: keep the KV cache in half precision / int8 rows (see `nbits run --help`);\n"
     "    default: the model's.\n"
     "  --requantize-float q8|q4: float MatMul weights re-quantized at load (see `nbits run --help`).\n"
+    "  --spec lookup | --spec draft --draft-model FILE [--draft-max N] [--prompt-file FILE]: instead,\n"
+    "    per thread count, plain and speculative greedy decoding of one chat prompt (a short\n"
+    "    code-editing request unless --prompt-file), -n tokens, --reps alternating rounds: decode\n"
+    "    ms/token of each (medians), the speed-up, accepted / drafted tokens, tokens per model step;\n"
+    "    exit 1 if a speculative run's ids differ from plain decoding's.\n"
     "  JSON fields: see docs/PERFORMANCE.md.\n";
 
 void print_profile(const char* phase, const nlohmann::ordered_json& p) {
@@ -67,6 +74,14 @@ int bench_main(const std::vector<std::string>& args) {
   f.str("--scales", "fp32|fp16", "MatMulNBits scale precision", false, "fp32");
   f.str("--kv-cache", "model|f32|f16|q8", "KV cache dtype", false, "model");
   f.str("--requantize-float", "keep|q8|q4", "float MatMul weights re-quantized at load", false, "keep");
+  f.choice("--spec", {"off", "lookup", "draft"},
+           "instead: plain against speculative greedy decoding of one chat prompt (-n tokens,\n"
+           "                             --reps alternating rounds): ms/token, speed-up, acceptance, tokens\n"
+           "                             per model step, and a check that the ids are plain decoding's",
+           "off");
+  f.str("--draft-model", "FILE", "with --spec draft: the draft model (same tokenizer)");
+  f.i64("--draft-max", "N", "with --spec: the longest draft", 8, 1, 32);
+  f.str("--prompt-file", "FILE", "with --spec: the user message (default: a short code-editing request)");
   if (auto rc = f.parse(args)) return *rc;
   modelgen::BenchOptions o;
   o.model_dir = f.get_str("--model");
@@ -100,6 +115,21 @@ int bench_main(const std::vector<std::string>& args) {
   NBITS_CHECK(o.bandwidth_gbs >= 0, "bench: --bandwidth-gbs must be >= 0");
   NBITS_CHECK(o.bandwidth_mb >= 1, "bench: --bandwidth-mb must be >= 1");
 
+  if (f.get_str("--spec") != "off" || f.has("--draft-model")) {
+    SpecBenchOptions so;
+    so.model = o.model_dir;
+    so.spec = f.has("--draft-model") && f.get_str("--spec") == "off" ? "draft" : f.get_str("--spec");
+    if (f.has("--draft-model")) so.draft_model = f.get_str("--draft-model");
+    so.draft_max = f.get_i64("--draft-max");
+    so.threads = o.threads;
+    so.prompt =
+        f.has("--prompt-file") ? read_text_file(f.get_str("--prompt-file")) : default_spec_bench_prompt();
+    so.decode = o.decode;
+    so.reps = o.reps;
+    so.session = o.session;
+    so.json = format == "json";
+    return run_spec_bench(so);
+  }
   if (gguf::is_gguf_path(o.model_dir)) {  // a GGUF file: the model synthesised in memory
     o.load = [path = o.model_dir](const graph::SessionOptions& so, int64_t max_length) {
       return gguf::load_generator(path, so, max_length);

@@ -92,6 +92,36 @@ TEST(CliSpeculative, WhatCannotWorkIsRefusedClearly) {
   const std::string smol = gguf::test::smollm2_gguf();
   NBITS_REQUIRE_SHARED(smol);
   fails_with({"run", "-m", m, "-p", "Once", "--draft-model", smol}, "draft model");
+  fails_with({"bench", "-m", m, "--spec", "draft", "-t", "1"}, "--draft-model FILE");
+  fails_with({"bench", "-m", m, "--draft-model", smol, "-t", "1", "-n", "4", "--reps", "1"}, "draft model");
+}
+
+// nbits bench --spec: plain and speculative decoding side by side, the ids checked equal.
+TEST(CliSpeculative, BenchSpecReportsSpeedAcceptanceAndEqualIds) {
+  NBITS_REQUIRE_BIN();
+  const std::string m = stories("onnx_int4");
+  NBITS_REQUIRE_SHARED(m + "/model.onnx");
+  for (const std::vector<std::string>& spec :
+       {std::vector<std::string>{"--spec", "lookup"}, std::vector<std::string>{"--draft-model", m}}) {
+    std::vector<std::string> args = {"bench", "-m",     m,   "-t",       "1",   "-n",
+                                     "40",    "--reps", "2", "--format", "json"};
+    args.insert(args.end(), spec.begin(), spec.end());
+    const RunResult r = run_nbits(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["runs"].size(), 1u) << r.out;
+    const nlohmann::json& run = j["runs"][0];
+    EXPECT_TRUE(run["same_ids"].get<bool>()) << r.out;
+    EXPECT_EQ(run["plain_decode_ms"].size(), 2u);
+    EXPECT_GT(run["plain_decode_ms_median"].get<double>(), 0.0);
+    EXPECT_GT(run["spec_decode_ms_median"].get<double>(), 0.0);
+    EXPECT_GE(run["tokens_per_step"].get<double>(), 1.0);
+    EXPECT_LE(run["accepted"].get<int64_t>(), run["drafted"].get<int64_t>());
+    if (spec[0] == "--draft-model") {  // the model drafting for itself: every draft is its own choice
+      EXPECT_GT(run["drafted"].get<int64_t>(), 0) << r.out;
+      EXPECT_EQ(run["accepted"], run["drafted"]) << r.out;
+    }
+  }
 }
 
 }  // namespace
