@@ -10,6 +10,8 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "gguf/model_builder.h"
+#include "cli/kernel_report.h"
+#include "kernels/kernel_choice.h"
 #include "modelgen/bench_run.h"
 
 namespace nbits::cli {
@@ -137,7 +139,9 @@ int bench_main(const std::vector<std::string>& args) {
     o.file_weight_bytes = gguf::file_bytes_per_token(gguf::File::open(o.model_dir));
   }
   const auto runs = modelgen::run_bench(o);
-  const auto j = modelgen::bench_json(o, runs);
+  auto j = modelgen::bench_json(o, runs);
+  j["kernel_choice"] = kernel_choice_json();
+  j["kernel_choice_file"] = kernels::kernel_choice_file();
   if (format == "json") {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -145,6 +149,7 @@ int bench_main(const std::vector<std::string>& args) {
   std::printf("%s  prompt %lld, decode %lld, %d rep(s), cpu: %s\n", o.model_dir.c_str(),
               static_cast<long long>(o.prompt), static_cast<long long>(o.decode), o.reps,
               j["cpu"].get<std::string>().c_str());
+  print_kernel_choices(stdout);
   for (const auto& r : j["runs"]) {
     std::printf(
         "threads %d: prefill %.1f tok/s (%.1f ms) | decode %.2f ms/token (p10 %.2f, p90 %.2f) = %.1f tok/s\n"

@@ -15,6 +15,7 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/kernel_report.h"
 #include "gguf/model_builder.h"
 #include "gguf/quant_map.h"
 #include "gguf/reader.h"
@@ -191,7 +192,7 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
       r["session"] = {{"loads", true},           {"weight_bytes", session->weight_bytes()},
                       {"nodes", entries.size()}, {"kv_cache", cache},
                       {"kv_dtype", kv_dtype},    {"kv_cache_q8", q8},
-                      {"plan", plan_rows}};
+                      {"plan", plan_rows},       {"kernel_choice", kernel_choice_json()}};
     } catch (const Error& e) {
       r["session"] = {{"loads", false}, {"error", e.what()}};
       warnings.push_back(std::string("the runtime cannot load this model: ") + e.what());
@@ -459,6 +460,19 @@ void print_text(const json& r) {
         "(--kv-cache q8: %s)\n",
         s["weight_bytes"].get<double>() / 1e6, s["nodes"].get<long long>(), str(s["kv_cache"]).c_str(),
         str(s["kv_dtype"]).c_str(), s["kv_cache_q8"].get<bool>() ? "applies" : "refused");
+    if (!s["kernel_choice"].empty()) {
+      std::printf("  kernel choice (per role and packed format):\n");
+      for (const auto& c : s["kernel_choice"]) {
+        std::printf("    %s: %s (%s", str(c["key"]).c_str(), str(c["chosen"]).c_str(), str(c["why"]).c_str());
+        const char* sep = ": ";
+        for (const auto& k : c["candidates"])
+          if (k.contains("us")) {
+            std::printf("%s%s %.1f us", sep, str(k["name"]).c_str(), k["us"].get<double>());
+            sep = ", ";
+          }
+        std::printf(")\n");
+      }
+    }
     std::printf("  %-40s %6s  %s\n", "op", "nodes", "kernel (- : one path)");
     for (const auto& row : s["plan"])
       std::printf("  %-40s %6lld  %s\n", str(row["op"]).c_str(), row["nodes"].get<long long>(),

@@ -170,8 +170,10 @@ std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Comput
               " is not supported (2, 4 or 8)");
   NBITS_CHECK(w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0,
               "MatMulNBits: block_size=", w.block_size, " must be a power of two >= 16");
+  PackOptions chosen = options;
+  chosen.kernel_choice = true;
   for (const auto& k : matmul_nbits_kernels())
-    if (k.compute == compute && k.supports(w, cpu)) return pack_kernel(k, w, options);
+    if (k.compute == compute && k.supports(w, cpu)) return pack_kernel(k, w, chosen);
   // No int8 kernel for this weight (e.g. float zero points): ORT computes in fp32 then too.
   if (compute == Compute::kInt8) return make_matmul_nbits(w, Compute::kFp32, options, cpu);
   fail("MatMulNBits: no kernel for bits=", w.bits, " block_size=", w.block_size);

@@ -100,6 +100,10 @@ struct PackOptions {
   // faster at 2 (docs/PERFORMANCE.md). Off here; the loaders turn them on with auto_format().
   bool super_scales = false;
   bool int6 = false;
+  // Where other kernel sets' micro-kernels can run the packed weight too (bit-exact), time them
+  // and use the fastest per role (kernels/kernel_choice.h). make_matmul_nbits, the dispatch
+  // point, turns it on; a set packed directly (tests of one set) keeps its own micro-kernels.
+  bool kernel_choice = false;
 
   // The choice for these formats: environment variable `name` "1" or "0" when set, else
   // `otherwise` (the loaders: on when the session runs 2 threads or more).

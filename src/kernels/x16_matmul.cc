@@ -1,6 +1,13 @@
 #include "kernels/x16_matmul.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <string>
 #include <utility>
+
+#include "kernels/kernel_choice.h"
 
 namespace nbits::kernels {
 namespace {
@@ -10,7 +17,82 @@ bool fp16_scales(const QuantizedMatrix& w, const PackOptions& options) {
   return options.fp16_scales || (options.exact_fp16_scales && quant::scales_exact_fp16(w));
 }
 
+std::atomic<X16Int8Alternatives> alternatives{nullptr};
+
+// The packed format, as the choice's key names it: "q4x16h b32 sym mins".
+std::string format_key(const quant::PackedX16& p) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "q%dx16%s%s b%d %s%s", p.bits, p.scales_fp16 ? "h" : "",
+                p.super_blocks > 0 ? "k" : "", p.block, p.has_zp ? "asym" : "sym", p.has_mins ? " mins" : "");
+  std::string k = buf;
+  if (p.bits == 8 && p.code_span_bits() < 8) {
+    std::snprintf(buf, sizeof buf, " span%d", p.code_span_bits());
+    k += buf;
+  }
+  return k;
+}
+
 }  // namespace
+
+void set_x16_int8_alternatives(X16Int8Alternatives provider) { alternatives.store(provider); }
+
+X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& own) {
+  const X16Int8Alternatives provider = alternatives.load();
+  if (provider == nullptr) return own;
+  std::vector<X16Int8Kernels> all{own};
+  for (const auto& k : provider(p))
+    if (k.tiles_bytes == nullptr && own.tiles_bytes == nullptr) all.push_back(k);
+  // The roles' distinct candidates (several sets may share a micro-kernel).
+  std::vector<size_t> gemvs, gemms;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto same_gemv = [&](size_t j) { return all[j].gemv == all[i].gemv; };
+    const auto same_gemm = [&](size_t j) { return all[j].gemm == all[i].gemm; };
+    if (std::none_of(gemvs.begin(), gemvs.end(), same_gemv)) gemvs.push_back(i);
+    if (std::none_of(gemms.begin(), gemms.end(), same_gemm)) gemms.push_back(i);
+  }
+  if (gemvs.size() <= 1 && gemms.size() <= 1) return own;
+  // The weight's first panels, at most ~4M weights (an lm_head's GEMM would take long), times
+  // M = 1 and M = 16 rows of quantized random activations.
+  constexpr int64_t kRowsGemm = 16;
+  const int64_t kp = p.k_blocks * p.block;
+  const int64_t panels = std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(1, 16 * kp), 1, p.panels);
+  std::vector<float> a(static_cast<size_t>(p.K));
+  std::vector<int8_t> qa(static_cast<size_t>(kRowsGemm * kp + 64));
+  std::vector<float> sa(static_cast<size_t>(kRowsGemm * p.k_blocks));
+  std::vector<int32_t> qsum(sa.size());
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t m = 0; m < kRowsGemm; ++m) {
+    for (auto& x : a) x = u(rng);
+    own.quantize(a.data(), p.K, p.block, qa.data() + m * kp, sa.data() + m * p.k_blocks,
+                 qsum.data() + m * p.k_blocks);
+  }
+  std::vector<float> y(static_cast<size_t>(kRowsGemm * panels * 16));
+  const int64_t ldy = panels * 16;
+  X16Int8Kernels k = own;
+  const std::string fmt = format_key(p);
+  if (gemvs.size() > 1) {
+    std::vector<KernelCandidate> c;
+    for (size_t i : gemvs)
+      c.push_back({all[i].gemv_name, [&, g = all[i].gemv] {
+                     g(p, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr);
+                   }});
+    const size_t pick = gemvs[choose_kernel("gemv " + fmt, c)];
+    k.gemv = all[pick].gemv;
+    k.gemv_name = all[pick].gemv_name;
+  }
+  if (gemms.size() > 1) {
+    std::vector<KernelCandidate> c;
+    for (size_t i : gemms)
+      c.push_back({all[i].gemm_name, [&, g = all[i].gemm] {
+                     g(p, 0, panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), ldy, nullptr);
+                   }});
+    const size_t pick = gemms[choose_kernel("gemm " + fmt, c)];
+    k.gemm = all[pick].gemm;
+    k.gemm_name = all[pick].gemm_name;
+  }
+  return k;
+}
 
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k) {
   return make_panel_int8(quant::pack_x16(w), k);
@@ -25,7 +107,8 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
                                             bool fold_uniform_zp) {
   quant::PackedX16 p =
       quant::pack_x16(w, fp16_scales(w, options), options.rows_consumed, options.pool, fold_uniform_zp);
-  const X16Int8Kernels& k = p.scales_fp16 ? k16 : k32;
+  const X16Int8Kernels& own = p.scales_fp16 ? k16 : k32;
+  const X16Int8Kernels k = options.kernel_choice ? choose_x16_int8(p, own) : own;
   return make_panel_int8(std::move(p), k);
 }
 
@@ -34,7 +117,7 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
                                             bool fold_uniform_zp, bool int5) {
   quant::PackedX16 p = quant::pack_x16(w, fp16_scales(w, options), options.rows_consumed, options.pool,
                                        fold_uniform_zp, int5, options.super_scales, options.int6);
-  const X16Int8Kernels k = pick(p);
+  const X16Int8Kernels k = options.kernel_choice ? choose_x16_int8(p, pick(p)) : pick(p);
   return make_panel_int8(std::move(p), k);
 }
 

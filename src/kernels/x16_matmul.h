@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "kernels/panel_matmul.h"
 #include "quant/packed_x16.h"
@@ -25,6 +26,15 @@ using X16Fp32Kernels = PanelFp32Kernels<quant::PackedX16>;
             kF16 ? "fgemm_q8x16h_" #tile "_" #isa : "fgemm_q8x16_" #tile "_" #isa,      \
             fgemv_q8x16_##isa<kAsym, kF16>, fgemm_q8x16_##tile##_##isa<kAsym, kF16>};   \
   }
+
+// Other kernel sets' micro-kernels that can run packed weight `p`, bit-exact to each other: the
+// candidates of the measured choice (PackOptions::kernel_choice). The architecture registers its
+// provider once, with its kernel table (x86: the AVX2, AVX-VNNI and AVX-512 VNNI sets, zmm and ymm).
+using X16Int8Alternatives = std::vector<X16Int8Kernels> (*)(const quant::PackedX16& p);
+void set_x16_int8_alternatives(X16Int8Alternatives provider);
+// `own` (the packing set's micro-kernels), or per role (GEMV, GEMM) the fastest of `own` and the
+// registered alternatives on p, timed once per format (kernels/kernel_choice.h).
+X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& own);
 
 // Packs `w` as x16 and wraps it with the given micro-kernels.
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k);

@@ -621,6 +621,14 @@ TEST(MatMulNBitsKernels, AvxVnniBitExactOnDenseMGrid) {
   dense_grid_bit_exact("x16_avxvnni_int8", "avx2 + fma + f16c + avx-vnni", ms);
 }
 
+// The AVX-512 VNNI tile on ymm (EVEX vpdpbusd, 32 registers): every remainder of its 6-row GEMM
+// tile up to M = 40, and the panel left over after its 4-panel GEMV groups.
+TEST(MatMulNBitsKernels, YmmAvx512VnniBitExactOnDenseMGrid) {
+  std::vector<int64_t> ms;
+  for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) ms.push_back(M);
+  dense_grid_bit_exact("x16_ymm_avx512vnni_int8", "avx512f/bw/vl/dq + avx512vnni", ms);
+}
+
 // The AMX set: 16-row tiles with and without the rows past them (which run on the VNNI tile),
 // M below one tile (VNNI only), and blocks over 64 (several tile products per block).
 TEST(MatMulNBitsKernels, AmxBitExactOnDenseMGrid) {

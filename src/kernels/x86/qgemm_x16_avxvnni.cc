@@ -6,45 +6,18 @@
 // 2 x 2 panels; 4 GEMV panels beat 1 and 2.
 #include <immintrin.h>
 
-#include "kernels/x86/x16_avx2_inl.h"
 #include "kernels/x86/x16_vnni.h"
 #include "kernels/x86/x16_vnni_tile_inl.h"
+#include "kernels/x86/x16_vnni_ymm_inl.h"
 
 namespace nbits::kernels {
 namespace {
 
-// The vector type of the VNNI tile: a ymm, 8 columns (half a code group).
-struct Ymm {
-  using I = __m256i;
-  using F = __m256;
-  static constexpr int kLanes = 8;
-  static F zero() { return _mm256_setzero_ps(); }
-  static I bytes(char c) { return _mm256_set1_epi8(c); }
-  static I bcast(int32_t v) { return _mm256_set1_epi32(v); }
-  static I load(const uint8_t* p) { return avx2::load_codes(p); }
-  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
-  static I srli16_4(I x) { return _mm256_srli_epi16(x, 4); }
-  static I dpbusd(I d, I u8, I s8) { return _mm256_dpbusd_avx_epi32(d, u8, s8); }
-  static I zero_points(const uint8_t* p) { return avx2::load_zp8(p); }
-  // -zp * qsum: blocks of <= 256 have |qsum| <= 127 * 256, so both factors fit int16 (the high
-  // halves of zp32 are 0) and one vpmaddwd gives the exact product; larger blocks take vpmulld.
-  template <bool kWide>
-  static I neg_zp_times(I zp32, int32_t qsum) {
-    const I nq = _mm256_set1_epi32(-qsum);
-    if constexpr (kWide) return _mm256_mullo_epi32(zp32, nq);
-    return _mm256_madd_epi16(zp32, nq);
-  }
-  template <bool kF16>
-  static F scales(const uint8_t* p) {
-    return avx2::load_scales8<kF16>(p, 0);
-  }
-  static F loadf(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static F accumulate(F acc, I dot, float sa, F scales) { return avx2::accumulate(acc, dot, sa, scales); }
-  static F add_min_term(F acc, F mins, float sa, int32_t qsum) {
-    return avx2::add_min_term(acc, mins, sa, qsum);
-  }
-  static void store(float* y, F v, const float* bias, int64_t cnt) { avx2::store8(y, v, bias, cnt); }
+// The VEX vpdpbusd of AVX-VNNI.
+struct DpVex {
+  static __m256i dp(__m256i d, __m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(d, u8, s8); }
 };
+using Ymm = x16_vnni::Ymm<DpVex>;
 
 #ifndef NBITS_AVXVNNI_ROWS
 #define NBITS_AVXVNNI_ROWS 4

@@ -121,6 +121,7 @@ X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
   }
 NBITS_X16_VNNI_SET(avx512vnni, "6x32")
 NBITS_X16_VNNI_SET(avxvnni, "4x16")
+NBITS_X16_VNNI_SET(ymm_avx512vnni, "6x16")
 #undef NBITS_X16_VNNI_SET
 
 // The VNNI set with the AMX GEMM (uniform zero points only: amx_ok).
@@ -156,6 +157,7 @@ std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const Pac
                  set##_int8<false, true>>
 constexpr auto pack_avx512vnni_int8_with = NBITS_PACK_INT8(avx512vnni);
 constexpr auto pack_avxvnni_int8_with = NBITS_PACK_INT8(avxvnni);
+constexpr auto pack_ymm_avx512vnni_int8_with = NBITS_PACK_INT8(ymm_avx512vnni);
 #undef NBITS_PACK_INT8
 
 // GGUF's 5-bit types packed as int5 (the file's bytes) unless NBITS_INT5=0 keeps their 8-bit codes
@@ -196,6 +198,9 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return 
 std::unique_ptr<PackedMatMul> pack_avx512vnni_int8(const QuantizedMatrix& w) {
   return pack_avx512vnni_int8_with(w, {});
 }
+std::unique_ptr<PackedMatMul> pack_ymm_avx512vnni_int8(const QuantizedMatrix& w) {
+  return pack_ymm_avx512vnni_int8_with(w, {});
+}
 std::unique_ptr<PackedMatMul> pack_avxvnni_int8(const QuantizedMatrix& w) {
   return pack_avxvnni_int8_with(w, {});
 }
@@ -205,13 +210,45 @@ std::unique_ptr<PackedMatMul> pack_avx512_fp32(const QuantizedMatrix& w) {
   return pack_avx512_fp32_with(w, {});
 }
 
+// The micro-kernels of every x16 int8 set this CPU runs that can run packed weight p: candidates of
+// the measured choice (x16_matmul.h). The VNNI and AMX tiles read the plain formats (int4 / int8
+// codes, fp32 or fp16 scales); the AVX2 set reads every format (its picks by scale format and span).
+template <bool kAsym, bool kF16>
+void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vector<X16Int8Kernels>& r) {
+  const bool plain = p.super_blocks == 0 && (p.bits == 4 || p.bits == 8);
+  const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
+  if (plain && cpu.amx_int8 && avx512 && cpu.avx512vnni && !p.has_zp &&
+      (p.bits == 4 || p.default_zp() == 128))
+    r.push_back(amx_int8<kF16>(p.bits));
+  if (plain && avx512 && cpu.avx512vnni) {
+    r.push_back(avx512vnni_int8<kAsym, kF16>(p.bits));
+    r.push_back(ymm_avx512vnni_int8<kAsym, kF16>(p.bits));
+  }
+  if (plain && cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni)
+    r.push_back(avxvnni_int8<kAsym, kF16>(p.bits));
+  if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
+}
+
+std::vector<X16Int8Kernels> x86_int8_alternatives(const quant::PackedX16& p) {
+  std::vector<X16Int8Kernels> r;
+  const CpuFeatures& cpu = cpu_features();
+  if (p.has_zp)
+    p.scales_fp16 ? x86_int8_sets<true, true>(p, cpu, r) : x86_int8_sets<true, false>(p, cpu, r);
+  else
+    p.scales_fp16 ? x86_int8_sets<false, true>(p, cpu, r) : x86_int8_sets<false, false>(p, cpu, r);
+  return r;
+}
+
 }  // namespace
 
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
+  set_x16_int8_alternatives(x86_int8_alternatives);
   // Most preferred first.
   t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/true});
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
                pack_avx512vnni_int8_with, /*mins=*/true});
+  t.push_back({"x16_ymm_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_ymm_avx512vnni_int8,
+               pack_ymm_avx512vnni_int8_with, /*mins=*/true});
   t.push_back({"x16_avxvnni_int8", Compute::kInt8, avxvnni_ok, pack_avxvnni_int8, pack_avxvnni_int8_with,
                /*mins=*/true});
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});

@@ -3,7 +3,8 @@
 // avx512f, avx512bw, avx512vl, avx512dq and avx512vnni) and on AVX-VNNI, the VEX vpdpbusd of
 // AVX2-class cores without AVX-512 (ymm; qgemm_x16_avxvnni.cc; Intel Alder Lake and later
 // client cores, their E-cores, Sierra Forest; call only when the CPU has avx2, fma, f16c and
-// avx-vnni). Declarations only: safe to include from files built without ISA flags.
+// avx-vnni), and the AVX-512 VNNI tile on ymm (EVEX vpdpbusd; qgemm_x16_ymm_avx512vnni.cc; the same
+// requirements as the zmm one). Declarations only: safe to include from files built without ISA flags.
 // kAsym: the weight has explicit zero points (else 2^(bits-1)).
 // kF16: the scales are packed as fp16 (PackedX16::scales_fp16).
 #pragma once
@@ -32,5 +33,6 @@ namespace nbits::kernels {
 
 NBITS_X16_VNNI_DECLARE(avx512vnni);
 NBITS_X16_VNNI_DECLARE(avxvnni);
+NBITS_X16_VNNI_DECLARE(ymm_avx512vnni);
 
 }  // namespace nbits::kernels
