@@ -9,8 +9,8 @@
 #include "cli/bench_spec.h"
 #include "cli/command.h"
 #include "cli/common.h"
-#include "gguf/model_builder.h"
 #include "cli/kernel_report.h"
+#include "gguf/model_builder.h"
 #include "kernels/kernel_choice.h"
 #include "modelgen/bench_run.h"
 
