@@ -24,7 +24,7 @@
 namespace nbits::kernels {
 
 struct KernelCandidate {
-  std::string name;            // the micro-kernel, e.g. "qgemv_q4x16_ymm_avx512vnni"
+  std::string name;           // the micro-kernel, e.g. "qgemv_q4x16_ymm_avx512vnni"
   std::function<void()> run;  // one timed call on the weight (the same work for every candidate)
 };
 
