@@ -26,6 +26,9 @@ namespace nbits::kernels {
 struct KernelCandidate {
   std::string name;           // the micro-kernel, e.g. "qgemv_q4x16_ymm_avx512vnni"
   std::function<void()> run;  // one timed call on the weight (the same work for every candidate)
+  // Optional, untimed, before each timed call: e.g. evict the weight from the caches, since decode
+  // streams it from memory (a GEMV timed in cache ranks kernels by arithmetic alone).
+  std::function<void()> before = nullptr;
 };
 
 // One decision, for reports (nbits inspect / bench): the key, the names, the measured

@@ -7,6 +7,10 @@
 #include <string>
 #include <utility>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/kernel_choice.h"
 
 namespace nbits::kernels {
@@ -18,6 +22,17 @@ bool fp16_scales(const QuantizedMatrix& w, const PackOptions& options) {
 }
 
 std::atomic<X16Int8Alternatives> alternatives{nullptr};
+
+// Evicts [p, p + bytes) from every cache level, so that a GEMV is timed as decode runs it: from
+// memory (x86: clflush per line; elsewhere nothing, and the GEMV is timed from cache).
+void evict(const uint8_t* p, size_t bytes) {
+#if defined(__x86_64__)
+  for (size_t i = 0; i < bytes; i += 64) _mm_clflush(p + i);
+  _mm_mfence();
+#else
+  (void)p, (void)bytes;
+#endif
+}
 
 // The packed format, as the choice's key names it: "q4x16h b32 sym mins".
 std::string format_key(const quant::PackedX16& p) {
@@ -36,11 +51,14 @@ std::string format_key(const quant::PackedX16& p) {
 
 void set_x16_int8_alternatives(X16Int8Alternatives provider) { alternatives.store(provider); }
 
-X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& own) {
+std::vector<X16Int8Kernels> x16_int8_alternatives(const quant::PackedX16& p) {
   const X16Int8Alternatives provider = alternatives.load();
-  if (provider == nullptr) return own;
+  return provider != nullptr ? provider(p) : std::vector<X16Int8Kernels>{};
+}
+
+X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& own) {
   std::vector<X16Int8Kernels> all{own};
-  for (const auto& k : provider(p))
+  for (const auto& k : x16_int8_alternatives(p))
     if (k.tiles_bytes == nullptr && own.tiles_bytes == nullptr) all.push_back(k);
   // The roles' distinct candidates (several sets may share a micro-kernel).
   std::vector<size_t> gemvs, gemms;
@@ -74,9 +92,10 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
   if (gemvs.size() > 1) {
     std::vector<KernelCandidate> c;
     for (size_t i : gemvs)
-      c.push_back({all[i].gemv_name, [&, g = all[i].gemv] {
-                     g(p, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr);
-                   }});
+      c.push_back(
+          {all[i].gemv_name,
+           [&, g = all[i].gemv] { g(p, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr); },
+           [&] { evict(p.data.data(), static_cast<size_t>(panels) * p.panel_stride); }});
     const size_t pick = gemvs[choose_kernel("gemv " + fmt, c)];
     k.gemv = all[pick].gemv;
     k.gemv_name = all[pick].gemv_name;

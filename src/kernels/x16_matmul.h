@@ -32,6 +32,8 @@ using X16Fp32Kernels = PanelFp32Kernels<quant::PackedX16>;
 // provider once, with its kernel table (x86: the AVX2, AVX-VNNI and AVX-512 VNNI sets, zmm and ymm).
 using X16Int8Alternatives = std::vector<X16Int8Kernels> (*)(const quant::PackedX16& p);
 void set_x16_int8_alternatives(X16Int8Alternatives provider);
+// The registered provider's candidates for p (none where no provider is registered).
+std::vector<X16Int8Kernels> x16_int8_alternatives(const quant::PackedX16& p);
 // `own` (the packing set's micro-kernels), or per role (GEMV, GEMM) the fastest of `own` and the
 // registered alternatives on p, timed once per format (kernels/kernel_choice.h).
 X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& own);

@@ -34,6 +34,8 @@
 #include "base/fp16.h"
 #include "kernels/matmul_nbits.h"
 #include "kernels/ref/matmul_nbits_ref.h"
+#include "kernels/x16_matmul.h"
+#include "quant/packed_x16.h"
 #include "quant/quantize_a.h"
 #include "random_weight.h"
 
@@ -627,6 +629,60 @@ TEST(MatMulNBitsKernels, YmmAvx512VnniBitExactOnDenseMGrid) {
   std::vector<int64_t> ms;
   for (int64_t M = 1; M <= 40; M += (M < 12 ? 1 : 7)) ms.push_back(M);
   dense_grid_bit_exact("x16_ymm_avx512vnni_int8", "avx512f/bw/vl/dq + avx512vnni", ms);
+}
+
+// Every micro-kernel the measured choice may pick (x16_int8_alternatives: other sets' kernels on a
+// set's packed format, and the VNNI GEMMs on int5 / int6 panels widened to int8) gives the
+// reference's bits, on every format the AVX2 set packs: int4 / int8 codes with and without zero
+// points, block mins, fp16 scales, int5 and int6 panels; M from 1 past the tiles (the super-block
+// formats have only the AVX2 kernels: tests/kernels/super_scales_test.cc).
+TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
+  ThreadPool pool(2);
+  std::mt19937 rng(515);
+  struct Case {
+    int bits, block;
+    int64_t K;
+    bool asym, mins;
+    int span_bits, code_lo;
+    bool int5, int6, super, fp16;
+  };
+  const Case cases[] = {
+      {4, 32, 32 * 7 + 5, false, false, 8, 0, false, false, false, false},
+      {4, 32, 32 * 7 + 5, true, false, 8, 0, false, false, false, true},
+      {4, 64, 64 * 3 + 1, false, true, 8, 0, false, false, false, false},
+      {8, 32, 32 * 5 + 3, false, false, 8, 0, false, false, false, true},
+      {8, 16, 16 * 9 + 7, true, false, 8, 0, false, false, false, false},
+      {8, 32, 32 * 6 + 9, false, false, 5, 112, true, false, false, true},  // int5 (GGUF Q5_0)
+      {8, 64, 64 * 3 + 33, true, false, 5, 100, true, false, false, false},
+      {8, 16, 16 * 11 + 3, false, false, 6, 96, false, true, false, false},  // int6 (Q6_K)
+      {8, 32, 32 * 4 + 17, false, false, 6, 64, false, true, false, true},
+      {8, 32, 32 * 5 + 1, false, false, 7, 64, false, false, false, false},  // a 7-bit span
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    RandomWeight rw(c.bits, c.block, c.K, 16 * 13 + 5, c.asym, rng, c.span_bits, c.code_lo);
+    if (c.mins) rw.add_mins(false, rng);
+    const bool fold = !c.asym;
+    const quant::PackedX16 probe = quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6);
+    const auto alts = x16_int8_alternatives(probe);
+    for (size_t a = 0; a < alts.size(); ++a)
+      for (const int64_t M : {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 40}) {
+        const std::vector<float> A = random_a(M, c.K, rng);
+        std::vector<float> want(static_cast<size_t>(M * rw.w.N)), got(want.size(), NAN);
+        const Fp16Rounded rounded(rw.w);
+        matmul_nbits_ref_int8(c.fp16 ? rounded.w : rw.w, A.data(), M, want.data(), nullptr);
+        auto packed = make_panel_int8(
+            quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6), alts[a]);
+        packed->run(A.data(), M, got.data(), nullptr, pool);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << packed->kernel_name(M) << " bits " << probe.bits << " block "
+                                     << c.block << " M=" << M << " at " << i;
+        ++checked;
+      }
+  }
+  const CpuFeatures& cpu = cpu_features();
+  if (!(cpu.avx2 && cpu.fma && cpu.f16c)) GTEST_SKIP() << "no x16 int8 set on this CPU";
+  EXPECT_GT(checked, 0);
 }
 
 // The AMX set: 16-row tiles with and without the rows past them (which run on the VNNI tile),

@@ -2,16 +2,17 @@
 // Q6Steps (x16_twins_avx2_inl.h). Above one row tile, each panel is first widened once into a
 // per-thread int8 panel (codes code_lo + 0..2^bits - 1) that the q8n tile reads for every row tile,
 // so the unpacking is paid once per panel instead of once per 4 rows.
+#include "base/error.h"
 #include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels {
 namespace {
 
-// Panel p of int5 / int6 `w` (Steps: Q5Steps / Q6Steps) as a one-panel int8 PackedX16 (same
-// headers) in `out`.
+// Panels [p, p + n) of int5 / int6 `w` (Steps: Q5Steps / Q6Steps) as an n-panel int8 PackedX16
+// (same headers) in `out`.
 template <class Steps>
-void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
-  out.bits = 8, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = 1;
+void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
+  out.bits = 8, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = n;
   out.has_zp = w.has_zp, out.scales_fp16 = w.scales_fp16, out.has_mins = w.has_mins;
   out.uniform_zp = w.uniform_zp, out.code_lo = w.code_lo, out.code_hi = w.code_hi;
   out.mins_offset = w.mins_offset, out.zp_offset = w.zp_offset, out.header_bytes = w.header_bytes;
@@ -19,21 +20,25 @@ void widen_panel(const PackedX16& w, int64_t p, PackedX16& out) {
   out.super_bytes = w.super_bytes;
   out.block_stride = w.header_bytes + static_cast<size_t>(16) * w.block;
   out.panel_stride = w.super_bytes + out.block_stride * static_cast<size_t>(w.k_blocks);
-  out.N = std::min<int64_t>(16, w.N - 16 * p);
-  if (out.data.size() < out.panel_stride) out.data = quant::AlignedBytes::uninitialized(out.panel_stride);
+  out.N = std::min<int64_t>(16 * n, w.N - 16 * p);
+  const size_t bytes = out.panel_stride * static_cast<size_t>(n);
+  if (out.data.size() < bytes) out.data = quant::AlignedBytes::uninitialized(bytes);
   const Steps st(w);
   const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
-  const uint8_t* src = w.panel(p);
-  std::memcpy(out.data.data(), src - w.super_bytes, w.super_bytes);  // the super-block headers
-  uint8_t* dst = out.data.data() + w.super_bytes;
-  for (int64_t b = 0; b < w.k_blocks; ++b, src += w.block_stride, dst += out.block_stride) {
-    std::memcpy(dst, src, w.header_bytes);
-    for (int64_t s = 0; s < w.block / 4; ++s) {
-      __m256i c0, c1;
-      st.load(src + w.header_bytes, s, c0, c1);
-      uint8_t* d = dst + w.header_bytes + 64 * s;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_add_epi8(c0, lo));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_add_epi8(c1, lo));
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* src = w.panel(p + j);
+    uint8_t* base = out.data.data() + static_cast<size_t>(j) * out.panel_stride;
+    std::memcpy(base, src - w.super_bytes, w.super_bytes);  // the super-block headers
+    uint8_t* dst = base + w.super_bytes;
+    for (int64_t b = 0; b < w.k_blocks; ++b, src += w.block_stride, dst += out.block_stride) {
+      std::memcpy(dst, src, w.header_bytes);
+      for (int64_t s = 0; s < w.block / 4; ++s) {
+        __m256i c0, c1;
+        st.load(src + w.header_bytes, s, c0, c1);
+        uint8_t* d = dst + w.header_bytes + 64 * s;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_add_epi8(c0, lo));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_add_epi8(c1, lo));
+      }
     }
   }
 }
@@ -46,13 +51,19 @@ void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
   thread_local PackedX16 wide;
   const avx2::NarrowQ8Steps<Bits> st(w.code_lo);
   for (int64_t p = p0; p < p1; ++p) {
-    widen_panel<Steps>(w, p, wide);
+    widen_panels<Steps>(w, p, 1, wide);
     avx2::qgemm_steps<avx2::NarrowQ8Steps<Bits>, kAsym, kSc>(wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy,
                                                              bias != nullptr ? bias + 16 * p : nullptr);
   }
 }
 
 }  // namespace
+
+void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
+  if (w.bits == 5) return widen_panels<avx2::Q5Steps>(w, p, n, out);
+  NBITS_CHECK(w.bits == 6, "widen_x16_panels_avx2: int5 or int6 panels only, not ", w.bits, " bits");
+  widen_panels<avx2::Q6Steps>(w, p, n, out);
+}
 
 template <bool kAsym, int kSc>
 void qgemv_q5x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,

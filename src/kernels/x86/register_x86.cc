@@ -1,6 +1,8 @@
 #include "kernels/x86/register_x86.h"
 
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -145,9 +147,20 @@ NBITS_X16_FP32_SET(avx512, 6x32)
 // symmetric kernels' default_zp(): no zero-point bytes, the same block stride as Q4_0
 // plus the mins. The int8 kernels (AVX2 and VNNI) apply w.mins (has_mins) themselves.
 // The four instantiations (explicit zero points or not, fp32 or fp16 scales) of one set above.
+std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o);
+
+// With the measured choice (PackOptions::kernel_choice) the VNNI and AMX sets pack in the AVX2
+// set's formats, the narrowest of the file's types (int5 for GGUF's 5-bit types, and with
+// PackOptions the K-quants' super-block scales and int6), and every set's micro-kernels that can
+// run a format are timed for it: fewer bytes a token, and each role on the fastest tile.
+bool pack_as_avx2(const QuantizedMatrix& w, const PackOptions& o) {
+  return o.kernel_choice && avx2_ok(w, cpu_features());
+}
+
 template <X16Int8Kernels (*Asym32)(int), X16Int8Kernels (*Asym16)(int), X16Int8Kernels (*Sym32)(int),
           X16Int8Kernels (*Sym16)(int)>
 std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (pack_as_avx2(w, o)) return pack_avx2_int8_with(w, o);
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
     return make_x16_int8(w, o, Asym32(w.bits), Asym16(w.bits));
   return make_x16_int8(w, o, Sym32(w.bits), Sym16(w.bits), /*fold_uniform_zp=*/true);
@@ -177,6 +190,7 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, cons
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
+  if (pack_as_avx2(w, o)) return pack_avx2_int8_with(w, o);
   return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);
 }
 
@@ -213,6 +227,24 @@ std::unique_ptr<PackedMatMul> pack_avx512_fp32(const QuantizedMatrix& w) {
 // The micro-kernels of every x16 int8 set this CPU runs that can run packed weight p: candidates of
 // the measured choice (x16_matmul.h). The VNNI and AMX tiles read the plain formats (int4 / int8
 // codes, fp32 or fp16 scales); the AVX2 set reads every format (its picks by scale format and span).
+// A kernel name kept for the process (names are const char*; the widened ones are made here).
+const char* intern(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string> names;
+  std::lock_guard lock(mu);
+  return names.insert(name).first->c_str();
+}
+
+// The AVX2 kernels of int5 / int6 panels with a VNNI set's GEMM on the panels widened to int8
+// (x16_vnni.h qgemm_q56x16_<isa>), named "qgemm_q5x16h_widen_6x32_avx512vnni".
+X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, const quant::PackedX16& p,
+                       const char* tile_isa) {
+  k.gemm = gemm;
+  k.gemm_name =
+      intern("qgemm_q" + std::to_string(p.bits) + "x16" + (p.scales_fp16 ? "h" : "") + "_widen_" + tile_isa);
+  return k;
+}
+
 template <bool kAsym, bool kF16>
 void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vector<X16Int8Kernels>& r) {
   const bool plain = p.super_blocks == 0 && (p.bits == 4 || p.bits == 8);
@@ -226,6 +258,14 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
   }
   if (plain && cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni)
     r.push_back(avxvnni_int8<kAsym, kF16>(p.bits));
+  if (p.super_blocks == 0 && (p.bits == 5 || p.bits == 6) && cpu.avx2 && cpu.fma && cpu.f16c) {
+    const X16Int8Kernels narrow = avx2_int8_for<kAsym>(p);
+    if (avx512 && cpu.avx512vnni) {
+      r.push_back(widened(narrow, qgemm_q56x16_avx512vnni<kAsym, kF16>, p, "6x32_avx512vnni"));
+      r.push_back(widened(narrow, qgemm_q56x16_ymm_avx512vnni<kAsym, kF16>, p, "6x16_ymm_avx512vnni"));
+    }
+    if (cpu.avx_vnni) r.push_back(widened(narrow, qgemm_q56x16_avxvnni<kAsym, kF16>, p, "4x16_avxvnni"));
+  }
   if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
 }
 

@@ -31,6 +31,11 @@ using quant::PackedX16;
   template void fn<true, 1>(__VA_ARGS__);   \
   template void fn<true, 2>(__VA_ARGS__)
 
+// Panels [p, p + n) of an int5 / int6 weight (bits 5 or 6) as an n-panel int8 PackedX16 in `out`
+// (codes code_lo + 0..2^bits - 1, the same headers; its buffer grows as needed): the input of the
+// int8 tiles of any set (the VNNI GEMMs widen int5 / int6 panels so). Needs avx2.
+void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& out);
+
 // CompInt8 activation quantization, bit-identical to quant::quantize_row_blocks.
 void quantize_row_blocks_avx2(const float* a, int64_t K, int block, int8_t* qa, float* sa, int32_t* qsum);
 
