@@ -634,8 +634,7 @@ TEST(MatMulNBitsKernels, YmmAvx512VnniBitExactOnDenseMGrid) {
 // Every micro-kernel the measured choice may pick (x16_int8_alternatives: other sets' kernels on a
 // set's packed format, and the VNNI GEMMs on int5 / int6 panels widened to int8) gives the
 // reference's bits, on every format the AVX2 set packs: int4 / int8 codes with and without zero
-// points, block mins, fp16 scales, int5 and int6 panels; M from 1 past the tiles (the super-block
-// formats have only the AVX2 kernels: tests/kernels/super_scales_test.cc).
+// points, block mins, fp16 scales, int5 and int6 panels, super-block scales; M from 1 past the tiles.
 TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
   ThreadPool pool(2);
   std::mt19937 rng(515);
@@ -657,13 +656,19 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {8, 16, 16 * 11 + 3, false, false, 6, 96, false, true, false, false},  // int6 (Q6_K)
       {8, 32, 32 * 4 + 17, false, false, 6, 64, false, true, false, true},
       {8, 32, 32 * 5 + 1, false, false, 7, 64, false, false, false, false},  // a 7-bit span
+      // Super-block scales (GGUF's K-quants): Q4_K with mins, Q6_K as int6, Q5_K-like int5 with mins.
+      {4, 32, 256 * 2 + 32 * 3 + 5, false, true, 8, 0, false, false, true, false},
+      {8, 16, 256 + 16 * 5 + 7, false, false, 6, 96, false, true, true, false},
+      {8, 32, 256 + 32 * 2 + 11, false, true, 5, 0, true, false, true, false},
   };
   int checked = 0;
   for (const Case& c : cases) {
     RandomWeight rw(c.bits, c.block, c.K, 16 * 13 + 5, c.asym, rng, c.span_bits, c.code_lo);
     if (c.mins) rw.add_mins(false, rng);
+    if (c.super) rw.make_super(rng, c.bits == 4 ? 0 : -128, c.bits == 4 ? 63 : 127, 0, 63);
     const bool fold = !c.asym;
     const quant::PackedX16 probe = quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6);
+    ASSERT_EQ(probe.super_blocks > 0, c.super);
     const auto alts = x16_int8_alternatives(probe);
     for (size_t a = 0; a < alts.size(); ++a)
       for (const int64_t M : {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 40}) {

@@ -8,8 +8,20 @@
 namespace nbits::kernels {
 namespace {
 
+// One block's int5 / int6 codes (Steps: Q5Steps / Q6Steps) as int8 codes code_lo + 0..2^bits - 1.
+template <class Steps>
+void widen_codes(const Steps& st, const PackedX16& w, const uint8_t* src, uint8_t* dst) {
+  const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
+  for (int64_t s = 0; s < w.block / 4; ++s) {
+    __m256i c0, c1;
+    st.load(src, s, c0, c1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * s), _mm256_add_epi8(c0, lo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 64 * s + 32), _mm256_add_epi8(c1, lo));
+  }
+}
+
 // Panels [p, p + n) of int5 / int6 `w` (Steps: Q5Steps / Q6Steps) as an n-panel int8 PackedX16
-// (same headers) in `out`.
+// (same headers) in `out`, for the q8n tile below.
 template <class Steps>
 void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
   out.bits = 8, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = n;
@@ -24,7 +36,6 @@ void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
   const size_t bytes = out.panel_stride * static_cast<size_t>(n);
   if (out.data.size() < bytes) out.data = quant::AlignedBytes::uninitialized(bytes);
   const Steps st(w);
-  const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* src = w.panel(p + j);
     uint8_t* base = out.data.data() + static_cast<size_t>(j) * out.panel_stride;
@@ -32,13 +43,7 @@ void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
     uint8_t* dst = base + w.super_bytes;
     for (int64_t b = 0; b < w.k_blocks; ++b, src += w.block_stride, dst += out.block_stride) {
       std::memcpy(dst, src, w.header_bytes);
-      for (int64_t s = 0; s < w.block / 4; ++s) {
-        __m256i c0, c1;
-        st.load(src + w.header_bytes, s, c0, c1);
-        uint8_t* d = dst + w.header_bytes + 64 * s;
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm256_add_epi8(c0, lo));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_add_epi8(c1, lo));
-      }
+      widen_codes(st, w, src + w.header_bytes, dst + w.header_bytes);
     }
   }
 }
@@ -59,10 +64,50 @@ void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
 
 }  // namespace
 
+// Panels [p, p + n) of `w` in a plain format any int8 tile reads: fp32 scales (and mins) per block
+// where `w` has super-block scales ((float)q * D: the source's scales exactly), int8 codes where
+// it has int5 / int6 ones; the rest as `w` has it.
 void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
-  if (w.bits == 5) return widen_panels<avx2::Q5Steps>(w, p, n, out);
-  NBITS_CHECK(w.bits == 6, "widen_x16_panels_avx2: int5 or int6 panels only, not ", w.bits, " bits");
-  widen_panels<avx2::Q6Steps>(w, p, n, out);
+  const bool narrow = w.bits == 5 || w.bits == 6, super = w.super_blocks > 0;
+  out.bits = narrow ? 8 : w.bits, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = n;
+  out.has_zp = w.has_zp, out.scales_fp16 = w.scales_fp16 && !super, out.has_mins = w.has_mins;
+  out.uniform_zp = w.uniform_zp, out.code_lo = w.code_lo, out.code_hi = w.code_hi;
+  out.super_blocks = out.super_shift = 0, out.super_stride = out.super_bytes = 0;
+  out.mins_offset = out.scales_fp16 ? 32 : 64;
+  out.zp_offset = out.mins_offset + (out.has_mins ? 64 : 0);
+  out.header_bytes = out.zp_offset + (out.has_zp ? quant::kZpBytes : 0);
+  const size_t code_bytes = static_cast<size_t>(16) * w.block * out.bits / 8;
+  out.block_stride = out.header_bytes + code_bytes;
+  out.panel_stride = out.block_stride * static_cast<size_t>(w.k_blocks);
+  out.N = std::min<int64_t>(16 * n, w.N - 16 * p);
+  const size_t bytes = out.panel_stride * static_cast<size_t>(n);
+  if (out.data.size() < bytes) out.data = quant::AlignedBytes::uninitialized(bytes);
+  const avx2::Q5Steps q5(w);
+  const avx2::Q6Steps q6(w);
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* src = w.panel(p + j);
+    uint8_t* dst = out.data.data() + static_cast<size_t>(j) * out.panel_stride;
+    avx2::PanelScales<avx2::kScSuper> sc(w, p + j);
+    for (int64_t b = 0; b < w.k_blocks; ++b, src += w.block_stride, dst += out.block_stride) {
+      if (super) {
+        sc.enter(b, src);
+        for (int h = 0; h < 2; ++h) {
+          _mm256_storeu_ps(reinterpret_cast<float*>(dst) + 8 * h, sc.scales8(b, src, h));
+          if (w.has_mins)
+            _mm256_storeu_ps(reinterpret_cast<float*>(dst + out.mins_offset) + 8 * h, sc.mins8(b, src, h));
+        }
+        if (w.has_zp) std::memcpy(dst + out.zp_offset, src + w.zp_offset, quant::kZpBytes);
+      } else {
+        std::memcpy(dst, src, w.header_bytes);  // the same header layout
+      }
+      if (w.bits == 5)
+        widen_codes(q5, w, src + w.header_bytes, dst + out.header_bytes);
+      else if (w.bits == 6)
+        widen_codes(q6, w, src + w.header_bytes, dst + out.header_bytes);
+      else
+        std::memcpy(dst + out.header_bytes, src + w.header_bytes, code_bytes);
+    }
+  }
 }
 
 template <bool kAsym, int kSc>

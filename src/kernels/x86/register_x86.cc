@@ -235,13 +235,17 @@ const char* intern(const std::string& name) {
   return names.insert(name).first->c_str();
 }
 
-// The AVX2 kernels of int5 / int6 panels with a VNNI set's GEMM on the panels widened to int8
-// (x16_vnni.h qgemm_q56x16_<isa>), named "qgemm_q5x16h_widen_6x32_avx512vnni".
+// The AVX2 kernels of a format only they read, with a VNNI set's GEMM on its panels widened to a
+// plain format (x16_vnni.h qgemm_x16_widened_<isa>), named e.g. "qgemm_q5x16h_widen_6x32_avx512vnni".
 X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, const quant::PackedX16& p,
                        const char* tile_isa) {
   k.gemm = gemm;
-  k.gemm_name =
-      intern("qgemm_q" + std::to_string(p.bits) + "x16" + (p.scales_fp16 ? "h" : "") + "_widen_" + tile_isa);
+  std::string name = "qgemm_q" + std::to_string(p.bits) + "x16";
+  if (p.super_blocks > 0) name += "k";
+  if (p.scales_fp16) name += "h";
+  name += "_widen_";
+  name += tile_isa;
+  k.gemm_name = intern(name);
   return k;
 }
 
@@ -258,13 +262,14 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
   }
   if (plain && cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni)
     r.push_back(avxvnni_int8<kAsym, kF16>(p.bits));
-  if (p.super_blocks == 0 && (p.bits == 5 || p.bits == 6) && cpu.avx2 && cpu.fma && cpu.f16c) {
+  // The formats only the AVX2 kernels read: its GEMV, and the VNNI GEMMs on widened panels.
+  if ((p.super_blocks > 0 || p.bits == 5 || p.bits == 6) && cpu.avx2 && cpu.fma && cpu.f16c) {
     const X16Int8Kernels narrow = avx2_int8_for<kAsym>(p);
     if (avx512 && cpu.avx512vnni) {
-      r.push_back(widened(narrow, qgemm_q56x16_avx512vnni<kAsym, kF16>, p, "6x32_avx512vnni"));
-      r.push_back(widened(narrow, qgemm_q56x16_ymm_avx512vnni<kAsym, kF16>, p, "6x16_ymm_avx512vnni"));
+      r.push_back(widened(narrow, qgemm_x16_widened_avx512vnni<kAsym>, p, "6x32_avx512vnni"));
+      r.push_back(widened(narrow, qgemm_x16_widened_ymm_avx512vnni<kAsym>, p, "6x16_ymm_avx512vnni"));
     }
-    if (cpu.avx_vnni) r.push_back(widened(narrow, qgemm_q56x16_avxvnni<kAsym, kF16>, p, "4x16_avxvnni"));
+    if (cpu.avx_vnni) r.push_back(widened(narrow, qgemm_x16_widened_avxvnni<kAsym>, p, "4x16_avxvnni"));
   }
   if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
 }

@@ -31,9 +31,10 @@ using quant::PackedX16;
   template void fn<true, 1>(__VA_ARGS__);   \
   template void fn<true, 2>(__VA_ARGS__)
 
-// Panels [p, p + n) of an int5 / int6 weight (bits 5 or 6) as an n-panel int8 PackedX16 in `out`
-// (codes code_lo + 0..2^bits - 1, the same headers; its buffer grows as needed): the input of the
-// int8 tiles of any set (the VNNI GEMMs widen int5 / int6 panels so). Needs avx2.
+// Panels [p, p + n) of `w` as an n-panel PackedX16 in a plain format (its buffer grows as needed):
+// per-block fp32 scales and mins where `w` has super-block scales (exactly the source's), int8
+// codes code_lo + 0..2^bits - 1 where it has int5 / int6 ones. The input of any set's int4 / int8
+// tiles: the VNNI GEMMs widen the formats only the AVX2 kernels read so. Needs avx2.
 void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& out);
 
 // CompInt8 activation quantization, bit-identical to quant::quantize_row_blocks.

@@ -181,22 +181,35 @@ void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
   }
 }
 
-// The GEMM on int5 / int6 panels: each group of PT panels widened to int8 codes once
-// (widen_x16_panels_avx2), then the int8 tile for every row tile. Below 4 rows the widening costs
-// more than it saves: the AVX2 kernel reads the narrow codes directly.
-template <class V, int RT, int PT, bool kAsym, bool kF16>
+// The GEMM on the formats only the AVX2 kernels read (int5 / int6 codes, super-block scales): each
+// group of PT panels widened to a plain format once (widen_x16_panels_avx2), then the int4 / int8
+// tile for every row tile. Below 4 rows the widening costs more than it saves: the AVX2 kernels
+// read int5 / int6 and int4 super-block panels directly.
+template <class V, int RT, int PT, bool kAsym>
 void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                  const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  constexpr int kSc = kF16 ? 1 : 0;
-  if (M < 4)
-    return w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias)
-                       : qgemm_q6x16_4x16_avx2<kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  if (M < 4) {
+    if (w.super_blocks > 0 && w.bits == 4)
+      return qgemm_q4x16_4x16_avx2<kAsym, 2>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    if (w.bits == 5 || w.bits == 6) {
+      const auto f = w.super_blocks > 0 ? (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 2> : qgemm_q6x16_4x16_avx2<kAsym, 2>)
+                     : w.scales_fp16    ? (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 1> : qgemm_q6x16_4x16_avx2<kAsym, 1>)
+                                        : (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 0> : qgemm_q6x16_4x16_avx2<kAsym, 0>);
+      return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    }
+  }
   thread_local PackedX16 wide;
   for (int64_t p = p0; p < p1; p += PT) {
     const int64_t n = std::min<int64_t>(PT, p1 - p);
     widen_x16_panels_avx2(w, p, n, wide);
-    run_tiles<V, 8, RT, PT, kAsym, kF16>(wide, 0, n, M, qa, sa, qsum, Y + 16 * p, ldy,
-                                         bias != nullptr ? bias + 16 * p : nullptr);
+    float* y = Y + 16 * p;
+    const float* b = bias != nullptr ? bias + 16 * p : nullptr;
+    if (wide.bits == 4)
+      wide.scales_fp16 ? run_tiles<V, 4, RT, PT, kAsym, true>(wide, 0, n, M, qa, sa, qsum, y, ldy, b)
+                       : run_tiles<V, 4, RT, PT, kAsym, false>(wide, 0, n, M, qa, sa, qsum, y, ldy, b);
+    else
+      wide.scales_fp16 ? run_tiles<V, 8, RT, PT, kAsym, true>(wide, 0, n, M, qa, sa, qsum, y, ldy, b)
+                       : run_tiles<V, 8, RT, PT, kAsym, false>(wide, 0, n, M, qa, sa, qsum, y, ldy, b);
   }
 }
 
@@ -226,13 +239,16 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
                          const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {  \
     x16_vnni::run_tiles<V, 8, RT, PT, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);               \
   }                                                                                                         \
-  template <bool kAsym, bool kF16>                                                                          \
-  void qgemm_q56x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,          \
-                          const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) { \
-    x16_vnni::run_widened<V, RT, PT, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);                \
+  template <bool kAsym>                                                                                      \
+  void qgemm_x16_widened_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,     \
+                               const float* sa, const int32_t* qsum, float* Y, int64_t ldy,                 \
+                               const float* bias) {                                                         \
+    x16_vnni::run_widened<V, RT, PT, kAsym>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);                      \
   }                                                                                                         \
-  NBITS_X16_INSTANTIATE(qgemm_q56x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,     \
-                        const float*, const int32_t*, float*, int64_t, const float*);                       \
+  template void qgemm_x16_widened_##isa<false>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,  \
+                                               const float*, const int32_t*, float*, int64_t, const float*); \
+  template void qgemm_x16_widened_##isa<true>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,   \
+                                              const float*, const int32_t*, float*, int64_t, const float*);  \
   NBITS_X16_INSTANTIATE(qgemv_q4x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*, \
                         const int32_t*, float*, const float*);                                              \
   NBITS_X16_INSTANTIATE(qgemv_q8x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*, \
