@@ -203,6 +203,8 @@ std::vector<double> measure(const std::vector<KernelCandidate>& c) {
 
 }  // namespace
 
+bool kernel_choice_on() { return off_reason().empty(); }
+
 std::string kernel_choice_cpu() {
   static const std::string id = [] {
     std::string s;

@@ -42,6 +42,10 @@ struct KernelChoice {
   std::string why;  // "measured", "cache file <path>", "NBITS_ISA=avx2", "one candidate", ...
 };
 
+// False where NBITS_ISA forces a level or NBITS_KERNEL_CHOICE=off: the table's order and each
+// set's own format then hold (the dispatch point sets PackOptions::kernel_choice from this).
+bool kernel_choice_on();
+
 // The index of the candidate to use for `key` (role and packed format, e.g. "gemv q4x16h b32 sym").
 // Thread-safe; measures at most once per key and process.
 size_t choose_kernel(const std::string& key, const std::vector<KernelCandidate>& candidates);

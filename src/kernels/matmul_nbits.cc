@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "kernels/kernel_choice.h"
 #include "kernels/ref/matmul_nbits_ref.h"
 #include "quant/quantize_a.h"
 
@@ -171,7 +172,7 @@ std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Comput
   NBITS_CHECK(w.block_size >= 16 && (w.block_size & (w.block_size - 1)) == 0,
               "MatMulNBits: block_size=", w.block_size, " must be a power of two >= 16");
   PackOptions chosen = options;
-  chosen.kernel_choice = true;
+  chosen.kernel_choice = kernel_choice_on();
   for (const auto& k : matmul_nbits_kernels())
     if (k.compute == compute && k.supports(w, cpu)) return pack_kernel(k, w, chosen);
   // No int8 kernel for this weight (e.g. float zero points): ORT computes in fp32 then too.

@@ -102,7 +102,8 @@ struct PackOptions {
   bool int6 = false;
   // Where other kernel sets' micro-kernels can run the packed weight too (bit-exact), time them
   // and use the fastest per role (kernels/kernel_choice.h). make_matmul_nbits, the dispatch
-  // point, turns it on; a set packed directly (tests of one set) keeps its own micro-kernels.
+  // point, turns it on unless NBITS_ISA or NBITS_KERNEL_CHOICE=off asks for the table's order; a
+  // set packed directly (tests of one set) keeps its own micro-kernels and format.
   bool kernel_choice = false;
 
   // The choice for these formats: environment variable `name` "1" or "0" when set, else
