@@ -27,9 +27,10 @@ namespace {
 
 constexpr const char* kMagic = "nbits-kernel-choice\t1";
 // Timing: rounds over the candidates in turn (a noisy moment hits all of them), at least
-// kMinRounds, then more while the key has used less than kBudgetMs; the median of each.
+// kMinRounds, then more while the key has used less than kBudgetMs; the median of each. A model
+// has a handful of keys (formats x 2 roles): the first load on a CPU spends ~50-100 ms on them.
 constexpr int kMinRounds = 3, kMaxRounds = 15;
-constexpr double kBudgetMs = 20;
+constexpr double kBudgetMs = 8;
 constexpr double kSampleUs = 100;  // a timed sample repeats calls shorter than this
 
 const char* env(const char* name) {

@@ -69,11 +69,15 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     if (std::none_of(gemms.begin(), gemms.end(), same_gemm)) gemms.push_back(i);
   }
   if (gemvs.size() <= 1 && gemms.size() <= 1) return own;
-  // The weight's first panels, at most ~4M weights (an lm_head's GEMM would take long), times
-  // M = 1 and M = 16 rows of quantized random activations.
+  // The weight's first panels: ~4M weights for the GEMV (streamed from memory: long enough for the
+  // prefetchers to settle), ~1M for the GEMM (in cache, compute-bound), times M = 1 and M = 16
+  // rows of quantized random activations.
   constexpr int64_t kRowsGemm = 16;
   const int64_t kp = p.k_blocks * p.block;
-  const int64_t panels = std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(1, 16 * kp), 1, p.panels);
+  const auto slice = [&](int64_t weights) {
+    return std::clamp<int64_t>(weights / std::max<int64_t>(1, 16 * kp), 1, p.panels);
+  };
+  const int64_t panels = slice(int64_t{4} << 20), gemm_panels = slice(int64_t{1} << 20);
   std::vector<float> a(static_cast<size_t>(p.K));
   std::vector<int8_t> qa(static_cast<size_t>(kRowsGemm * kp + 64));
   std::vector<float> sa(static_cast<size_t>(kRowsGemm * p.k_blocks));
@@ -104,7 +108,8 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     std::vector<KernelCandidate> c;
     for (size_t i : gemms)
       c.push_back({all[i].gemm_name, [&, g = all[i].gemm] {
-                     g(p, 0, panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), ldy, nullptr);
+                     g(p, 0, gemm_panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), ldy,
+                       nullptr);
                    }});
     const size_t pick = gemms[choose_kernel("gemm " + fmt, c)];
     k.gemm = all[pick].gemm;
