@@ -69,15 +69,17 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     if (std::none_of(gemms.begin(), gemms.end(), same_gemm)) gemms.push_back(i);
   }
   if (gemvs.size() <= 1 && gemms.size() <= 1) return own;
-  // The weight's first panels: ~4M weights for the GEMV (streamed from memory: long enough for the
-  // prefetchers to settle), ~1M for the GEMM (in cache, compute-bound), times M = 1 and M = 16
-  // rows of quantized random activations.
+  // The model's own panels, repeated up to ~4M weights when its first weight of the format is
+  // smaller: the GEMV streams them from memory (a short stream times the prefetchers' start, not
+  // decode: on Zen4 a 0.8M-weight q_proj ranked the zmm GEMV first, and decode ran 1.4x slower
+  // on it); the GEMM runs ~1M of them in cache (compute-bound); M = 1 and M = 16 rows of
+  // quantized random activations.
   constexpr int64_t kRowsGemm = 16;
   const int64_t kp = p.k_blocks * p.block;
-  const auto slice = [&](int64_t weights) {
-    return std::clamp<int64_t>(weights / std::max<int64_t>(1, 16 * kp), 1, p.panels);
-  };
-  const int64_t panels = slice(int64_t{4} << 20), gemm_panels = slice(int64_t{1} << 20);
+  const auto panels_for = [&](int64_t weights) { return std::max<int64_t>(1, weights / (16 * kp)); };
+  const int64_t panels = panels_for(int64_t{4} << 20);
+  const int64_t gemm_panels = std::min(panels, panels_for(int64_t{1} << 20));
+  const quant::PackedX16 w = p.with_panels(panels);
   std::vector<float> a(static_cast<size_t>(p.K));
   std::vector<int8_t> qa(static_cast<size_t>(kRowsGemm * kp + 64));
   std::vector<float> sa(static_cast<size_t>(kRowsGemm * p.k_blocks));
@@ -98,8 +100,8 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     for (size_t i : gemvs)
       c.push_back(
           {all[i].gemv_name,
-           [&, g = all[i].gemv] { g(p, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr); },
-           [&] { evict(p.data.data(), static_cast<size_t>(panels) * p.panel_stride); }});
+           [&, g = all[i].gemv] { g(w, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr); },
+           [&] { evict(w.data.data(), w.data.size()); }});
     const size_t pick = gemvs[choose_kernel("gemv " + fmt, c)];
     k.gemv = all[pick].gemv;
     k.gemv_name = all[pick].gemv_name;
@@ -108,7 +110,7 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     std::vector<KernelCandidate> c;
     for (size_t i : gemms)
       c.push_back({all[i].gemm_name, [&, g = all[i].gemm] {
-                     g(p, 0, gemm_panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), ldy,
+                     g(w, 0, gemm_panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), ldy,
                        nullptr);
                    }});
     const size_t pick = gemms[choose_kernel("gemm " + fmt, c)];

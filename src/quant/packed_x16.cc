@@ -221,6 +221,24 @@ SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* poo
   return s;
 }
 
+PackedX16 PackedX16::with_panels(int64_t n) const {
+  PackedX16 r;
+  r.bits = bits, r.block = block, r.K = K, r.k_blocks = k_blocks;
+  r.has_zp = has_zp, r.scales_fp16 = scales_fp16, r.has_mins = has_mins, r.uniform_zp = uniform_zp;
+  r.code_lo = code_lo, r.code_hi = code_hi;
+  r.mins_offset = mins_offset, r.zp_offset = zp_offset, r.header_bytes = header_bytes;
+  r.block_stride = block_stride, r.panel_stride = panel_stride;
+  r.super_blocks = super_blocks, r.super_shift = super_shift, r.super_stride = super_stride;
+  r.super_bytes = super_bytes;
+  r.panels = n;
+  r.N = 16 * n;
+  r.data = AlignedBytes::uninitialized(panel_stride * static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(r.data.data() + static_cast<size_t>(i) * panel_stride,
+                data.data() + static_cast<size_t>(i % panels) * panel_stride, panel_stride);
+  return r;
+}
+
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
                    const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool, bool fold_uniform_zp,
                    bool int5, bool super, bool int6) {

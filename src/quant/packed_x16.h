@@ -108,6 +108,9 @@ struct PackedX16 {
   size_t high_planes_offset() const { return header_bytes + static_cast<size_t>(block) * 8; }
   // The implicit zero point: 2^(bits-1) of the source's codes (int5 / int6 come from int8: 128).
   int default_zp() const { return uniform_zp >= 0 ? uniform_zp : bits == 4 ? 8 : 128; }
+  // A weight of this format with `n` full panels, panel i a copy of panel i % panels (timing a
+  // kernel on a larger weight of the model's own panels: kernels/kernel_choice.h).
+  PackedX16 with_panels(int64_t n) const;
   // Bits an unsigned code minus code_lo needs (code_hi - code_lo < 2^code_span_bits()).
   int code_span_bits() const {
     int b = 0;

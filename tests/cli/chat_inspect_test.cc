@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,46 @@ TEST(CliChat, TemplateFormatPrefillsIncrementally) {
   EXPECT_GT(counts[0], 0);
   EXPECT_LT(counts[1], counts[0] + whole_second);
   EXPECT_EQ(counts[0], whole_second);
+}
+
+// The load-time kernel choice (kernels/kernel_choice.h) as inspect shows it: each choice names a
+// candidate, the decode kernels are chosen ones; where the CPU has several int8 sets, the first
+// run measures and writes the cache file, and the second takes the file and measures nothing.
+TEST(CliInspect, ShowsTheKernelChoiceAndItsCacheFile) {
+  NBITS_REQUIRE_BIN();
+  NBITS_REQUIRE_SHARED(stories("onnx_int4/model.onnx"));
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("nbits_inspect_choice_" + std::to_string(::getpid()) + ".tsv"))
+                               .string();
+  std::filesystem::remove(file);
+  ::setenv("NBITS_KERNEL_CHOICE_FILE", file.c_str(), 1);
+  const json first = run_json({"inspect", stories("onnx_int4"), "--format", "json"});
+  const json second = run_json({"inspect", stories("onnx_int4"), "--format", "json"});
+  ::unsetenv("NBITS_KERNEL_CHOICE_FILE");
+  std::set<std::string> chosen;
+  for (const json* j : {&first, &second})
+    for (const auto& c : j->at("session").at("kernel_choice")) {
+      bool named = false;
+      for (const auto& k : c.at("candidates")) named = named || k.at("name") == c.at("chosen");
+      EXPECT_TRUE(named) << c.dump();
+      chosen.insert(c.at("chosen").get<std::string>());
+    }
+  const json& choices = first.at("session").at("kernel_choice");
+  if (choices.empty()) {  // one kernel set can run these weights on this CPU: nothing to choose
+    EXPECT_FALSE(std::filesystem::exists(file));
+    return;
+  }
+  for (const auto& row : first.at("matmul_nbits"))
+    EXPECT_TRUE(chosen.count(row.at("kernel").get<std::string>()) > 0 ||
+                chosen.count(row.at("prefill_kernel").get<std::string>()) > 0)
+        << row.dump();
+  EXPECT_EQ(choices[0].at("why"), "measured");
+  for (const auto& k : choices[0].at("candidates")) EXPECT_GT(k.at("us").get<double>(), 0.0);
+  ASSERT_TRUE(std::filesystem::exists(file));
+  EXPECT_EQ(second.at("session").at("kernel_choice").size(), choices.size());
+  for (const auto& c : second.at("session").at("kernel_choice"))
+    EXPECT_EQ(c.at("why"), "cache file " + file) << c.dump();
+  std::filesystem::remove(file);
 }
 
 TEST(CliInspect, ReportsKernelsAndAccuracyLevelWarnings) {
