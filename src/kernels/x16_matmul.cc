@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -25,7 +26,7 @@ std::atomic<X16Int8Alternatives> alternatives{nullptr};
 
 // Evicts [p, p + bytes) from every cache level, so that a GEMV is timed as decode runs it: from
 // memory (x86: clflush per line; elsewhere nothing, and the GEMV is timed from cache).
-void evict(const uint8_t* p, size_t bytes) {
+void evict_bytes(const uint8_t* p, size_t bytes) {
 #if defined(__x86_64__)
   for (size_t i = 0; i < bytes; i += 64) _mm_clflush(p + i);
   _mm_mfence();
@@ -46,6 +47,49 @@ std::string format_key(const quant::PackedX16& p) {
   }
   return k;
 }
+
+// What the kernel choice times the candidates on: the model's own panels, repeated up to ~4M
+// weights when its first weight of the format is smaller. The GEMV streams them from memory (a
+// short stream times the prefetchers' start, not decode: on Zen4 a 0.8M-weight q_proj ranked the
+// zmm GEMV first, and decode ran 1.4x slower on it); the GEMM runs ~1M of them in cache
+// (compute-bound); M = 1 and M = 16 rows of quantized random activations.
+struct Bench {
+  static constexpr int64_t kRowsGemm = 16;
+  int64_t kp, panels, gemm_panels;
+  quant::PackedX16 w;
+  std::vector<int8_t> qa;
+  std::vector<float> sa, y;
+  std::vector<int32_t> qsum;
+
+  Bench(const quant::PackedX16& p, QuantizeRowFn quantize)
+      : kp(p.k_blocks * p.block),
+        panels(panels_for(p, int64_t{4} << 20)),
+        gemm_panels(std::min(panels, panels_for(p, int64_t{1} << 20))),
+        w(p.with_panels(panels)),
+        qa(static_cast<size_t>(kRowsGemm * kp + 64)),
+        sa(static_cast<size_t>(kRowsGemm * p.k_blocks)),
+        y(static_cast<size_t>(kRowsGemm * panels * 16)),
+        qsum(sa.size()) {
+    std::vector<float> a(static_cast<size_t>(p.K));
+    std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t m = 0; m < kRowsGemm; ++m) {
+      for (auto& x : a) x = u(rng);
+      quantize(a.data(), p.K, p.block, qa.data() + m * kp, sa.data() + m * p.k_blocks,
+               qsum.data() + m * p.k_blocks);
+    }
+  }
+  static int64_t panels_for(const quant::PackedX16& p, int64_t weights) {
+    return std::max<int64_t>(1, weights / (16 * p.k_blocks * p.block));
+  }
+  void gemv(decltype(X16Int8Kernels::gemv) g) {
+    g(w, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr);
+  }
+  void gemm(decltype(X16Int8Kernels::gemm) g) {
+    g(w, 0, gemm_panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), panels * 16, nullptr);
+  }
+  void evict() const { evict_bytes(w.data.data(), w.data.size()); }
+};
 
 }  // namespace
 
@@ -69,50 +113,25 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     if (std::none_of(gemms.begin(), gemms.end(), same_gemm)) gemms.push_back(i);
   }
   if (gemvs.size() <= 1 && gemms.size() <= 1) return own;
-  // The model's own panels, repeated up to ~4M weights when its first weight of the format is
-  // smaller: the GEMV streams them from memory (a short stream times the prefetchers' start, not
-  // decode: on Zen4 a 0.8M-weight q_proj ranked the zmm GEMV first, and decode ran 1.4x slower
-  // on it); the GEMM runs ~1M of them in cache (compute-bound); M = 1 and M = 16 rows of
-  // quantized random activations.
-  constexpr int64_t kRowsGemm = 16;
-  const int64_t kp = p.k_blocks * p.block;
-  const auto panels_for = [&](int64_t weights) { return std::max<int64_t>(1, weights / (16 * kp)); };
-  const int64_t panels = panels_for(int64_t{4} << 20);
-  const int64_t gemm_panels = std::min(panels, panels_for(int64_t{1} << 20));
-  const quant::PackedX16 w = p.with_panels(panels);
-  std::vector<float> a(static_cast<size_t>(p.K));
-  std::vector<int8_t> qa(static_cast<size_t>(kRowsGemm * kp + 64));
-  std::vector<float> sa(static_cast<size_t>(kRowsGemm * p.k_blocks));
-  std::vector<int32_t> qsum(sa.size());
-  std::mt19937 rng(1234);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t m = 0; m < kRowsGemm; ++m) {
-    for (auto& x : a) x = u(rng);
-    own.quantize(a.data(), p.K, p.block, qa.data() + m * kp, sa.data() + m * p.k_blocks,
-                 qsum.data() + m * p.k_blocks);
-  }
-  std::vector<float> y(static_cast<size_t>(kRowsGemm * panels * 16));
-  const int64_t ldy = panels * 16;
   X16Int8Kernels k = own;
   const std::string fmt = format_key(p);
+  // The timing's data, made only when a key is measured (most matrices find their format decided).
+  std::optional<Bench> bench;
+  const auto get = [&]() -> Bench& {
+    if (!bench) bench.emplace(p, own.quantize);
+    return *bench;
+  };
   if (gemvs.size() > 1) {
     std::vector<KernelCandidate> c;
     for (size_t i : gemvs)
-      c.push_back(
-          {all[i].gemv_name,
-           [&, g = all[i].gemv] { g(w, 0, panels, qa.data(), sa.data(), qsum.data(), y.data(), nullptr); },
-           [&] { evict(w.data.data(), w.data.size()); }});
+      c.push_back({all[i].gemv_name, [&, g = all[i].gemv] { get().gemv(g); }, [&] { get().evict(); }});
     const size_t pick = gemvs[choose_kernel("gemv " + fmt, c)];
     k.gemv = all[pick].gemv;
     k.gemv_name = all[pick].gemv_name;
   }
   if (gemms.size() > 1) {
     std::vector<KernelCandidate> c;
-    for (size_t i : gemms)
-      c.push_back({all[i].gemm_name, [&, g = all[i].gemm] {
-                     g(w, 0, gemm_panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), ldy,
-                       nullptr);
-                   }});
+    for (size_t i : gemms) c.push_back({all[i].gemm_name, [&, g = all[i].gemm] { get().gemm(g); }});
     const size_t pick = gemms[choose_kernel("gemm " + fmt, c)];
     k.gemm = all[pick].gemm;
     k.gemm_name = all[pick].gemm_name;
