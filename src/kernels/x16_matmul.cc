@@ -96,6 +96,7 @@ struct Bench {
 void set_x16_int8_alternatives(X16Int8Alternatives provider) { alternatives.store(provider); }
 
 std::vector<X16Int8Kernels> x16_int8_alternatives(const quant::PackedX16& p) {
+  (void)matmul_nbits_kernels();  // the architecture registers its provider with its table
   const X16Int8Alternatives provider = alternatives.load();
   return provider != nullptr ? provider(p) : std::vector<X16Int8Kernels>{};
 }

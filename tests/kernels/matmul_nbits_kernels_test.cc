@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -41,6 +42,13 @@
 
 namespace nbits::kernels {
 namespace {
+
+// NBITS_KERNEL_CHOICE=off for a scope: make_matmul_nbits then takes the table's first supported set
+// with its own format and micro-kernels.
+struct ChoiceOff {
+  ChoiceOff() { ::setenv("NBITS_KERNEL_CHOICE", "off", 1); }
+  ~ChoiceOff() { ::unsetenv("NBITS_KERNEL_CHOICE"); }
+};
 
 using testing::random_a;
 using testing::RandomWeight;
@@ -239,7 +247,10 @@ TEST(MatMulNBitsKernels, KernelNameSaysGemvOrGemm) {
   }
 }
 
+// The table's order, with the measured choice off (NBITS_KERNEL_CHOICE=off; the choice has its
+// own tests: tests/kernels/kernel_choice_test.cc).
 TEST(MatMulNBitsKernels, DispatchPrefersFirstSupported) {
+  const ChoiceOff off;
   std::mt19937 rng(9);
   RandomWeight rw(4, 32, 64, 32, false, rng);
   for (Compute c : {Compute::kInt8, Compute::kFp32}) {
@@ -418,7 +429,10 @@ TEST(MatMulNBitsKernels, Fp16ScalesFallBackToFp32OutOfRange) {
   }
 }
 
+// The table's order, with the measured choice off (NBITS_KERNEL_CHOICE=off; the choice has its
+// own tests: tests/kernels/kernel_choice_test.cc).
 TEST(MatMulNBitsKernels, DispatchPassesPackOptions) {
+  const ChoiceOff off;
   std::mt19937 rng(5);
   RandomWeight rw(4, 32, 64, 32, true, rng);
   for (Compute c : {Compute::kInt8, Compute::kFp32}) {
