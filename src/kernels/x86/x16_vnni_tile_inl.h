@@ -192,9 +192,11 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
     if (w.super_blocks > 0 && w.bits == 4)
       return qgemm_q4x16_4x16_avx2<kAsym, 2>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     if (w.bits == 5 || w.bits == 6) {
-      const auto f = w.super_blocks > 0 ? (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 2> : qgemm_q6x16_4x16_avx2<kAsym, 2>)
-                     : w.scales_fp16    ? (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 1> : qgemm_q6x16_4x16_avx2<kAsym, 1>)
-                                        : (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 0> : qgemm_q6x16_4x16_avx2<kAsym, 0>);
+      const auto f = w.super_blocks > 0
+                         ? (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 2> : qgemm_q6x16_4x16_avx2<kAsym, 2>)
+                     : w.scales_fp16
+                         ? (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 1> : qgemm_q6x16_4x16_avx2<kAsym, 1>)
+                         : (w.bits == 5 ? qgemm_q5x16_4x16_avx2<kAsym, 0> : qgemm_q6x16_4x16_avx2<kAsym, 0>);
       return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     }
   }
@@ -218,42 +220,42 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
 // Defines and instantiates the kernels NBITS_X16_VNNI_DECLARE(isa) declares (x16_vnni.h) on vector
 // type V: GEMM tiles of RT rows x PT panels, GEMV groups of GQ4 (int4) / GQ8 (int8) panels. Use
 // inside namespace nbits::kernels of the ISA's file.
-#define NBITS_X16_VNNI_DEFINE(isa, V, RT, PT, GQ4, GQ8)                                                     \
-  template <bool kAsym, bool kF16>                                                                          \
-  void qgemv_q4x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,     \
-                         const int32_t* qsum, float* y, const float* bias) {                                \
-    x16_vnni::run_tiles<V, 4, 1, GQ4, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                 \
-  }                                                                                                         \
-  template <bool kAsym, bool kF16>                                                                          \
-  void qgemv_q8x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,     \
-                         const int32_t* qsum, float* y, const float* bias) {                                \
-    x16_vnni::run_tiles<V, 8, 1, GQ8, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                 \
-  }                                                                                                         \
-  template <bool kAsym, bool kF16>                                                                          \
-  void qgemm_q4x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,           \
-                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {  \
-    x16_vnni::run_tiles<V, 4, RT, PT, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);               \
-  }                                                                                                         \
-  template <bool kAsym, bool kF16>                                                                          \
-  void qgemm_q8x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,           \
-                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {  \
-    x16_vnni::run_tiles<V, 8, RT, PT, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);               \
-  }                                                                                                         \
+#define NBITS_X16_VNNI_DEFINE(isa, V, RT, PT, GQ4, GQ8)                                                      \
+  template <bool kAsym, bool kF16>                                                                           \
+  void qgemv_q4x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,      \
+                         const int32_t* qsum, float* y, const float* bias) {                                 \
+    x16_vnni::run_tiles<V, 4, 1, GQ4, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                  \
+  }                                                                                                          \
+  template <bool kAsym, bool kF16>                                                                           \
+  void qgemv_q8x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,      \
+                         const int32_t* qsum, float* y, const float* bias) {                                 \
+    x16_vnni::run_tiles<V, 8, 1, GQ8, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                  \
+  }                                                                                                          \
+  template <bool kAsym, bool kF16>                                                                           \
+  void qgemm_q4x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,            \
+                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {   \
+    x16_vnni::run_tiles<V, 4, RT, PT, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);                \
+  }                                                                                                          \
+  template <bool kAsym, bool kF16>                                                                           \
+  void qgemm_q8x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,            \
+                         const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {   \
+    x16_vnni::run_tiles<V, 8, RT, PT, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);                \
+  }                                                                                                          \
   template <bool kAsym>                                                                                      \
-  void qgemm_x16_widened_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,     \
-                               const float* sa, const int32_t* qsum, float* Y, int64_t ldy,                 \
-                               const float* bias) {                                                         \
-    x16_vnni::run_widened<V, RT, PT, kAsym>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);                      \
-  }                                                                                                         \
-  template void qgemm_x16_widened_##isa<false>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,  \
+  void qgemm_x16_widened_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,      \
+                               const float* sa, const int32_t* qsum, float* Y, int64_t ldy,                  \
+                               const float* bias) {                                                          \
+    x16_vnni::run_widened<V, RT, PT, kAsym>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);                       \
+  }                                                                                                          \
+  template void qgemm_x16_widened_##isa<false>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,   \
                                                const float*, const int32_t*, float*, int64_t, const float*); \
-  template void qgemm_x16_widened_##isa<true>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,   \
+  template void qgemm_x16_widened_##isa<true>(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,    \
                                               const float*, const int32_t*, float*, int64_t, const float*);  \
-  NBITS_X16_INSTANTIATE(qgemv_q4x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*, \
-                        const int32_t*, float*, const float*);                                              \
-  NBITS_X16_INSTANTIATE(qgemv_q8x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*, \
-                        const int32_t*, float*, const float*);                                              \
-  NBITS_X16_INSTANTIATE(qgemm_q4x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,      \
-                        const float*, const int32_t*, float*, int64_t, const float*);                       \
-  NBITS_X16_INSTANTIATE(qgemm_q8x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,      \
+  NBITS_X16_INSTANTIATE(qgemv_q4x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,  \
+                        const int32_t*, float*, const float*);                                               \
+  NBITS_X16_INSTANTIATE(qgemv_q8x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,  \
+                        const int32_t*, float*, const float*);                                               \
+  NBITS_X16_INSTANTIATE(qgemm_q4x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,       \
+                        const float*, const int32_t*, float*, int64_t, const float*);                        \
+  NBITS_X16_INSTANTIATE(qgemm_q8x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,       \
                         const float*, const int32_t*, float*, int64_t, const float*)
