@@ -259,6 +259,16 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
   if (plain && avx512 && cpu.avx512vnni) {
     r.push_back(avx512vnni_int8<kAsym, kF16>(p.bits));
     r.push_back(ymm_avx512vnni_int8<kAsym, kF16>(p.bits));
+    // The GEMVs one panel at a time (one stream from memory, as the AVX2 GEMV reads).
+    X16Int8Kernels one = avx512vnni_int8<kAsym, kF16>(p.bits);
+    one.gemv = p.bits == 4 ? qgemv_q4x16_1p_avx512vnni<kAsym, kF16> : qgemv_q8x16_1p_avx512vnni<kAsym, kF16>;
+    one.gemv_name = intern(std::string(one.gemv_name) + "_1p");
+    r.push_back(one);
+    one = ymm_avx512vnni_int8<kAsym, kF16>(p.bits);
+    one.gemv =
+        p.bits == 4 ? qgemv_q4x16_1p_ymm_avx512vnni<kAsym, kF16> : qgemv_q8x16_1p_ymm_avx512vnni<kAsym, kF16>;
+    one.gemv_name = intern(std::string(one.gemv_name) + "_1p");
+    r.push_back(one);
   }
   if (plain && cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni)
     r.push_back(avxvnni_int8<kAsym, kF16>(p.bits));

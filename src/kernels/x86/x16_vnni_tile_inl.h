@@ -218,8 +218,10 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
 }  // namespace nbits::kernels::x16_vnni
 
 // Defines and instantiates the kernels NBITS_X16_VNNI_DECLARE(isa) declares (x16_vnni.h) on vector
-// type V: GEMM tiles of RT rows x PT panels, GEMV groups of GQ4 (int4) / GQ8 (int8) panels. Use
-// inside namespace nbits::kernels of the ISA's file.
+// type V: GEMM tiles of RT rows x PT panels, GEMV groups of GQ4 (int4) / GQ8 (int8) panels, and the
+// GEMV one panel at a time (_1p: one stream, as the AVX2 GEMV reads; a candidate of the kernel
+// choice, since cores differ in how many streams their prefetchers follow). Use inside namespace
+// nbits::kernels of the ISA's file.
 #define NBITS_X16_VNNI_DEFINE(isa, V, RT, PT, GQ4, GQ8)                                                      \
   template <bool kAsym, bool kF16>                                                                           \
   void qgemv_q4x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,      \
@@ -230,6 +232,16 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
   void qgemv_q8x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,      \
                          const int32_t* qsum, float* y, const float* bias) {                                 \
     x16_vnni::run_tiles<V, 8, 1, GQ8, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                  \
+  }                                                                                                          \
+  template <bool kAsym, bool kF16>                                                                           \
+  void qgemv_q4x16_1p_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,   \
+                            const int32_t* qsum, float* y, const float* bias) {                              \
+    x16_vnni::run_tiles<V, 4, 1, 1, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                    \
+  }                                                                                                          \
+  template <bool kAsym, bool kF16>                                                                           \
+  void qgemv_q8x16_1p_##isa(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,   \
+                            const int32_t* qsum, float* y, const float* bias) {                              \
+    x16_vnni::run_tiles<V, 8, 1, 1, kAsym, kF16>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);                    \
   }                                                                                                          \
   template <bool kAsym, bool kF16>                                                                           \
   void qgemm_q4x16_##isa(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,            \
@@ -255,6 +267,10 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
                         const int32_t*, float*, const float*);                                               \
   NBITS_X16_INSTANTIATE(qgemv_q8x16_##isa, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,  \
                         const int32_t*, float*, const float*);                                               \
+  NBITS_X16_INSTANTIATE(qgemv_q4x16_1p_##isa, const PackedX16&, int64_t, int64_t, const int8_t*,             \
+                        const float*, const int32_t*, float*, const float*);                                 \
+  NBITS_X16_INSTANTIATE(qgemv_q8x16_1p_##isa, const PackedX16&, int64_t, int64_t, const int8_t*,             \
+                        const float*, const int32_t*, float*, const float*);                                 \
   NBITS_X16_INSTANTIATE(qgemm_q4x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,       \
                         const float*, const int32_t*, float*, int64_t, const float*);                        \
   NBITS_X16_INSTANTIATE(qgemm_q8x16_##isa, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,       \
