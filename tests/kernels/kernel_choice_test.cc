@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/timer.h"
 #include "kernels/matmul_nbits.h"
 #include "kernels/random_weight.h"
@@ -36,6 +38,12 @@ void spin(double us) {
 class KernelChoiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A forced level (the RVV-only and arm64 suites run under NBITS_ISA) turns the choice off;
+    // these tests are about the choice, so the level stays as detected with it (cpu_features()
+    // keeps what it read first) and NBITS_ISA is set aside until TearDown.
+    (void)cpu_features();
+    if (const char* isa = std::getenv("NBITS_ISA")) isa_ = isa;
+    ::unsetenv("NBITS_ISA");
     file_ = (std::filesystem::temp_directory_path() /
              ("nbits_kernel_choice_" + std::to_string(::getpid()) + "_" +
               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsv"))
@@ -46,6 +54,7 @@ class KernelChoiceTest : public ::testing::Test {
     reset_kernel_choices_for_testing();
   }
   void TearDown() override {
+    if (isa_) ::setenv("NBITS_ISA", isa_->c_str(), 1);
     std::filesystem::remove(file_);
     ::unsetenv("NBITS_KERNEL_CHOICE_FILE");
     ::unsetenv("NBITS_KERNEL_CHOICE");
@@ -67,6 +76,7 @@ class KernelChoiceTest : public ::testing::Test {
     return "nbits-kernel-choice\t1\ncpu\t" + kernel_choice_cpu() + "\nbuild\t" + kernel_choice_build() + "\n";
   }
   std::string file_;
+  std::optional<std::string> isa_;
 };
 
 TEST_F(KernelChoiceTest, MeasuresPicksTheFastestAndWritesTheFile) {
