@@ -14,10 +14,22 @@ namespace nbits::quant {
 AlignedBytes AlignedBytes::uninitialized(size_t n) {
   AlignedBytes a;
   a.n_ = n;
-  const size_t rounded = (n + 63) / 64 * 64;
-  a.p_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded)));
+  const size_t rounded = n == 0 ? 64 : (n + 63) / 64 * 64;
+  a.p_ = std::unique_ptr<uint8_t[], AlignedBytesFree>(static_cast<uint8_t*>(huge_page_alloc(rounded)),
+                                                      AlignedBytesFree{rounded});
   if (!a.p_) throw std::bad_alloc();
-  std::memset(a.p_.get() + n, 0, (rounded == 0 ? 64 : rounded) - n);  // the padding past n
+  std::memset(a.p_.get() + n, 0, rounded - n);  // the padding past n
+  return a;
+}
+
+AlignedBytes AlignedBytes::scratch(size_t n) {
+  AlignedBytes a;
+  a.n_ = n;
+  const size_t rounded = n == 0 ? 64 : (n + 63) / 64 * 64;
+  a.p_ = std::unique_ptr<uint8_t[], AlignedBytesFree>(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)),
+                                                      AlignedBytesFree{rounded});
+  if (!a.p_) throw std::bad_alloc();
+  std::memset(a.p_.get() + n, 0, rounded - n);
   return a;
 }
 

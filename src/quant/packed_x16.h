@@ -45,12 +45,20 @@
 #include <memory>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/matmul_nbits.h"
 
 namespace nbits::quant {
 
-// 64-byte aligned owned bytes, zeroed.
+// Frees AlignedBytes' memory (huge_page_free needs the size).
+struct AlignedBytesFree {
+  size_t bytes = 0;  // as allocated (n rounded up to 64)
+  void operator()(uint8_t* p) const { huge_page_free(p, bytes); }
+};
+
+// 64-byte aligned owned bytes, zeroed. Weights: on 2 MiB pages where the OS gives them
+// (base/huge_pages.h), since decode streams them every token.
 class AlignedBytes {
  public:
   AlignedBytes() = default;
@@ -59,15 +67,15 @@ class AlignedBytes {
   // panels as it goes then makes each page resident only when it reaches it, so a weight's
   // packed copy grows while its source pages are given back (load peak = packed + a slice).
   static AlignedBytes uninitialized(size_t n);
+  // Not zeroed, and from the heap rather than huge_page_alloc: a per-thread buffer that is
+  // replaced as it grows (space inside huge_page_alloc's chunks is never reused).
+  static AlignedBytes scratch(size_t n);
   uint8_t* data() { return p_.get(); }
   const uint8_t* data() const { return p_.get(); }
   size_t size() const { return n_; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t[], Free> p_;
+  std::unique_ptr<uint8_t[], AlignedBytesFree> p_;
   size_t n_ = 0;
 };
 

@@ -34,7 +34,7 @@ void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
   out.panel_stride = w.super_bytes + out.block_stride * static_cast<size_t>(w.k_blocks);
   out.N = std::min<int64_t>(16 * n, w.N - 16 * p);
   const size_t bytes = out.panel_stride * static_cast<size_t>(n);
-  if (out.data.size() < bytes) out.data = quant::AlignedBytes::uninitialized(bytes);
+  if (out.data.size() < bytes) out.data = quant::AlignedBytes::scratch(bytes);
   const Steps st(w);
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* src = w.panel(p + j);
@@ -81,7 +81,7 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
   out.panel_stride = out.block_stride * static_cast<size_t>(w.k_blocks);
   out.N = std::min<int64_t>(16 * n, w.N - 16 * p);
   const size_t bytes = out.panel_stride * static_cast<size_t>(n);
-  if (out.data.size() < bytes) out.data = quant::AlignedBytes::uninitialized(bytes);
+  if (out.data.size() < bytes) out.data = quant::AlignedBytes::scratch(bytes);
   const avx2::Q5Steps q5(w);
   const avx2::Q6Steps q6(w);
   for (int64_t j = 0; j < n; ++j) {
