@@ -230,9 +230,12 @@ std::string kernel_choice_cpu() {
       if (colon == std::string::npos) continue;
       const std::string k = trim(line.substr(0, colon));
       if (k == "model name" || k == "uarch" || k == "CPU part" || k == "CPU implementer" || k == "marchid") {
+        // Each distinct value once: one per core type (big.LITTLE: both CPU parts).
+        const std::string kv = k + "=" + trim(line.substr(colon + 1));
+        if (s.find(kv) != std::string::npos) continue;
         if (!s.empty()) s += ' ';
-        s += k + "=" + trim(line.substr(colon + 1));
-        if (s.size() > 80) break;
+        s += kv;
+        if (s.size() > 120) break;
       }
     }
 #endif

@@ -25,11 +25,16 @@ bool fp16_scales(const QuantizedMatrix& w, const PackOptions& options) {
 std::atomic<X16Int8Alternatives> alternatives{nullptr};
 
 // Evicts [p, p + bytes) from every cache level, so that a GEMV is timed as decode runs it: from
-// memory (x86: clflush per line; elsewhere nothing, and the GEMV is timed from cache).
+// memory (x86: clflush per line; arm64: DC CIVAC per line; elsewhere nothing, and the GEMV is
+// timed from cache).
 void evict_bytes(const uint8_t* p, size_t bytes) {
 #if defined(__x86_64__)
   for (size_t i = 0; i < bytes; i += 64) _mm_clflush(p + i);
   _mm_mfence();
+#elif defined(__aarch64__)
+  // Clean and invalidate to the point of coherency (Linux lets user space run DC CIVAC).
+  for (size_t i = 0; i < bytes; i += 64) asm volatile("dc civac, %0" : : "r"(p + i) : "memory");
+  asm volatile("dsb ish" : : : "memory");
 #else
   (void)p, (void)bytes;
 #endif

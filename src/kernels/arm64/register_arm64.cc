@@ -70,9 +70,34 @@ std::unique_ptr<PackedMatMul> pack_fp32_with(const QuantizedMatrix& w, const Pac
 
 std::unique_ptr<PackedMatMul> pack_fp32(const QuantizedMatrix& w) { return pack_fp32_with(w, {}); }
 
+// The int8 micro-kernels of every arm64 level this CPU runs, for packed weight p: candidates of
+// the measured choice (x16_matmul.h, kernels/kernel_choice.h). The three levels read one format
+// (int4 / int8 codes, fp32 or fp16 scales) and compute the same exact int32 dots, so they are
+// bit-exact to each other; which wins a role depends on the core (a little core's SDOT, a big
+// core's SMMLA).
+template <bool kAsym, bool kF16>
+void arm64_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vector<X16Int8Kernels>& r) {
+  if (cpu.i8mm && cpu.dotprod) r.push_back(int8_kernels<Level::kI8mm, kAsym, kF16>(p.bits));
+  if (cpu.dotprod) r.push_back(int8_kernels<Level::kDotprod, kAsym, kF16>(p.bits));
+  if (cpu.neon) r.push_back(int8_kernels<Level::kNeon, kAsym, kF16>(p.bits));
+}
+
+std::vector<X16Int8Kernels> arm64_int8_alternatives(const quant::PackedX16& p) {
+  std::vector<X16Int8Kernels> r;
+  // Block mins, super-block scales, int5 / int6: formats only the x86 sets pack and read.
+  if ((p.bits != 4 && p.bits != 8) || p.super_blocks > 0 || p.has_mins) return r;
+  const CpuFeatures& cpu = cpu_features();
+  if (p.has_zp)
+    p.scales_fp16 ? arm64_int8_sets<true, true>(p, cpu, r) : arm64_int8_sets<true, false>(p, cpu, r);
+  else
+    p.scales_fp16 ? arm64_int8_sets<false, true>(p, cpu, r) : arm64_int8_sets<false, false>(p, cpu, r);
+  return r;
+}
+
 }  // namespace
 
 void register_arm64_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
+  set_x16_int8_alternatives(arm64_int8_alternatives);
   t.push_back(
       {"x16_i8mm_int8", Compute::kInt8, i8mm_ok, pack_int8<Level::kI8mm>, pack_int8_with<Level::kI8mm>});
   t.push_back({"x16_dotprod_int8", Compute::kInt8, dotprod_ok, pack_int8<Level::kDotprod>,
