@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/timer.h"
 #include "llm/sampler.h"
 
 namespace nbits::speculative {
@@ -24,6 +25,7 @@ DraftModel::DraftModel(std::unique_ptr<llm::Generator> draft) : draft_(std::move
 
 void DraftModel::propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& out) {
   out.clear();
+  catch_up_ms_ = 0;
   llm::Generator& g = *draft_;
   const auto len = static_cast<int64_t>(context.size());
   // The draft's room: the whole context plus the proposal must fit its cache.
@@ -35,7 +37,11 @@ void DraftModel::propose(std::span<const int32_t> context, int64_t max_tokens, s
   const int64_t most = std::min<int64_t>(static_cast<int64_t>(have.size()), len - 1);
   while (common < most && have[static_cast<size_t>(common)] == context[static_cast<size_t>(common)]) ++common;
   g.truncate(common);
+  // Up to 2 new tokens is the steady state (the last accepted draft and the token after the
+  // drafts); more is a catch-up (the prompt, or the tokens of plain steps while speculation was off).
+  const Stopwatch sw;
   std::span<const float> logits = g.append(context.subspan(static_cast<size_t>(common)));
+  if (len - common > 2) catch_up_ms_ = sw.elapsed_ms();
   for (int64_t i = 0; i < max_tokens; ++i) {
     const int32_t tok = llm::argmax(logits);
     out.push_back(tok);

@@ -21,10 +21,12 @@ class DraftModel final : public Drafter {
   void propose(std::span<const int32_t> context, int64_t max_tokens, std::vector<int32_t>& out) override;
   bool cheap() const override { return false; }
   const char* name() const override { return "draft-model"; }
+  double last_catch_up_ms() const override { return catch_up_ms_; }
   llm::Generator& generator() { return *draft_; }
 
  private:
   std::unique_ptr<llm::Generator> draft_;
+  double catch_up_ms_ = 0;
 };
 
 }  // namespace nbits::speculative

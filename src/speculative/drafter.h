@@ -20,6 +20,10 @@ class Drafter {
   // speculation is off.
   virtual bool cheap() const = 0;
   virtual const char* name() const = 0;
+  // Milliseconds the last propose() spent catching up: running context it did not hold yet (the
+  // prompt, the tokens made while speculation was off) rather than drafting. A cost once per
+  // catch-up, not per drafted token, so the draft length's cost model leaves it out.
+  virtual double last_catch_up_ms() const { return 0.0; }
 };
 
 // Proposes nothing: a SpeculativeDecoder over it (max_draft 0) verifies only the tokens the

@@ -103,8 +103,10 @@ bool SpeculativeDecoder::step(llm::Generator& g, llm::Sampler& sampler, int64_t 
   stats_.forced_kept += std::min(accepted, nf);
   stats_.accepted += std::max<int64_t>(0, accepted - nf);
   const double ms = sw.elapsed_ms();
-  // The draft length learns from the drafter's own steps (forced tokens are not its work).
-  if (nf == 0) length_.record_step(d, accepted, ms);
+  // The draft length learns from the drafter's own steps (forced tokens are not its work), less
+  // its catch-up: once per return from plain steps, it would price every drafted token as a
+  // prefill (a 0.5B draft model behind 48 plain steps of a 1.5B kept speculation off for good).
+  if (nf == 0) length_.record_step(d, accepted, std::max(0.0, ms - drafter_.last_catch_up_ms()));
   g.count_decode(i + 1, ms);
   if (stop) return false;
   return emit(next, g.length());

@@ -19,6 +19,7 @@
 #include "llm/hf_config.h"
 #include "llm/sampler.h"
 #include "llm/token_constraint.h"
+#include "speculative/draft_model.h"
 #include "speculative/prompt_lookup.h"
 #include "support/shared_data.h"
 #include "support/small_qwen.h"
@@ -158,6 +159,35 @@ TEST(SpeculativeVerify, RowsAreOneTokenDecodeBitForBit) {
     NBITS_REQUIRE_SHARED(dir + "/genai_config.json");
     for (int threads : {1, 2}) expect_verify_rows_bitwise(dir, threads, story_prompt(), 12);
   }
+}
+
+// A draft model reports the time it spent catching up (running more than the last accepted draft
+// and the token after it), which the draft length's cost model leaves out; steady-state proposals
+// report none.
+TEST(SpeculativeDraftModel, ReportsCatchUpOnlyWhenItRunsContextItDidNotHold) {
+  const std::string dir = stories("onnx_int4");
+  NBITS_REQUIRE_SHARED(dir + "/genai_config.json");
+  DraftModel draft(load(dir, 1));
+  std::vector<int32_t> context = story_prompt();
+  ASSERT_GT(context.size(), 3u);
+  std::vector<int32_t> out;
+  draft.propose(context, 3, out);  // the whole prompt is new: a catch-up
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_GT(draft.last_catch_up_ms(), 0.0);
+  // Two drafts accepted and the token after them: the draft held the first two already.
+  context.insert(context.end(), out.begin(), out.begin() + 2);
+  context.push_back(out[2]);
+  draft.propose(context, 3, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(draft.last_catch_up_ms(), 0.0);
+  // Twelve tokens made while speculation was off: a catch-up again.
+  for (int i = 0; i < 12; ++i) context.push_back(out[static_cast<size_t>(i) % out.size()]);
+  draft.propose(context, 2, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_GT(draft.last_catch_up_ms(), 0.0);
+  // A cheap drafter never reports one.
+  PromptLookup lookup;
+  EXPECT_EQ(lookup.last_catch_up_ms(), 0.0);
 }
 
 TEST(SpeculativeVerify, RowsAreOneTokenDecodeAtALongContextOnFourThreads) {
