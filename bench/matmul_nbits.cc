@@ -21,6 +21,11 @@
 //   [NBITS_SUPER_SCALES=1] build-*/bench/bench_matmul_nbits
 //   --benchmark_filter='read_bw|avx2_int8/q4_k/.*M=1/'
 //
+//   The kernel the load-time choice runs on Q4_K at the file's size (edit the chosen name in a copy of
+//   the choice file to time another candidate):
+//   NBITS_BENCH_CHOICE=1 NBITS_SUPER_SCALES=1 [NBITS_KERNEL_CHOICE_FILE=F] build-*/bench/bench_matmul_nbits
+//   --benchmark_filter='read_bw|avx2_int8/q4_k/.*M=1/'
+//
 //   AVX-512 VNNI against AVX2, CompInt8 decode and prefill (both sets are in the
 //   table on a VNNI CPU, so one run interleaves them; NBITS_ISA=avx2 drops the first):
 //   build-*/bench/bench_matmul_nbits
@@ -49,6 +54,10 @@ namespace {
 
 // Weights touched before one repeats; NBITS_BENCH_HOT=1 keeps one copy (cache-resident: compute roof).
 const size_t kRotateBytes = std::getenv("NBITS_BENCH_HOT") != nullptr ? 0 : size_t{320} << 20;
+// NBITS_BENCH_CHOICE=1: pack as the loaders do, with the measured kernel choice (kernels/kernel_choice.h:
+// the fastest candidate of every set per role, or the one a NBITS_KERNEL_CHOICE_FILE names); the
+// label names the kernel that ran.
+const bool kChoice = std::getenv("NBITS_BENCH_CHOICE") != nullptr;
 constexpr size_t kCacheBudget = size_t{3} << 30;  // packed copies kept between benchmarks
 
 ThreadPool& pool(int threads) {
@@ -137,6 +146,7 @@ const Packed& packed(const MatMulNBitsKernel& k, const Quant& q, bool fp16, int6
     options.fp16_scales = fp16;
     options.super_scales = PackOptions::auto_format("NBITS_SUPER_SCALES", false);
     options.int6 = PackOptions::auto_format("NBITS_INT6", false);
+    options.kernel_choice = kChoice;
     p.copies.push_back(k.pack_opts(src.w, options));
     total += p.copies.back()->packed_bytes();
   } while (total < kRotateBytes);

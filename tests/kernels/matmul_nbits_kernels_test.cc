@@ -672,6 +672,8 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {8, 32, 32 * 5 + 1, false, false, 7, 64, false, false, false, false},  // a 7-bit span
       // Super-block scales (GGUF's K-quants): Q4_K with mins, Q6_K as int6, Q5_K-like int5 with mins.
       {4, 32, 256 * 2 + 32 * 3 + 5, false, true, 8, 0, false, false, true, false},
+      {4, 64, 256 * 2 + 64 + 9, false, true, 8, 0, false, false, true, false},  // 4 blocks a super-block
+      {4, 32, 256 + 32 * 5 + 3, true, false, 8, 0, false, false, true, false},  // zero points, no mins
       {8, 16, 256 + 16 * 5 + 7, false, false, 6, 96, false, true, true, false},
       {8, 32, 256 + 32 * 2 + 11, false, true, 5, 0, true, false, true, false},
   };

@@ -275,11 +275,64 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
   // The formats only the AVX2 kernels read: its GEMV, and the VNNI GEMMs on widened panels.
   if ((p.super_blocks > 0 || p.bits == 5 || p.bits == 6) && cpu.avx2 && cpu.fma && cpu.f16c) {
     const X16Int8Kernels narrow = avx2_int8_for<kAsym>(p);
+    // int4 with super-block scales (GGUF Q4_K) and int5 / int6 without zero points: VNNI GEMVs
+    // read them too (qgemv_q4x16k_*, qgemv_q56x16_1p_*).
+    const bool q4k = p.super_blocks > 0 && p.bits == 4, q56 = (p.bits == 5 || p.bits == 6) && !kAsym;
+    const int sc = p.super_blocks > 0 ? 2 : kF16 ? 1 : 0;
+    // The int5 / int6 GEMV of one set in scale format sc, named as the AVX2 one with the set's suffix.
+    using Gemv = decltype(X16Int8Kernels::gemv);
+    const auto q56_gemv = [&](const Gemv(&fn5)[3], const Gemv(&fn6)[3], const char* suffix) {
+      const std::string name = narrow.gemv_name;
+      return std::pair<Gemv, const char*>{p.bits == 5 ? fn5[sc] : fn6[sc],
+                                          intern(name.substr(0, name.size() - 5) + suffix)};  // less "_avx2"
+    };
+    const auto with_gemv = [&](X16Int8Kernels k, decltype(X16Int8Kernels::gemv) gemv, const char* name) {
+      k.gemv = gemv, k.gemv_name = name;
+      return k;
+    };
     if (avx512 && cpu.avx512vnni) {
-      r.push_back(widened(narrow, qgemm_x16_widened_avx512vnni<kAsym>, p, "6x32_avx512vnni"));
-      r.push_back(widened(narrow, qgemm_x16_widened_ymm_avx512vnni<kAsym>, p, "6x16_ymm_avx512vnni"));
+      const X16Int8Kernels zmm = widened(narrow, qgemm_x16_widened_avx512vnni<kAsym>, p, "6x32_avx512vnni");
+      const X16Int8Kernels ymm =
+          widened(narrow, qgemm_x16_widened_ymm_avx512vnni<kAsym>, p, "6x16_ymm_avx512vnni");
+      r.push_back(zmm);
+      r.push_back(ymm);
+      if (q4k) {
+        r.push_back(with_gemv(zmm, qgemv_q4x16k_avx512vnni<kAsym>, "qgemv_q4x16k_avx512vnni"));
+        r.push_back(with_gemv(zmm, qgemv_q4x16k_1p_avx512vnni<kAsym>, "qgemv_q4x16k_avx512vnni_1p"));
+        r.push_back(with_gemv(ymm, qgemv_q4x16k_ymm_avx512vnni<kAsym>, "qgemv_q4x16k_ymm_avx512vnni"));
+        r.push_back(with_gemv(ymm, qgemv_q4x16k_1p_ymm_avx512vnni<kAsym>, "qgemv_q4x16k_ymm_avx512vnni_1p"));
+      }
+      if (q56) {
+        const Gemv z5[] = {qgemv_q56x16_1p_avx512vnni<5, 0>, qgemv_q56x16_1p_avx512vnni<5, 1>,
+                           qgemv_q56x16_1p_avx512vnni<5, 2>};
+        const Gemv z6[] = {qgemv_q56x16_1p_avx512vnni<6, 0>, qgemv_q56x16_1p_avx512vnni<6, 1>,
+                           qgemv_q56x16_1p_avx512vnni<6, 2>};
+        const Gemv y5[] = {qgemv_q56x16_1p_ymm_avx512vnni<5, 0>, qgemv_q56x16_1p_ymm_avx512vnni<5, 1>,
+                           qgemv_q56x16_1p_ymm_avx512vnni<5, 2>};
+        const Gemv y6[] = {qgemv_q56x16_1p_ymm_avx512vnni<6, 0>, qgemv_q56x16_1p_ymm_avx512vnni<6, 1>,
+                           qgemv_q56x16_1p_ymm_avx512vnni<6, 2>};
+        const auto [zf, zn] = q56_gemv(z5, z6, "_avx512vnni_1p");
+        const auto [yf, yn] = q56_gemv(y5, y6, "_ymm_avx512vnni_1p");
+        r.push_back(with_gemv(zmm, zf, zn));
+        r.push_back(with_gemv(ymm, yf, yn));
+      }
     }
-    if (cpu.avx_vnni) r.push_back(widened(narrow, qgemm_x16_widened_avxvnni<kAsym>, p, "4x16_avxvnni"));
+    if (cpu.avx_vnni) {
+      const X16Int8Kernels ymm = widened(narrow, qgemm_x16_widened_avxvnni<kAsym>, p, "4x16_avxvnni");
+      r.push_back(ymm);
+      if (q4k) {
+        r.push_back(with_gemv(ymm, qgemv_q4x16k_avxvnni<kAsym>, "qgemv_q4x16k_avxvnni"));
+        r.push_back(with_gemv(ymm, qgemv_q4x16k_1p_avxvnni<kAsym>, "qgemv_q4x16k_avxvnni_1p"));
+      }
+      if (q56) {
+        const Gemv v5[] = {qgemv_q56x16_1p_avxvnni<5, 0>, qgemv_q56x16_1p_avxvnni<5, 1>,
+                           qgemv_q56x16_1p_avxvnni<5, 2>};
+        const Gemv v6[] = {qgemv_q56x16_1p_avxvnni<6, 0>, qgemv_q56x16_1p_avxvnni<6, 1>,
+                           qgemv_q56x16_1p_avxvnni<6, 2>};
+        const auto [vf, vn] = q56_gemv(v5, v6, "_avxvnni_1p");
+        r.push_back(with_gemv(ymm, vf, vn));
+      }
+    }
   }
   if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
 }

@@ -58,6 +58,10 @@ struct Zmm {
   static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static I and_(I a, I b) { return _mm512_and_si512(a, b); }
   static I srli16_4(I x) { return _mm512_srli_epi16(x, 4); }
+  static I slli16(I x, int n) { return _mm512_slli_epi16(x, static_cast<unsigned>(n)); }
+  static I srli16(I x, int n) { return _mm512_srli_epi16(x, static_cast<unsigned>(n)); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
   static I dpbusd(I d, I u8, I s8) { return _mm512_dpbusd_epi32(d, u8, s8); }
   // The 16 zero points (bytes at p) as int32.
   static I zero_points(const uint8_t* p) {
@@ -72,6 +76,13 @@ struct Zmm {
     return load_scales16<kF16>(p);
   }
   static F loadf(const uint8_t* p) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p)); }
+  // 16 fp16 at p, widened exactly; (float)q * d of 16 int8 at q (super-block scales).
+  static F halves(const uint8_t* p) { return load_scales16<true>(p); }
+  static F times_i8(const uint8_t* q, F d) {
+    const __m512i v =
+        _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(v), d);
+  }
   static F accumulate(F acc, I dot, float sa, F scales) {
     return x16_avx512::accumulate(acc, dot, sa, scales);
   }

@@ -22,6 +22,10 @@ struct Ymm {
   static I load(const uint8_t* p) { return avx2::load_codes(p); }
   static I and_(I a, I b) { return _mm256_and_si256(a, b); }
   static I srli16_4(I x) { return _mm256_srli_epi16(x, 4); }
+  static I slli16(I x, int n) { return _mm256_slli_epi16(x, n); }
+  static I srli16(I x, int n) { return _mm256_srli_epi16(x, n); }
+  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
   static I dpbusd(I d, I u8, I s8) { return Dp::dp(d, u8, s8); }
   static I zero_points(const uint8_t* p) { return avx2::load_zp8(p); }
   // -zp * qsum: blocks of <= 256 have |qsum| <= 127 * 256, so both factors fit int16 (the high
@@ -37,6 +41,12 @@ struct Ymm {
     return avx2::load_scales8<kF16>(p, 0);
   }
   static F loadf(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  // kLanes fp16 at p, widened exactly; (float)q * d of kLanes int8 at q (super-block scales).
+  static F halves(const uint8_t* p) { return avx2::load_scales8<true>(p, 0); }
+  static F times_i8(const uint8_t* q, F d) {
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), d);
+  }
   static F accumulate(F acc, I dot, float sa, F scales) { return avx2::accumulate(acc, dot, sa, scales); }
   static F add_min_term(F acc, F mins, float sa, int32_t qsum) {
     return avx2::add_min_term(acc, mins, sa, qsum);
