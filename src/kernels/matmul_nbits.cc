@@ -2,6 +2,7 @@
 #include "kernels/matmul_nbits.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,19 @@
 #endif
 
 namespace nbits::kernels {
+
+namespace {
+std::atomic<bool> file_size_fast{false};
+}  // namespace
+
+void set_file_size_formats_fast(bool fast) { file_size_fast.store(fast); }
+
+void PackOptions::file_size_formats(int threads) {
+  (void)matmul_nbits_kernels();  // the architecture registers with its table
+  const bool on = threads >= 2 || (file_size_fast.load() && kernel_choice_on());
+  super_scales = auto_format("NBITS_SUPER_SCALES", on);
+  int6 = auto_format("NBITS_INT6", on);
+}
 
 bool PackOptions::auto_format(const char* name, bool otherwise) {
   const char* e = std::getenv(name);

@@ -96,8 +96,9 @@ struct PackOptions {
   // that are exactly an fp16 super-block scale times int8 (K-quants) stored so (Q4_K 6 -> 4.625
   // bits a weight), and int8 codes spanning at most 64 values in blocks of 16k as int6 (Q6_K
   // 8 -> 6 bits). Results are the same bits; they read fewer bytes but cost more arithmetic a
-  // weight: on the AMD Zen3 measured, decode was 1.11x slower at 1 thread (compute-bound) and 2%
-  // faster at 2 (docs/PERFORMANCE.md). Off here; the loaders turn them on with auto_format().
+  // weight: with the AVX2 GEMVs on the AMD Zen3 measured, decode was 1.11x slower at 1 thread
+  // (compute-bound) and 2% faster at 2 (docs/PERFORMANCE.md). Off here; the loaders turn them on
+  // with file_size_formats().
   bool super_scales = false;
   bool int6 = false;
   // Where other kernel sets' micro-kernels can run the packed weight too (bit-exact), time them
@@ -109,7 +110,17 @@ struct PackOptions {
   // The choice for these formats: environment variable `name` "1" or "0" when set, else
   // `otherwise` (the loaders: on when the session runs 2 threads or more).
   static bool auto_format(const char* name, bool otherwise);
+  // super_scales and int6 for a session of `threads` threads, each by auto_format
+  // (NBITS_SUPER_SCALES, NBITS_INT6): on with 2 threads or more (decode is bandwidth-bound), and on
+  // one thread too where the kernel choice is on and the architecture has GEMVs that read them at
+  // memory speed (set_file_size_formats_fast).
+  void file_size_formats(int threads);
 };
+
+// Registration (an architecture's register_*_matmul_nbits): with the kernel choice on, its CompInt8
+// GEMVs read the formats at a GGUF file's size (PackOptions::super_scales, int6) about as fast as
+// the plain ones on one thread (x86 VNNI: qgemv_q4x16k_*, qgemv_q56x16_1p_*).
+void set_file_size_formats_fast(bool fast);
 
 // One entry of the kernel table. Tests iterate the table; dispatch picks the
 // first entry (in table order = preference) whose requirements hold.

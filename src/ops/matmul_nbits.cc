@@ -134,9 +134,7 @@ std::unique_ptr<Op> pack_matmul(OpBuild& b, const kernels::QuantizedMatrix& w, s
   pack_options.fp16_scales = b.options.fp16_scales;
   pack_options.pool = b.pool;
   // GGUF K-quants at about the file's size where decode is bandwidth-bound (kernels::PackOptions).
-  const bool many = b.pool != nullptr && b.pool->num_threads() >= 2;
-  pack_options.super_scales = kernels::PackOptions::auto_format("NBITS_SUPER_SCALES", many);
-  pack_options.int6 = kernels::PackOptions::auto_format("NBITS_INT6", many);
+  pack_options.file_size_formats(b.pool != nullptr ? b.pool->num_threads() : 1);
   // Let the source rows' file pages go as they are packed (B, fp32 scales, zero points).
   pack_options.rows_consumed = [&](int64_t rows) {
     if (!release) return;

@@ -168,9 +168,7 @@ std::unique_ptr<Op> make_mixture_of_experts(OpBuild& b) {
   options.fp16_scales = b.options.fp16_scales;
   options.pool = b.pool;
   // GGUF K-quants at about the file's size where decode is bandwidth-bound (kernels::PackOptions).
-  const bool many = b.pool != nullptr && b.pool->num_threads() >= 2;
-  options.super_scales = kernels::PackOptions::auto_format("NBITS_SUPER_SCALES", many);
-  options.int6 = kernels::PackOptions::auto_format("NBITS_INT6", many);
+  options.file_size_formats(b.pool != nullptr ? b.pool->num_threads() : 1);
   for (int p = 0; p < 3; ++p) {
     const Proj& pr = proj[p];
     size_t bytes = 0;

@@ -236,14 +236,16 @@ const char* intern(const std::string& name) {
 }
 
 // The AVX2 kernels of a format only they read, with a VNNI set's GEMM on its panels widened to a
-// plain format (x16_vnni.h qgemm_x16_widened_<isa>), named e.g. "qgemm_q5x16h_widen_6x32_avx512vnni".
+// plain format (x16_vnni.h qgemm_x16_widened_<isa>), named e.g. "qgemm_q5x16h_widen_6x32_avx512vnni"
+// (GGUF Q4_K's panels: read as they are, "qgemm_q4x16k_6x32_avx512vnni").
 X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, const quant::PackedX16& p,
                        const char* tile_isa) {
   k.gemm = gemm;
   std::string name = "qgemm_q" + std::to_string(p.bits) + "x16";
   if (p.super_blocks > 0) name += "k";
   if (p.scales_fp16) name += "h";
-  name += "_widen_";
+  // The tile reads int4 with super-block scales and no zero points as it is (x16_vnni_tile_inl.h).
+  name += p.super_blocks > 0 && p.bits == 4 && !p.has_zp ? "_" : "_widen_";
   name += tile_isa;
   k.gemm_name = intern(name);
   return k;
@@ -351,6 +353,10 @@ std::vector<X16Int8Kernels> x86_int8_alternatives(const quant::PackedX16& p) {
 
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   set_x16_int8_alternatives(x86_int8_alternatives);
+  const CpuFeatures& cpu = cpu_features();
+  set_file_size_formats_fast(
+      (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni) ||
+      (cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni));
   // Most preferred first.
   t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/true});
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
