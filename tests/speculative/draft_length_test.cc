@@ -54,6 +54,22 @@ TEST(DraftLength, AnExpensiveVerifyStepKeepsDraftsShort) {
   EXPECT_LT(dear.next(), cheap.next());
 }
 
+// Step times that grow faster than the drafted tokens (a second row tile from 6 rows on): the
+// length whose measured time pays best is kept, not the longest a straight line would favour.
+TEST(DraftLength, MeasuredLengthsArePricedAsMeasured) {
+  // The 1.5B with a 0.5B draft on AMD Zen4, 1 thread (ms): plain, 1, 5 and 8 drafted tokens.
+  const auto cost = [](int64_t k) { return k == 0 ? 35.0 : k <= 5 ? 35.0 + 26.6 * k : 35.0 + 34.3 * k; };
+  DraftLength d(8);
+  for (int64_t k : {0, 0, 0, 1, 1, 5, 5, 8, 8}) d.record_step(k, k, cost(k));
+  EXPECT_DOUBLE_EQ(d.measured_ms(8), cost(8));
+  EXPECT_EQ(d.next(), 5);
+  for (int i = 0; i < 20; ++i) {
+    const int64_t k = d.next();
+    d.record_step(k, k, cost(k));
+  }
+  EXPECT_EQ(d.next(), 5);
+}
+
 TEST(DraftLength, BadArgumentsAreRefused) {
   EXPECT_THROW(DraftLength(-1), Error);
   EXPECT_THROW(DraftLength(65), Error);

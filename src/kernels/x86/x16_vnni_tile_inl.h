@@ -59,6 +59,10 @@ struct Args {
   float* Y;
   int64_t ldy;
   const float* bias;
+  // One row tile per panel (the GEMV, and small M: a speculative verify step): the tile streams the
+  // panels from memory itself, prefetching ahead as it goes; else the next panel group is fetched
+  // in slices over the row tiles (kernels/panel_prefetch.h).
+  bool stream;
 };
 
 // Rows [0, R) of the tile (qa rows k_blocks*block apart, sa / qsum rows k_blocks apart) times
@@ -120,7 +124,7 @@ void tile(const Args& a, int64_t p) {
     const int8_t* q = a.qa + b * w.block;
 #pragma GCC unroll 8
     for (int64_t g = 0; g < groups; ++g, codes += 64, q += kGroupK) {
-      if constexpr (R == 1)  // the GEMV streams the weights once: prefetch ahead of each panel
+      if (a.stream)  // the weights are read once: prefetch ahead of each panel
         for (int j = 0; j < P; ++j)
           _mm_prefetch(reinterpret_cast<const char*>(codes + j * ps) + 4096, _MM_HINT_T0);
       I x[J];
@@ -134,7 +138,7 @@ void tile(const Args& a, int64_t p) {
         if constexpr (kBits != 4) {  // steps 2g (low nibbles) and 2g + 1 (high) of plane 2g / kPlaneSteps
           const uint8_t* plane = planes + 64 * (2 * g / kPlaneSteps);
           const int t = static_cast<int>(2 * g % kPlaneSteps);
-          if (R == 1 && t == 0)
+          if (a.stream && t == 0)
             for (int j = 0; j < P; ++j)
               _mm_prefetch(reinterpret_cast<const char*>(plane + j * ps) + 4096, _MM_HINT_T0);
           for (int j = 0; j < J; ++j) {
@@ -228,15 +232,19 @@ void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
         tiles<V, kBits, 1, G, kAsym, kF16, kWide, kMins, kSuper>(std::make_integer_sequence<int, RT>{});
     const int64_t kb = w.k_blocks, kp = kb * w.block;
     const int64_t tiles_m = (M + RT - 1) / RT;
+    const bool stream = tiles_m == 1;
     for (int64_t p = p0; p < p1;) {
-      const bool full = p + PT <= p1;
+      // Small M (one row tile, M > 1): one panel at a time, one stream from memory (on Zen4 two
+      // streams took up to 2x the time of one: a 2-row step 2.1x a 1-row one). The GEMV keeps PT
+      // panels (its 4-panel and one-panel forms are both candidates of the kernel choice).
+      const bool full = !(stream && M > 1) && p + PT <= p1;
       const int64_t next = p + (full ? PT : 1);
-      // M > 1: the next panel group while this one's row tiles run (kernels/panel_prefetch.h).
-      const uint8_t* np = M > 1 && next < p1 ? w.panel(next) : nullptr;
+      // Several row tiles: the next panel group while this one's run (kernels/panel_prefetch.h).
+      const uint8_t* np = !stream && next < p1 ? w.panel(next) : nullptr;
       const size_t next_bytes = static_cast<size_t>(std::min<int64_t>(PT, p1 - next)) * w.panel_stride;
       for (int64_t m = 0; m < M; m += RT) {
         prefetch_slice(np, next_bytes, m / RT, tiles_m);
-        const Args a{&w, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias};
+        const Args a{&w, qa + m * kp, sa + m * kb, qsum + m * kb, Y + m * ldy, ldy, bias, stream};
         (full ? grouped : single)[std::min<int64_t>(RT, M - m) - 1](a, p);
       }
       p += full ? PT : 1;
@@ -257,6 +265,20 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
     if (w.super_blocks > 0 && w.bits == 4)
       return run_tiles<V, 4, RT, PT, false, false, false, false, -1, true>(w, p0, p1, M, qa, sa, qsum, Y, ldy,
                                                                            bias);
+  // int5 / int6 without zero points, in one row tile (small M: a speculative verify step): the tile
+  // reads them as they are, one panel at a time (fp16 or super-block scales: GGUF Q5_0 / Q5_1 /
+  // Q5_K / Q6_K). More rows amortise a widening: the int8 tile then has no unpacking a row tile.
+  if constexpr (!kAsym)
+    if ((w.bits == 5 || w.bits == 6) && M <= RT && (w.super_blocks > 0 || w.scales_fp16)) {
+      using F = void (*)(const PackedX16&, int64_t, int64_t, int64_t, const int8_t*, const float*,
+                         const int32_t*, float*, int64_t, const float*);
+      constexpr F k5 = run_tiles<V, 5, RT, 1, false, false, false, false, -1, true>,
+                  h5 = run_tiles<V, 5, RT, 1, false, true, false, false, -1, false>,
+                  k6 = run_tiles<V, 6, RT, 1, false, false, false, false, -1, true>,
+                  h6 = run_tiles<V, 6, RT, 1, false, true, false, false, -1, false>;
+      const F f = w.super_blocks > 0 ? (w.bits == 5 ? k5 : k6) : (w.bits == 5 ? h5 : h6);
+      return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    }
   if (M < 4) {
     if (w.super_blocks > 0 && w.bits == 4)
       return qgemm_q4x16_4x16_avx2<kAsym, 2>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
