@@ -75,8 +75,9 @@ if [ ! -f "$tiny/gemma3.llama_cpp.json" ]; then
 fi
 # Tiny models added later, each made alone (its own random stream) with both references: every
 # other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4), gemma2 (softcaps,
-# alternating windows), granite (multipliers), and the mixture-of-experts architectures.
-for m in quants gemma2 granite qwen3moe qwen2moe olmoe mixtral granitemoe; do
+# alternating windows), granite (multipliers), gemma (1), smollm3 (NoPE layers), olmo2 (post-norms only,
+# sliding windows), lfm2 (gated short convolutions) and the mixture-of-experts architectures.
+for m in quants gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe; do
   [ -f "$tiny/$m.llama_cpp.json" ] && continue
   bash bench/peers/install.sh >/dev/null
   "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" "$m"

@@ -180,11 +180,11 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
       for (const auto& [k, n] : plan)
         plan_rows.push_back({{"op", k.first}, {"kernel", k.second}, {"nodes", n}});
       std::string cache = "none", kv_dtype = "none";
-      bool q8 = false;  // --kv-cache q8 applies: GroupQueryAttention owns the cache
+      bool q8 = false;  // --kv-cache q8 applies: GroupQueryAttention (ShortConv) owns the cache
       for (const auto& o : g.outputs)
         if (o.name.rfind("present", 0) == 0) {
-          q8 = session->output_producer(o.name) == "GroupQueryAttention";
-          cache = q8 ? "one buffer updated in place (GroupQueryAttention)"
+          q8 = graph::updates_cache_in_place(session->output_producer(o.name));
+          cache = q8 ? "one buffer updated in place (" + session->output_producer(o.name) + ")"
                      : "copied every step (present = " + session->output_producer(o.name) + ")";
           kv_dtype = graph::dtype_name(session->output_dtype(o.name));
           break;

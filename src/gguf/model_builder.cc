@@ -73,13 +73,39 @@ bool is_gguf_path(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
 }
 
+namespace {
+
+// attention.head_count_kv: one count, or one per layer (equal but for lfm2's 0 on its convolution
+// layers, which go to hp.conv_layer); the attention layers' count.
+int64_t read_head_count_kv(const File& f, Hyperparams& hp) {
+  const std::string k = layer_key(hp, "attention.head_count_kv");
+  const Value* v = f.find(k);
+  if (v == nullptr || v->type != ValueType::kArray) return f.get_int(k).value_or(hp.n_head);
+  const std::vector<int64_t> per = f.get_ints(k);
+  if (static_cast<int64_t>(per.size()) != hp.n_layer)
+    f.fail(k + " has " + std::to_string(per.size()) + " entries for " + std::to_string(hp.n_layer) +
+           " layers");
+  int64_t n = 0;
+  for (const int64_t c : per) {
+    if (c < 0 || (c > 0 && n > 0 && c != n) || (c == 0 && hp.arch != "lfm2"))
+      f.fail(k + ": per-layer KV head counts must be equal (0 marks an lfm2 convolution layer)");
+    if (c > 0) n = c;
+    hp.conv_layer.push_back(c == 0);
+  }
+  if (n == 0) f.fail(k + ": no attention layer");
+  return n;
+}
+
+}  // namespace
+
 Hyperparams read_hyperparams(const File& f) {
   Hyperparams hp;
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  static const char* const kArchs[] = {"llama",   "qwen2",    "qwen3",    "phi3",  "gemma2",    "gemma3",
-                                       "granite", "qwen2moe", "qwen3moe", "olmoe", "granitemoe"};
+  static const char* const kArchs[] = {"llama",  "qwen2",    "qwen3",    "phi3",    "gemma",
+                                       "gemma2", "gemma3",   "granite",  "smollm3", "olmo2",
+                                       "lfm2",   "qwen2moe", "qwen3moe", "olmoe",   "granitemoe"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -90,7 +116,7 @@ Hyperparams read_hyperparams(const File& f) {
   hp.n_layer = f.get_int_required(key("block_count"));
   hp.n_embd = f.get_int_required(key("embedding_length"));
   hp.n_head = f.get_int_required(key("attention.head_count"));
-  hp.n_head_kv = f.get_int(key("attention.head_count_kv")).value_or(hp.n_head);
+  hp.n_head_kv = read_head_count_kv(f, hp);
   hp.context_length = f.get_int_required(key("context_length"));
   if (hp.n_layer <= 0 || hp.n_layer > 1024 || hp.n_embd <= 0 || hp.n_head <= 0 || hp.n_head_kv <= 0 ||
       hp.n_head % hp.n_head_kv != 0 || hp.context_length <= 0 || hp.context_length > (1 << 24))
@@ -135,10 +161,12 @@ Hyperparams read_hyperparams(const File& f) {
   hp.rope_orig_context = f.get_int(key("rope.scaling.original_context_length")).value_or(hp.context_length);
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
   // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
-  hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe";
+  hp.rope_interleaved =
+      hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe" || hp.arch == "smollm3";
   hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe";
-  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe" || hp.arch == "olmoe";
-  hp.qk_norm_full = hp.arch == "olmoe";
+  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe" || hp.arch == "olmoe" ||
+               hp.arch == "olmo2" || hp.arch == "lfm2";
+  hp.qk_norm_full = hp.arch == "olmoe" || hp.arch == "olmo2";
   // Experts: llama.cpp's MoE architectures, and llama with expert_count > 0 (Mixtral).
   const bool moe_arch =
       hp.arch == "qwen2moe" || hp.arch == "qwen3moe" || hp.arch == "olmoe" || hp.arch == "granitemoe";
@@ -156,8 +184,22 @@ Hyperparams read_hyperparams(const File& f) {
     hp.moe_normalize = hp.arch == "qwen3moe" || hp.arch == "granitemoe" || hp.arch == "llama";
   }
   hp.fused_gate_up = hp.arch == "phi3";
-  hp.gemma = hp.arch == "gemma2" || hp.arch == "gemma3";
+  hp.gemma = hp.arch == "gemma" || hp.arch == "gemma2" || hp.arch == "gemma3";
+  hp.pre_norms = hp.arch != "olmo2";
+  hp.post_norms = hp.arch == "gemma2" || hp.arch == "gemma3" || hp.arch == "olmo2";
+  if (hp.arch == "smollm3") hp.nope_period = 4;  // llama.cpp's n_no_rope_layer_step, fixed for smollm3
   hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.head_dim));
+  // Sliding-window layers where attention.sliding_window > 0 (gemma3, olmo2): layer l is local when
+  // l % sliding_window_pattern < pattern - 1, with rope.freq_base_swa and no rope scaling.
+  const auto read_swa = [&](int64_t period, double base_swa) {
+    hp.swa_window = f.get_int(key("attention.sliding_window")).value_or(0);
+    if (hp.swa_window < 0) f.fail(key("attention.sliding_window") + " must not be negative");
+    if (hp.swa_window == 0) return;
+    hp.swa_period = f.get_int(key("attention.sliding_window_pattern")).value_or(period);
+    if (hp.swa_period < 1) f.fail(key("attention.sliding_window_pattern") + " must be positive");
+    hp.rope_base_swa = f.get_float(key("rope.freq_base_swa")).value_or(base_swa);
+    if (!(hp.rope_base_swa > 0)) f.fail(key("rope.freq_base_swa") + " must be positive");
+  };
   if (hp.arch == "gemma2") {
     // llama.cpp's gemma2: every even layer sees the last sliding_window (default 4096) keys, with
     // the global rope; q.k soft-capped (attn_logit_softcapping, default 50) and the logits
@@ -187,19 +229,26 @@ Hyperparams read_hyperparams(const File& f) {
     if (hp.embedding_scale == 0) hp.embedding_scale = 1.0;
     if (hp.residual_scale == 0) hp.residual_scale = 1.0;
     if (hp.logit_scale == 0) hp.logit_scale = 1.0;
-  } else if (hp.gemma) {
+  } else if (hp.arch == "gemma3") {
     // llama.cpp: gemma3 27B (62 layers) scales by n_embd / n_head instead of the head size.
     if (hp.n_layer == 62) hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.n_embd / hp.n_head));
-    hp.swa_window = f.get_int(key("attention.sliding_window")).value_or(0);
-    if (hp.swa_window < 0) f.fail(key("attention.sliding_window") + " must not be negative");
-    if (hp.swa_window > 0) {
-      hp.swa_period = f.get_int(key("attention.sliding_window_pattern")).value_or(6);
-      if (hp.swa_period < 1) f.fail(key("attention.sliding_window_pattern") + " must be positive");
-      hp.rope_base_swa = f.get_float(key("rope.freq_base_swa")).value_or(10000.0);
-      if (!(hp.rope_base_swa > 0)) f.fail(key("rope.freq_base_swa") + " must be positive");
-    }
+    read_swa(6, 10000.0);
     hp.final_softcap = f.get_float(key("final_logit_softcapping")).value_or(0.0);
     if (!(hp.final_softcap >= 0)) f.fail(key("final_logit_softcapping") + " must not be negative");
+  } else if (hp.arch == "lfm2") {
+    // llama.cpp's lfm2: shortconv.l_cache taps (3 in LFM2 and LFM2.5); the final norm's tensor is
+    // token_embd_norm. Its sliding-window variant is not supported.
+    hp.conv_taps = f.get_int_required(key("shortconv.l_cache"));
+    if (hp.conv_taps < 2 || hp.conv_taps > 64)
+      f.fail(key("shortconv.l_cache") + " " + std::to_string(hp.conv_taps) + " must be in [2, 64]");
+    if (f.get_int(key("attention.sliding_window")).value_or(0) > 0)
+      f.fail(key("attention.sliding_window") + " > 0 (LFM2 with sliding-window attention) is not supported");
+    hp.output_norm = "token_embd_norm.weight";
+  } else if (hp.arch == "olmo2") {
+    // llama.cpp's olmo2 (OLMo 3 files too): pattern 4 by default; its graph ropes the local layers
+    // with the global base (as OLMo 3 does), whatever rope.freq_base_swa says, but unscaled.
+    read_swa(4, hp.rope_base);
+    hp.rope_base_swa = hp.rope_base;
   }
   // phi3's sliding_window is ignored, as llama.cpp does ("Phi SWA is currently disabled").
 
@@ -409,6 +458,7 @@ class Builder {
   void mask_inputs();
   std::string embedding();
   std::string attention(int64_t l, const std::string& x);
+  std::string short_conv(int64_t l, const std::string& x);
   std::string attention_core(int64_t l, const std::string& q, const std::string& k, const std::string& v);
   std::string mlp(int64_t l, const std::string& x);
   std::string swiglu(const std::string& x, const TensorInfo& gate, const TensorInfo& up,
@@ -549,6 +599,7 @@ std::string Builder::embedding() {
 }
 
 std::string Builder::attention(int64_t l, const std::string& x) {
+  if (!hp_.conv_layer.empty() && hp_.conv_layer[static_cast<size_t>(l)]) return short_conv(l, x);
   const int64_t E = hp_.n_embd, H = hp_.head_dim, Nq = hp_.n_head * H, Nkv = hp_.n_head_kv * H;
   const std::string p = "/model/layers." + std::to_string(l) + "/attn/";
   std::string q, k, v;
@@ -597,6 +648,25 @@ std::string Builder::attention(int64_t l, const std::string& x) {
   return attention_core(l, q, k, v);
 }
 
+// lfm2's gated short convolution (llama.cpp's build_shortconv_block): in_proj to b, c and x, then
+// ShortConv (c * conv(b * x), its state in the layer's KV cache slot), then out_proj.
+std::string Builder::short_conv(int64_t l, const std::string& x) {
+  const int64_t E = hp_.n_embd;
+  const std::string L = std::to_string(l), p = "/model/layers." + L + "/conv/";
+  const std::string bcx =
+      matmul(x, {&need(blk(l, "shortconv.in_proj.weight"), {E, 3 * E})}, {}, p + "in_proj/MatMul");
+  const TensorInfo& w = need(blk(l, "shortconv.conv.weight"), {hp_.conv_taps, E});
+  const std::string taps = g_.own_floats(p + "conv.weight", {E, hp_.conv_taps}, float_copy(w));
+  onnx::Node& n = g_.node("ShortConv", "nbits.internal", p + "ShortConv",
+                          {bcx, taps, "", "past_key_values." + L + ".key", "past_key_values." + L + ".value",
+                           seqlens_k_, total_len_},
+                          3);
+  n.outputs[1] = "present." + L + ".key";
+  n.outputs[2] = "present." + L + ".value";
+  const std::string y = n.outputs[0];
+  return matmul(y, {&need(blk(l, "shortconv.out_proj.weight"), {E, E})}, {}, p + "out_proj/MatMul");
+}
+
 // GroupQueryAttention over q (packed qkv when k and v are "") and the output projection.
 std::string Builder::attention_core(int64_t l, const std::string& q, const std::string& k,
                                     const std::string& v) {
@@ -604,17 +674,18 @@ std::string Builder::attention_core(int64_t l, const std::string& q, const std::
   const std::string p = "/model/layers." + std::to_string(l) + "/attn/";
   const std::string L = std::to_string(l);
   const bool swa = is_swa(l);
-  onnx::Node& n = g_.node("GroupQueryAttention", kMs, p + "GroupQueryAttention",
-                          {q, k, v, "past_key_values." + L + ".key", "past_key_values." + L + ".value",
-                           seqlens_k_, total_len_, swa ? cos_swa_ : cos_, swa ? sin_swa_ : sin_},
-                          3);
+  const bool rope = hp_.nope_period == 0 || (l + 1) % hp_.nope_period != 0;  // smollm3: NoPE layers
+  std::vector<std::string> in = {
+      q, k, v, "past_key_values." + L + ".key", "past_key_values." + L + ".value", seqlens_k_, total_len_};
+  if (rope) in.insert(in.end(), {swa ? cos_swa_ : cos_, swa ? sin_swa_ : sin_});
+  onnx::Node& n = g_.node("GroupQueryAttention", kMs, p + "GroupQueryAttention", in, 3);
   n.outputs[1] = "present." + L + ".key";
   n.outputs[2] = "present." + L + ".value";
   GraphBuilder::attr(n, "num_heads", hp_.n_head);
   GraphBuilder::attr(n, "kv_num_heads", hp_.n_head_kv);
   GraphBuilder::attr(n, "scale", static_cast<float>(hp_.attn_scale));
   GraphBuilder::attr(n, "local_window_size", swa ? hp_.swa_window : int64_t{-1});
-  GraphBuilder::attr(n, "do_rotary", int64_t{1});
+  GraphBuilder::attr(n, "do_rotary", int64_t{rope ? 1 : 0});
   GraphBuilder::attr(n, "rotary_interleaved", int64_t{hp_.rope_interleaved ? 1 : 0});
   if (hp_.attn_softcap > 0) GraphBuilder::attr(n, "softcap", static_cast<float>(hp_.attn_softcap));
   const std::string att = n.outputs[0];
@@ -764,24 +835,35 @@ void Builder::build() {
   }
   if (hp_.embedding_scale != 1.0)
     residual = scaled(residual, hp_.embedding_scale, "/model/embed_tokens/scale");
-  std::string x = rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {hp_.n_embd})),
-                           "/model/layers.0/input_layernorm");
+  // Each block: x = norm(residual) (olmo2: the residual itself), residual += post_norm(attention(x)),
+  // then the same around the FFN; the norm of a sum is one SkipSimplifiedLayerNormalization.
+  const int64_t E = hp_.n_embd;
+  std::string x = hp_.pre_norms ? rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {E})),
+                                           "/model/layers.0/input_layernorm")
+                                : residual;
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const std::string p = "/model/layers." + std::to_string(l);
     std::string att = attention(l, x);
     if (hp_.residual_scale != 1.0) att = scaled(att, hp_.residual_scale, p + "/attn/residual_scale");
-    if (hp_.gemma)
-      att =
-          rms_norm(att, vec(need(blk(l, "post_attention_norm.weight"), {hp_.n_embd})), p + "/post_attn_norm");
-    auto [h, sum] = skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {hp_.n_embd})),
-                              p + "/post_attention_layernorm", true);
+    if (hp_.post_norms)
+      att = rms_norm(att, vec(need(blk(l, "post_attention_norm.weight"), {E})), p + "/post_attn_norm");
+    std::string h, sum;
+    if (hp_.pre_norms)
+      std::tie(h, sum) = skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {E})),
+                                   p + "/post_attention_layernorm", true);
+    else
+      h = sum = g_.node("Add", "", p + "/attn/residual_add", {residual, att}).outputs[0];
     std::string down = mlp(l, h);
     if (hp_.residual_scale != 1.0) down = scaled(down, hp_.residual_scale, p + "/mlp/residual_scale");
-    if (hp_.gemma)
-      down = rms_norm(down, vec(need(blk(l, "post_ffw_norm.weight"), {hp_.n_embd})), p + "/post_ffw_norm");
+    if (hp_.post_norms)
+      down = rms_norm(down, vec(need(blk(l, "post_ffw_norm.weight"), {E})), p + "/post_ffw_norm");
     const bool last = l + 1 == hp_.n_layer;
-    const std::string next_w = last ? "output_norm.weight" : blk(l + 1, "attn_norm.weight");
-    auto [nx, nsum] = skip_norm(sum, down, vec(need(next_w, {hp_.n_embd})),
+    if (!last && !hp_.pre_norms) {
+      x = residual = g_.node("Add", "", p + "/mlp/residual_add", {sum, down}).outputs[0];
+      continue;
+    }
+    const std::string next_w = last ? hp_.output_norm : blk(l + 1, "attn_norm.weight");
+    auto [nx, nsum] = skip_norm(sum, down, vec(need(next_w, {E})),
                                 last ? "/model/layers." + std::to_string(l + 1) + "/final_norm_layernorm"
                                      : "/model/layers." + std::to_string(l + 1) + "/input_layernorm",
                                 !last);

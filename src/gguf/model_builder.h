@@ -3,8 +3,10 @@
 // (MatMulNBits with packed QKV, GroupQueryAttention with fused rotary,
 // SkipSimplifiedLayerNormalization, SwiGLU) plus the matching GenaiConfig.
 // Weights map without loss (gguf/quant_map.h); F32 tensors view the mapping.
-// Architectures: llama, qwen2, qwen3, phi3 (fused qkv and gate+up, LongRoPE), gemma2/gemma3
-// (sliding-window layers, extra norms, GELU gate, softcaps), granite (multipliers) and the
+// Architectures: llama, qwen2, qwen3, phi3 (fused qkv and gate+up, LongRoPE), gemma/gemma2/gemma3
+// (sliding-window layers, extra norms, GELU gate, softcaps), granite (multipliers), smollm3 (NoPE
+// layers), olmo2 (norms after attention and FFN only, q/k norms over all heads), lfm2 (gated
+// short convolutions between attention layers, nbits.internal ShortConv) and the
 // mixture-of-experts qwen3moe, qwen2moe, olmoe, granitemoe and Mixtral-style llama
 // (nbits.internal MixtureOfExperts, ops/moe.cc), as llama.cpp computes them; anything else is
 // refused by name.
@@ -32,8 +34,18 @@ struct Hyperparams {
   bool rope_interleaved = false;  // rotate adjacent pairs (llama.cpp's "normal" rope, arch llama)
   bool qkv_bias = false, qk_norm = false, tied_output = false;
   bool fused_gate_up = false;  // phi3: ffn_up holds the gate rows, then the up rows
-  // gemma2/gemma3: embedding * sqrt(n_embd), RMS norms after attention and after the FFN, GELU gate.
+  // gemma/gemma2/gemma3: embedding * sqrt(n_embd), GELU gate.
   bool gemma = false;
+  // RMS norms before attention and before the FFN (every architecture but olmo2), and of the
+  // attention and FFN outputs before their residual adds (gemma2, gemma3, olmo2).
+  bool pre_norms = true, post_norms = false;
+  // smollm3's NoPE layers: layer l has no rope when (l + 1) % nope_period == 0 (0: rope everywhere).
+  int64_t nope_period = 0;
+  // lfm2: the layers whose attention.head_count_kv entry is 0 are gated short convolutions of
+  // conv_taps taps (shortconv.l_cache) instead of attention; the final norm is token_embd_norm.
+  std::vector<bool> conv_layer;
+  int64_t conv_taps = 0;
+  std::string output_norm = "output_norm.weight";
   double attn_scale = 0.0;  // scale of q.k (llama.cpp's f_attention_scale; 1/sqrt(head_dim) by default)
   // Sliding-window layers (gemma2 / gemma3): layer l sees the last swa_window keys when
   // l % swa_period < swa_period - 1, with rope base rope_base_swa and no rope scaling.
@@ -50,7 +62,7 @@ struct Hyperparams {
   // (qwen2moe, olmoe); qwen2moe adds a shared expert with a sigmoid gate, granitemoe one without.
   int64_t n_expert = 0, n_expert_used = 0;
   bool moe_normalize = false;
-  bool qk_norm_full = false;      // olmoe: q and k RMS-normed over all heads at once
+  bool qk_norm_full = false;      // olmoe, olmo2: q and k RMS-normed over all heads at once
   double rope_attn_factor = 1.0;  // cos/sin scale (rope.scaling.attn_factor; LongRoPE's magnitude fix)
   // LongRoPE (phi3 128k): per-frequency divisors rope_factors_long/short.weight; llama.cpp takes
   // the long ones when the context exceeds rope.scaling.original_context_length.

@@ -348,7 +348,11 @@ void rename_inputs(std::vector<onnx::Node>& nodes, const std::string& from, cons
 
 namespace {
 
-bool is_gqa(const onnx::Node& n) { return n.op_type == "GroupQueryAttention" && n.domain == "com.microsoft"; }
+// GroupQueryAttention, or nbits' ShortConv (its cache inputs and outputs at the same places).
+bool is_cache_op(const onnx::Node& n) {
+  return (n.op_type == "GroupQueryAttention" && n.domain == "com.microsoft") ||
+         (n.op_type == "ShortConv" && n.domain == "nbits.internal");
+}
 
 // An fp16 KV cache value GroupQueryAttention reads (past, inputs 3-4) or writes
 // (present, outputs 1-2) as fp16 itself: no StorageCast at that boundary.
@@ -358,7 +362,7 @@ bool fp16_cache_input(const std::vector<onnx::Node>& nodes, const onnx::ValueInf
   for (const onnx::Node& n : nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] == in.name) {
-        if (!is_gqa(n) || (i != 3 && i != 4)) return false;
+        if (!is_cache_op(n) || (i != 3 && i != 4)) return false;
         read = true;
       }
   return read;
@@ -368,7 +372,7 @@ bool fp16_cache_output(const std::vector<onnx::Node>& nodes, const onnx::ValueIn
   if (out.elem_type != onnx::DataType::kFloat16) return false;
   for (const onnx::Node& n : nodes)
     for (size_t i = 0; i < n.outputs.size(); ++i)
-      if (n.outputs[i] == out.name) return is_gqa(n) && (i == 1 || i == 2);
+      if (n.outputs[i] == out.name) return is_cache_op(n) && (i == 1 || i == 2);
   return false;
 }
 
@@ -450,7 +454,7 @@ std::set<std::string> half_matmul_weights(const std::vector<onnx::Node>& nodes, 
 int set_kv_cache_dtype(const std::vector<onnx::Node>& nodes, onnx::Graph& g, onnx::DataType dtype) {
   std::set<std::string> cache;
   for (const onnx::Node& n : nodes) {
-    if (!is_gqa(n)) continue;
+    if (!is_cache_op(n)) continue;
     for (size_t i : {3, 4})
       if (n.has_input(i)) cache.insert(n.inputs[i]);
     for (size_t i : {1, 2})

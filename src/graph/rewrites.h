@@ -122,6 +122,7 @@ int fuse_gelu_tanh(std::vector<onnx::Node>& nodes, const onnx::Graph& g);
 // inputs 3-4) and outputs (present, outputs 1-2) that GroupQueryAttention nodes
 // read and write directly to `dtype` (kFloat or kFloat16, or kInt8: the int8 rows of
 // kernels/attention.h, head_size codes + a 4-byte scale, so a static last dim grows by 4).
+// ShortConv's slots (the same places) change with them: it keeps fp32 in the slot's bytes.
 // Returns how many changed.
 int set_kv_cache_dtype(const std::vector<onnx::Node>& nodes, onnx::Graph& g, onnx::DataType dtype);
 

@@ -77,6 +77,12 @@ struct MatMulNBitsInfo {
   std::string group;  // the fused group node running this weight (MatMulNBitsGroup), "" when alone
 };
 
+// True for the op types that update their KV cache slot in place, past and present being one
+// buffer: GroupQueryAttention, and ShortConv (LFM2's convolution state, ops/short_conv.cc).
+inline bool updates_cache_in_place(std::string_view op_type) {
+  return op_type == "GroupQueryAttention" || op_type == "ShortConv";
+}
+
 class Session {
  public:
   // path: model.onnx (external data next to it). Throws nbits::Error.
@@ -95,7 +101,7 @@ class Session {
   virtual DType input_dtype(std::string_view name) const = 0;
   virtual DType output_dtype(std::string_view name) const = 0;
   // Op type of the node that computes a graph output ("" when none does), e.g.
-  // "GroupQueryAttention" for a KV cache it can update in place.
+  // "GroupQueryAttention" for a KV cache it can update in place (updates_cache_in_place).
   virtual std::string output_producer(std::string_view name) const = 0;
 
   // Binds caller-owned memory to a graph input for the next run()s. The

@@ -73,10 +73,10 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
     require(inputs, past_v, "input", config_, "model.decoder.inputs.past_value_names");
     require(outputs, pres_k, "output", config_, "model.decoder.outputs.present_key_names");
     require(outputs, pres_v, "output", config_, "model.decoder.outputs.present_value_names");
-    // One shared buffer when GroupQueryAttention writes the present (it updates the
-    // cache in place, whatever genai_config's past_present_share_buffer says);
+    // One shared buffer when GroupQueryAttention (or ShortConv) writes the present (it updates
+    // the cache in place, whatever genai_config's past_present_share_buffer says);
     // present = Concat(past, new) (MHA exports) needs two.
-    if (l == 0) share_ = session_->output_producer(pres_k) == "GroupQueryAttention";
+    if (l == 0) share_ = graph::updates_cache_in_place(session_->output_producer(pres_k));
     for (int which = 0; which < 2; ++which) {
       KvSlot slot;
       slot.past = which == 0 ? past_k : past_v;
@@ -89,6 +89,9 @@ Generator::Generator(const GenaiConfig& config, std::unique_ptr<graph::Session> 
           "only)");
       NBITS_CHECK(session_->output_dtype(slot.present) == dt, config_.model_path(), ": '", slot.present,
                   "' and '", slot.past, "' have different dtypes");
+      NBITS_CHECK(kv_.empty() || dt == kv_dtype_, config_.model_path(), ": '", slot.past, "' has dtype ",
+                  dtype_name(dt), " and '", kv_.front().past, "' ", dtype_name(kv_dtype_),
+                  "; the KV cache must have one dtype");
       kv_dtype_ = dt;
       for (int i = 0; i < (share_ ? 1 : 2); ++i) {
         // calloc: pages stay untouched (and cost no memory) until the cache reaches them. 64 bytes

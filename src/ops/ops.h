@@ -34,6 +34,8 @@ std::unique_ptr<Op> make_dequantize_linear(OpBuild& b);
 std::unique_ptr<Op> make_matmul(OpBuild& b);
 // group_query_attention.cc
 std::unique_ptr<Op> make_group_query_attention(OpBuild& b);
+// short_conv.cc: LFM2's gated short convolution, its state in the layer's KV cache slot
+std::unique_ptr<Op> make_short_conv(OpBuild& b);
 // rotary_embedding.cc, multi_head_attention.cc (MHA layouts of builder exports)
 std::unique_ptr<Op> make_rotary_embedding(OpBuild& b);
 std::unique_ptr<Op> make_multi_head_attention(OpBuild& b);

@@ -5,6 +5,7 @@
 // Both references are made by tools/setup_models.sh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -106,17 +107,40 @@ TEST(GgufExact, SmolLM2Q4_1EqualsExactMath) {
   EXPECT_LT(against_exact(test::smollm2_gguf(), test::smollm2_exact_ref(), 4), 8e-2);
 }
 
+// llama.cpp's own worst first-step max |dlogp| / max|logit| against exact_ref.py's logits (its
+// log-probabilities against the exact ones, over the tokens it gives a probability).
+double llama_cpp_against_exact(const std::string& llama_ref_path, const std::string& exact_ref_path) {
+  const json l = json::parse(read_text_file(llama_ref_path)), e = json::parse(read_text_file(exact_ref_path));
+  double worst = 0;
+  for (size_t c = 0; c < e["cases"].size() && c < l["cases"].size(); ++c) {
+    const auto logits = e["cases"][c]["logits"].get<std::vector<float>>();
+    const std::vector<double> want = log_softmax(logits);
+    const json& got = l["cases"][c]["first_logprobs"];
+    double diff = 0;
+    for (size_t t = 0; t < got.size() && t < want.size(); ++t)
+      if (!got[t].is_null()) diff = std::max(diff, std::fabs(got[t].get<double>() - want[t]));
+    worst = std::max(worst, diff / max_abs(logits));
+  }
+  return worst;
+}
+
 // The tiny random models (every architecture and quantization type, tools/gguf/make_tiny_models.py):
-// at level 0 the synthesised graph is the exact math up to fp32 rounding.
+// at level 0 the synthesised graph is the exact math up to fp32 rounding. At level 4 (int8
+// activations) within 8e-2 of it, or twice llama.cpp's own distance on a file that amplifies the
+// int8 noise more (the tiny smollm3, whose NoPE layer dominates its logits: llama.cpp 1.2e-1,
+// nbits 1.8e-1; the two runtimes 6e-2 apart).
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants",
-                           "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
+  for (const char* arch :
+       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "granite", "smollm3", "olmo2", "lfm2",
+        "quants", "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
     NBITS_REQUIRE_SHARED(ref);
     EXPECT_LT(against_exact(path, ref, 0), 5e-5);
-    EXPECT_LT(against_exact(path, ref, 4), 8e-2);
+    const std::string llama = test::tiny_ref(arch, "llama_cpp");
+    NBITS_REQUIRE_SHARED(llama);
+    EXPECT_LT(against_exact(path, ref, 4), std::max(8e-2, 2 * llama_cpp_against_exact(llama, ref)));
   }
 }
 
@@ -233,8 +257,9 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
 // step is off by 7.6e-2 (llama), 6.3e-3 (qwen2), 3.2e-2 (qwen3) and nbits' by 7.7e-2, 6.2e-3,
 // 2.6e-2; divergences measured at margins up to 4e-2 * max|logit|.
 TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "granite", "quants",
-                           "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
+  for (const char* arch :
+       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "granite", "smollm3", "olmo2", "lfm2",
+        "quants", "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
     SCOPED_TRACE(arch);
     NBITS_REQUIRE_SHARED(test::tiny_model(arch));
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));

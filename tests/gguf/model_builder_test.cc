@@ -29,8 +29,8 @@ TEST(GgufModelBuilder, OtherArchitecturesRefusedByName) {
   test::GgufBytes g = test::small_gguf();
   g.b[g.at.at("value:general.architecture") + 8] = 'm';  // "llama" -> "mlama"
   EXPECT_EQ(error_of(g),
-            "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma2, "
-            "gemma3, granite, qwen2moe, qwen3moe, olmoe, granitemoe)");
+            "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
+            "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe)");
 }
 
 TEST(GgufModelBuilder, MissingHyperparameterNamed) {
@@ -125,6 +125,80 @@ TEST(GgufModelBuilder, BadSoftcapsAndMultipliersRefusedByName) {
   EXPECT_EQ(with_float(granite, "granite.attention.scale", nan),
             "m.gguf: granite.attention.scale must be a finite non-negative number");
   EXPECT_EQ(with_float(granite, "granite.embedding_scale", 12.0f), "(built)");  // unchanged: loads
+}
+
+// The graphs of the architectures that differ from llama in where they norm and rope: smollm3's
+// every 4th layer without rope, olmo2's norms after attention and FFN only (q/k over all heads)
+// with OLMo 3's sliding windows, gemma's without post norms. (Their numbers: llama_cpp_agreement_test.)
+const onnx::Node* node_named(const onnx::Model& m, const std::string& name) {
+  for (const onnx::Node& n : m.graph.nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+TEST(GgufModelBuilder, NormAndRopePlacementOfSmolLM3Olmo2AndGemma) {
+  const std::string smol = test::tiny_model("smollm3"), olmo = test::tiny_model("olmo2"),
+                    gemma = test::tiny_model("gemma");
+  NBITS_REQUIRE_SHARED(smol);
+  NBITS_REQUIRE_SHARED(olmo);
+  NBITS_REQUIRE_SHARED(gemma);
+  const auto gqa = [](const onnx::Model& m, int l) {
+    const onnx::Node* n = node_named(m, "/model/layers." + std::to_string(l) + "/attn/GroupQueryAttention");
+    EXPECT_NE(n, nullptr) << l;
+    return n;
+  };
+  {
+    const GgufModel g = build_model(File::open(smol));
+    EXPECT_EQ(g.hp.nope_period, 4);
+    EXPECT_TRUE(g.hp.rope_interleaved);
+    for (int l = 0; l < 4; ++l) {
+      const onnx::Node* n = gqa(g.model, l);
+      EXPECT_EQ(n->attr_int("do_rotary", -1), l == 3 ? 0 : 1) << l;
+      EXPECT_EQ(n->has_input(7), l != 3) << l;  // no cos/sin caches on the NoPE layer
+    }
+  }
+  {
+    const GgufModel g = build_model(File::open(olmo));
+    EXPECT_FALSE(g.hp.pre_norms);
+    EXPECT_TRUE(g.hp.post_norms && g.hp.qk_norm_full);
+    EXPECT_EQ(g.hp.swa_window, 8);
+    EXPECT_EQ(g.hp.swa_period, 4);
+    EXPECT_EQ(g.hp.rope_base_swa, g.hp.rope_base);
+    for (int l = 0; l < 4; ++l) {
+      const std::string p = "/model/layers." + std::to_string(l);
+      EXPECT_EQ(gqa(g.model, l)->attr_int("local_window_size", 0), l == 3 ? -1 : 8) << l;
+      EXPECT_EQ(node_named(g.model, p + "/input_layernorm"), nullptr) << l;
+      EXPECT_NE(node_named(g.model, p + "/post_attn_norm"), nullptr) << l;
+      EXPECT_NE(node_named(g.model, p + "/post_ffw_norm"), nullptr) << l;
+      EXPECT_NE(node_named(g.model, p + "/attn/q_norm/SimplifiedLayerNormalization"), nullptr) << l;
+    }
+    EXPECT_NE(node_named(g.model, "/model/layers.4/final_norm_layernorm"), nullptr);
+    EXPECT_EQ(with_value<uint32_t>(olmo, "olmo2.attention.sliding_window_pattern", 4, 0),
+              "m.gguf: olmo2.attention.sliding_window_pattern must be positive");
+    EXPECT_EQ(with_dim(olmo, "blk.1.attn_k_norm.weight", 0, 64),
+              "m.gguf: tensor 'blk.1.attn_k_norm.weight' has shape [64], expected [128]");
+  }
+  {
+    const GgufModel g = build_model(File::open(gemma));
+    EXPECT_TRUE(g.hp.gemma && g.hp.pre_norms && g.hp.tied_output);
+    EXPECT_FALSE(g.hp.post_norms);
+    EXPECT_EQ(g.hp.n_head_kv, 1);
+    EXPECT_EQ(node_named(g.model, "/model/layers.0/post_attn_norm"), nullptr);
+    EXPECT_NE(node_named(g.model, "/model/layers.1/mlp/act_fn/FastGelu"), nullptr);
+  }
+}
+
+// lfm2 files whose convolution keys and tensors disagree: one line each.
+TEST(GgufModelBuilder, BadShortConvolutionsRefusedByName) {
+  const std::string m = test::tiny_model("lfm2");
+  NBITS_REQUIRE_SHARED(m);
+  EXPECT_EQ(with_value<uint32_t>(m, "lfm2.shortconv.l_cache", 4, 1),
+            "m.gguf: lfm2.shortconv.l_cache 1 must be in [2, 64]");
+  EXPECT_EQ(with_value<uint32_t>(m, "lfm2.shortconv.l_cache", 4, 4),
+            "m.gguf: tensor 'blk.0.shortconv.conv.weight' has shape [3, 256], expected [4, 256]");
+  EXPECT_EQ(with_dim(m, "blk.1.shortconv.in_proj.weight", 1, 512),
+            "m.gguf: tensor 'blk.1.shortconv.in_proj.weight' has shape [256, 512], expected [256, 768]");
+  EXPECT_EQ(with_value<uint32_t>(m, "lfm2.shortconv.l_cache", 4, 3), "(built)");  // unchanged: loads
 }
 
 // Mixture-of-experts files whose expert counts and tensors disagree: one line each.

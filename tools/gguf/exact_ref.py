@@ -1,5 +1,5 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma2 / gemma3 / granite model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
 granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
@@ -48,6 +48,9 @@ def main():
     L, E = val(arch + ".block_count"), val(arch + ".embedding_length")
     nh = val(arch + ".attention.head_count")
     nkv = val(arch + ".attention.head_count_kv", nh)
+    if arch + ".attention.head_count_kv" in kv and len(kv[arch + ".attention.head_count_kv"].data) > 1:
+        f = kv[arch + ".attention.head_count_kv"]  # per layer (lfm2: 0 on its convolution layers)
+        nkv = max(int(f.parts[i][0]) for i in f.data)
     H = val(arch + ".attention.key_length", E // nh)
     rdim = val(arch + ".rope.dimension_count", H)
     base = val(arch + ".rope.freq_base", 10000.0)
@@ -55,15 +58,18 @@ def main():
     ctx = val(arch + ".context_length")
     factor = val(arch + ".rope.scaling.factor", 1.0) if val(arch + ".rope.scaling.type") == "linear" else 1.0
     attn_factor = val(arch + ".rope.scaling.attn_factor", 1.0)
-    # gemma3: every swa_period-th layer is global, the others see the last `window` keys (llama.cpp's
-    # LLAMA_SWA_TYPE_STANDARD) with their own rope base and no rope scaling. phi3's window is off in
-    # llama.cpp.
-    window = val(arch + ".attention.sliding_window", 0) if arch == "gemma3" else 0
-    swa_period = val(arch + ".attention.sliding_window_pattern", 6)
-    base_swa = val(arch + ".rope.freq_base_swa", 10000.0)
+    # gemma3, olmo2: every swa_period-th layer is global, the others see the last `window` keys
+    # (llama.cpp's LLAMA_SWA_TYPE_STANDARD) with their own rope base (olmo2: the global one) and no
+    # rope scaling. phi3's window is off in llama.cpp.
+    window = val(arch + ".attention.sliding_window", 0) if arch in ("gemma3", "olmo2") else 0
+    swa_period = val(arch + ".attention.sliding_window_pattern", 6 if arch == "gemma3" else 4)
+    base_swa = val(arch + ".rope.freq_base_swa", 10000.0) if arch == "gemma3" else base
     softcap = val(arch + ".final_logit_softcapping", 0.0)
     attn_softcap = 0.0
-    gemma = arch in ("gemma2", "gemma3")
+    gemma = arch in ("gemma", "gemma2", "gemma3")  # embedding * sqrt(E), GELU gate
+    pre_norms = arch != "olmo2"  # olmo2: no norm before attention or FFN
+    post_norms = arch in ("gemma2", "gemma3", "olmo2")  # norms of the attention / FFN outputs
+    nope = 4 if arch == "smollm3" else 0  # smollm3: layer l has no rope when (l + 1) % 4 == 0
     # granite: llama with multipliers (0 or absent: none; attention.scale 0: 1/sqrt(head_dim)).
     granite = arch in ("granite", "granitemoe")
     mult = lambda k: (val(arch + "." + k, 0.0) or 1.0) if granite else 1.0
@@ -98,7 +104,7 @@ def main():
         th = pos[:, None] / scale * inv[None, :]
         c, s = np.cos(th)[:, None, :] * attn_factor, np.sin(th)[:, None, :] * attn_factor
         y = x.copy()
-        if arch in ("llama", "granite", "granitemoe"):
+        if arch in ("llama", "granite", "granitemoe", "smollm3"):
             a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
             y[..., 0:rdim:2], y[..., 1:rdim:2] = a * c - b * s, a * s + b * c
         else:
@@ -113,25 +119,29 @@ def main():
     for l in range(L):
         p = "blk.%d." % l
         moe = p + "ffn_gate_inp.weight" in T
-        names = ["attn_norm", "attn_output", "ffn_norm"]
+        conv = p + "shortconv.in_proj.weight" in T  # lfm2's gated short convolution instead of attention
+        names = (["shortconv.in_proj", "shortconv.conv", "shortconv.out_proj"] if conv else ["attn_output"]) + \
+            (["attn_norm", "ffn_norm"] if pre_norms else [])
         names += ["ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"] if moe else ["ffn_up", "ffn_down"]
         names += [k for k in ("ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp")
                   if p + k + ".weight" in T]
-        names += ["attn_qkv"] if p + "attn_qkv.weight" in T else ["attn_q", "attn_k", "attn_v"]
+        names += [] if conv else ["attn_qkv"] if p + "attn_qkv.weight" in T else ["attn_q", "attn_k", "attn_v"]
         names += ["ffn_gate"] if p + "ffn_gate.weight" in T else []
-        names += ["post_attention_norm", "post_ffw_norm"] if gemma else []
+        names += ["post_attention_norm", "post_ffw_norm"] if post_norms else []
         d = {k: w(p + k + ".weight") for k in names}
         if "attn_qkv" in d:
             d["attn_q"], d["attn_k"], d["attn_v"] = np.split(d.pop("attn_qkv"), [Nq, Nq + Nkv])
         if not moe and "ffn_gate" not in d:  # phi3: ffn_up holds gate then up
             d["ffn_gate"], d["ffn_up"] = np.split(d["ffn_up"], 2)
         d["swa"] = window > 0 and l % swa_period < swa_period - 1
+        d["rope"] = nope == 0 or (l + 1) % nope != 0
+        d["conv"] = conv
         for k in ("attn_q", "attn_k", "attn_v"):
             d[k + ".bias"] = w(p + k + ".bias") if p + k + ".bias" in T else 0.0
         for k in ("attn_q_norm", "attn_k_norm"):
             d[k] = w(p + k + ".weight") if p + k + ".weight" in T else None
         layers.append(d)
-    norm = w("output_norm.weight")
+    norm = w("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight")
 
     def silu_ffn(h, g, u, dn):
         a = h @ g.T
@@ -153,6 +163,38 @@ def main():
                 sh = sh / (1 + np.exp(-(h @ d["ffn_gate_inp_shexp"].reshape(-1))))[:, None]
             f += sh
         return f
+
+    def attend(h, d, mask, pos):  # self-attention of one layer
+        S = h.shape[0]
+        q = h @ d["attn_q"].T + d["attn_q.bias"]
+        k = h @ d["attn_k"].T + d["attn_k.bias"]
+        full_norm = d["attn_q_norm"] is not None and d["attn_q_norm"].size == Nq != H  # olmoe
+        if full_norm:
+            q, k = rms(q, d["attn_q_norm"].reshape(-1)), rms(k, d["attn_k_norm"].reshape(-1))
+        q, k = q.reshape(S, nh, H), k.reshape(S, nkv, H)
+        v = (h @ d["attn_v"].T + d["attn_v.bias"]).reshape(S, nkv, H)
+        if d["attn_q_norm"] is not None and not full_norm:
+            q, k = rms(q, d["attn_q_norm"]), rms(k, d["attn_k_norm"])
+        b, scale = (base_swa, 1.0) if d["swa"] else (base, factor)
+        if d["rope"]:
+            q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
+        rep = nh // nkv
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+        sc = np.einsum("shd,thd->hst", q, k) * qscale
+        if attn_softcap:
+            sc = attn_softcap * np.tanh(sc / attn_softcap)
+        sc = sc + mask
+        sc = np.exp(sc - sc.max(-1, keepdims=True))
+        sc /= sc.sum(-1, keepdims=True)
+        return np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
+
+    def short_conv(h, d):  # lfm2: c * conv(b * x), causal, depthwise, taps oldest first, zeros before the start
+        b_, c_, x_ = np.split(h @ d["shortconv.in_proj"].T, 3, axis=-1)
+        taps = d["shortconv.conv"]  # [E, taps]
+        bx = np.concatenate([np.zeros((taps.shape[1] - 1, E)), b_ * x_])
+        co = sum(bx[j:j + h.shape[0]] * taps[:, j] for j in range(taps.shape[1]))
+        return (c_ * co) @ d["shortconv.out_proj"].T
+
     res = []
     for ids in prompts:
         S = len(ids)
@@ -162,29 +204,10 @@ def main():
         local = causal + np.tril(np.full((S, S), -np.inf), -window) if window > 0 else causal
         for d in layers:
             mask = local if d["swa"] else causal
-            h = rms(x, d["attn_norm"])
-            q = h @ d["attn_q"].T + d["attn_q.bias"]
-            k = h @ d["attn_k"].T + d["attn_k.bias"]
-            full_norm = d["attn_q_norm"] is not None and d["attn_q_norm"].size == Nq != H  # olmoe
-            if full_norm:
-                q, k = rms(q, d["attn_q_norm"].reshape(-1)), rms(k, d["attn_k_norm"].reshape(-1))
-            q, k = q.reshape(S, nh, H), k.reshape(S, nkv, H)
-            v = (h @ d["attn_v"].T + d["attn_v.bias"]).reshape(S, nkv, H)
-            if d["attn_q_norm"] is not None and not full_norm:
-                q, k = rms(q, d["attn_q_norm"]), rms(k, d["attn_k_norm"])
-            b, scale = (base_swa, 1.0) if d["swa"] else (base, factor)
-            q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
-            rep = nh // nkv
-            k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
-            sc = np.einsum("shd,thd->hst", q, k) * qscale
-            if attn_softcap:
-                sc = attn_softcap * np.tanh(sc / attn_softcap)
-            sc = sc + mask
-            sc = np.exp(sc - sc.max(-1, keepdims=True))
-            sc /= sc.sum(-1, keepdims=True)
-            att = np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
-            x = x + (rms(att, d["post_attention_norm"]) if gemma else att) * res_scale
-            h = rms(x, d["ffn_norm"])
+            h = rms(x, d["attn_norm"]) if pre_norms else x
+            att = short_conv(h, d) if d["conv"] else attend(h, d, mask, pos)
+            x = x + (rms(att, d["post_attention_norm"]) if post_norms else att) * res_scale
+            h = rms(x, d["ffn_norm"]) if pre_norms else x
             if "ffn_gate_inp" in d:
                 x = x + experts(h, d) * res_scale
                 continue
@@ -194,7 +217,7 @@ def main():
             else:
                 act = g / (1 + np.exp(-g))
             f = (act * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
-            x = x + (rms(f, d["post_ffw_norm"]) if gemma else f) * res_scale
+            x = x + (rms(f, d["post_ffw_norm"]) if post_norms else f) * res_scale
         logits = rms(x[-1], norm) @ head.T / logit_scale
         if softcap:
             logits = softcap * np.tanh(logits / softcap)

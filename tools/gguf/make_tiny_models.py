@@ -21,6 +21,16 @@ Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 5
   tiny_granite.gguf llama with granite's multipliers: embedding 12, residual 0.22, attention 0.05 (not
                    1/sqrt(64)), logits divided by 8; q/k/v Q8_0, o Q5_1, gate/up Q4_K, down Q6_K,
                    untied Q5_0 output
+  tiny_gemma.gguf  Gemma 1: embedding * sqrt(n_embd), GELU gate, no post norms, one KV head (as the
+                   2B), tied Q8_0 embedding; q/k/v Q4_1, o Q5_K, gate Q6_K, up IQ4_XS, down Q5_0
+  tiny_smollm3.gguf 4 layers, the 4th without rope (NoPE), adjacent-pair rope; q/k/v Q4_K, o Q8_0,
+                   gate/up Q5_0, down Q4_K, tied Q8_0 embedding
+  tiny_lfm2.gguf   LFM2: layers conv, conv, attention, conv (head_count_kv 0 marks a gated short
+                   convolution of 3 taps: in_proj Q4_K, F32 taps, out_proj Q5_0), per-head q/k norms,
+                   final norm token_embd_norm, tied Q8_0 embedding; q/k/v Q8_0, o Q4_1, FFN Q4_0 / Q6_K
+  tiny_olmo2.gguf  OLMo 2 / 3: no norms before attention or FFN, RMS norms after both, q/k normed over
+                   all heads, 4 layers with OLMo 3's sliding windows (8 keys, pattern 4, rope base
+                   5e5 on all); q/k/v Q8_0, o Q4_0, gate/up Q4_K, down Q6_K, untied Q5_1
 Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, its own stream):
   tiny_qwen3moe.gguf   qwen3 attention (per-head q/k norms), top-3 renormalised, gate/up Q4_K, down Q6_K
   tiny_qwen2moe.gguf   qwen2 attention (q/k/v biases), top-2 not renormalised, experts Q5_0 / Q8_0, a
@@ -29,7 +39,8 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
                        by n_embd), top-2 not renormalised, experts Q4_0, untied output
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
-Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR [quants|gemma2|granite|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
+       [quants|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -76,11 +87,12 @@ def kquant(rows, cols, t):
     return b.reshape(rows, cols // block * size)
 
 
-def weight(w, name, rows, cols, t):
+def weight(w, name, rows, cols, t, scale=1.0):
     if t in RANDOM_BLOCKS:
+        assert scale == 1.0
         w.add_tensor(name, kquant(rows, cols, t), raw_dtype=t)
         return
-    x = (rng.standard_normal((rows, cols)) * 0.05).astype(np.float32)
+    x = (rng.standard_normal((rows, cols)) * 0.05 * scale).astype(np.float32)
     if t == T.F32:
         w.add_tensor(name, x)
     elif t == T.F16:
@@ -93,11 +105,12 @@ def norm(w, name, n):
     w.add_tensor(name, (1 + 0.1 * rng.standard_normal(n)).astype(np.float32))
 
 
-def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, file=None, extra=None):
+def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, file=None, extra=None, layers=L,
+          out_scale=lambda l: 1.0):
     """types: one dict of matrix types for every layer, or a list with one dict per layer; extra:
-    a function adding metadata."""
+    a function adding metadata; out_scale(l): a factor on layer l's attn_output and ffn_down."""
     w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % (file or arch)), arch)
-    header(w, arch)
+    header(w, arch, layers)
     if extra:
         extra(w)
     w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
@@ -105,14 +118,15 @@ def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, fi
     norm(w, "output_norm.weight", E)
     if output is not None:
         weight(w, "output.weight", V, E, output)
-    for l in range(L):
+    for l in range(layers):
         p = "blk.%d." % l
         norm(w, p + "attn_norm.weight", E)
         norm(w, p + "ffn_norm.weight", E)
         for name, rows, cols in (("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
                                  ("attn_output", E, NH * HD), ("ffn_gate", FF, E), ("ffn_up", FF, E),
                                  ("ffn_down", E, FF)):
-            weight(w, p + name + ".weight", rows, cols, (types[l] if isinstance(types, list) else types)[name])
+            weight(w, p + name + ".weight", rows, cols, (types[l] if isinstance(types, list) else types)[name],
+                   out_scale(l) if name in ("attn_output", "ffn_down") else 1.0)
             if biases and name in ("attn_q", "attn_k", "attn_v"):
                 w.add_tensor(p + name + ".bias", (0.1 * rng.standard_normal(rows)).astype(np.float32))
         if qk_norm:
@@ -179,22 +193,26 @@ def phi3():
     finish(w)
 
 
-def gemma(arch, layers, meta, types, qk_norm):
-    """A Gemma-family model: post-attention / post-FFN norms, `meta` adds the arch's keys, `types`
-    the matrix types (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down)."""
+def gemma(arch, layers, meta, types, qk_norm, norms=("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"),
+          nkv=NKV, output=None):
+    """A Gemma-family model (and OLMo 2, by its norms): `meta` adds the arch's keys, `types` the matrix
+    types (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down); qk_norm None, "head" or
+    "full" (over all heads)."""
     w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % arch), arch)
-    header(w, arch, layers)
+    header(w, arch, layers, nkv=nkv)
     meta(w)
     weight(w, "token_embd.weight", V, E, T.Q8_0)
     norm(w, "output_norm.weight", E)
+    if output is not None:
+        weight(w, "output.weight", V, E, output)
     for l in range(layers):
         p = "blk.%d." % l
-        for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+        for n in norms:
             norm(w, p + n + ".weight", E)
         if qk_norm:
-            norm(w, p + "attn_q_norm.weight", HD)
-            norm(w, p + "attn_k_norm.weight", HD)
-        for (name, rows, cols), t in zip((("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
+            norm(w, p + "attn_q_norm.weight", HD if qk_norm == "head" else NH * HD)
+            norm(w, p + "attn_k_norm.weight", HD if qk_norm == "head" else nkv * HD)
+        for (name, rows, cols), t in zip((("attn_q", NH * HD, E), ("attn_k", nkv * HD, E), ("attn_v", nkv * HD, E),
                                           ("attn_output", E, NH * HD), ("ffn_gate", FF, E), ("ffn_up", FF, E),
                                           ("ffn_down", E, FF)), types):
             weight(w, p + name + ".weight", rows, cols, t)
@@ -208,7 +226,7 @@ def gemma3():
         w.add_float32("gemma3.rope.scaling.factor", 2.0)
         w.add_uint32("gemma3.attention.sliding_window", 8)
         w.add_float32("gemma3.final_logit_softcapping", 2.0)
-    gemma("gemma3", 6, meta, (T.Q8_0, T.Q8_0, T.Q8_0, T.Q4_0, T.Q4_0, T.Q4_0, T.Q4_0), qk_norm=True)
+    gemma("gemma3", 6, meta, (T.Q8_0, T.Q8_0, T.Q8_0, T.Q4_0, T.Q4_0, T.Q4_0, T.Q4_0), qk_norm="head")
 
 
 def gemma2():
@@ -217,7 +235,7 @@ def gemma2():
         w.add_uint32("gemma2.attention.sliding_window", 8)
         w.add_float32("gemma2.attn_logit_softcapping", 0.5)
         w.add_float32("gemma2.final_logit_softcapping", 2.0)
-    gemma("gemma2", 4, meta, (T.Q5_0, T.Q5_0, T.Q5_0, T.Q4_K, T.IQ4_NL, T.Q4_0, T.Q8_0), qk_norm=False)
+    gemma("gemma2", 4, meta, (T.Q5_0, T.Q5_0, T.Q5_0, T.Q4_K, T.IQ4_NL, T.Q4_0, T.Q8_0), qk_norm=None)
 
 if only is None:
     model("llama", dict(attn_q=T.Q4_0, attn_k=T.Q4_1, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q5_K,
@@ -253,6 +271,53 @@ if only in (None, "granite"):
         w.add_float32("granite.logit_scale", 8.0)
     model("granite", dict(attn_q=T.Q8_0, attn_k=T.Q8_0, attn_v=T.Q8_0, attn_output=T.Q5_1, ffn_gate=T.Q4_K,
                           ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q5_0, extra=granite_scales)
+
+rng = np.random.default_rng(8642)
+if only in (None, "gemma"):
+    gemma("gemma", 2, lambda w: w.add_rope_freq_base(10000.0), (T.Q4_1, T.Q4_1, T.Q4_1, T.Q5_K, T.Q6_K, T.IQ4_XS, T.Q5_0),
+          qk_norm=None, norms=("attn_norm", "ffn_norm"), nkv=1)
+rng = np.random.default_rng(7531)
+if only in (None, "smollm3"):
+    # Layers 0-2 write little to the residual (outputs x0.1), so the NoPE layer 3 dominates the
+    # logits: four full random layers amplify the int8 noise past the rope's own effect.
+    model("smollm3", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q4_K, attn_output=T.Q8_0, ffn_gate=T.Q5_0,
+                          ffn_up=T.Q5_0, ffn_down=T.Q5_1), layers=4, out_scale=lambda l: 0.1 if l < 3 else 1.0)
+rng = np.random.default_rng(6420)
+if only in (None, "olmo2"):
+    def olmo_meta(w):
+        w.add_rope_freq_base(500000.0)
+        w.add_uint32("olmo2.attention.sliding_window", 8)
+        w.add_uint32("olmo2.attention.sliding_window_pattern", 4)
+    gemma("olmo2", 4, olmo_meta, (T.Q8_0, T.Q8_0, T.Q8_0, T.Q4_0, T.Q4_K, T.Q4_K, T.Q6_K), qk_norm="full",
+          norms=("post_attention_norm", "post_ffw_norm"), output=T.Q5_1)
+
+rng = np.random.default_rng(5319)
+if only in (None, "lfm2"):
+    kinds = ("conv", "conv", "attn", "conv")
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_lfm2.gguf"), "lfm2")
+    header(w, "lfm2", len(kinds), nkv=[0 if k == "conv" else NKV for k in kinds])
+    w.add_uint32("lfm2.shortconv.l_cache", 3)
+    w.add_rope_freq_base(1000000.0)
+    weight(w, "token_embd.weight", V, E, T.Q8_0)
+    norm(w, "token_embd_norm.weight", E)
+    for l, kind in enumerate(kinds):
+        p = "blk.%d." % l
+        norm(w, p + "attn_norm.weight", E)
+        norm(w, p + "ffn_norm.weight", E)
+        if kind == "conv":
+            weight(w, p + "shortconv.in_proj.weight", 3 * E, E, T.Q4_K)
+            w.add_tensor(p + "shortconv.conv.weight", (0.3 * rng.standard_normal((E, 3))).astype(np.float32))
+            weight(w, p + "shortconv.out_proj.weight", E, E, T.Q5_0)
+        else:
+            norm(w, p + "attn_q_norm.weight", HD)
+            norm(w, p + "attn_k_norm.weight", HD)
+            for name, rows, cols, t in (("attn_q", NH * HD, E, T.Q8_0), ("attn_k", NKV * HD, E, T.Q8_0),
+                                        ("attn_v", NKV * HD, E, T.Q8_0), ("attn_output", E, NH * HD, T.Q4_1)):
+                weight(w, p + name + ".weight", rows, cols, t)
+        weight(w, p + "ffn_gate.weight", FF, E, T.Q4_0)
+        weight(w, p + "ffn_up.weight", FF, E, T.Q4_0)
+        weight(w, p + "ffn_down.weight", E, FF, T.Q6_K)
+    finish(w)
 
 
 def experts(w, name, n, rows, cols, t):
