@@ -1,6 +1,7 @@
 // `nbits chat` through a pipe and `nbits inspect` on stories260K.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -89,10 +90,15 @@ TEST(CliInspect, ShowsTheKernelChoiceAndItsCacheFile) {
                             ("nbits_inspect_choice_" + std::to_string(::getpid()) + ".tsv"))
                                .string();
   std::filesystem::remove(file);
+  const char* outer = std::getenv("NBITS_KERNEL_CHOICE_FILE");  // ctest's: the build folder's file
+  const std::string outer_file = outer != nullptr ? outer : "";
   ::setenv("NBITS_KERNEL_CHOICE_FILE", file.c_str(), 1);
   const json first = run_json({"inspect", stories("onnx_int4"), "--format", "json"});
   const json second = run_json({"inspect", stories("onnx_int4"), "--format", "json"});
-  ::unsetenv("NBITS_KERNEL_CHOICE_FILE");
+  if (outer != nullptr)
+    ::setenv("NBITS_KERNEL_CHOICE_FILE", outer_file.c_str(), 1);
+  else
+    ::unsetenv("NBITS_KERNEL_CHOICE_FILE");
   std::set<std::string> chosen;
   for (const json* j : {&first, &second})
     for (const auto& c : j->at("session").at("kernel_choice")) {

@@ -49,6 +49,7 @@ class KernelChoiceTest : public ::testing::Test {
               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".tsv"))
                 .string();
     std::filesystem::remove(file_);
+    if (const char* f = std::getenv("NBITS_KERNEL_CHOICE_FILE")) outer_file_ = f;
     ::setenv("NBITS_KERNEL_CHOICE_FILE", file_.c_str(), 1);
     ::unsetenv("NBITS_KERNEL_CHOICE");
     reset_kernel_choices_for_testing();
@@ -56,7 +57,10 @@ class KernelChoiceTest : public ::testing::Test {
   void TearDown() override {
     if (isa_) ::setenv("NBITS_ISA", isa_->c_str(), 1);
     std::filesystem::remove(file_);
-    ::unsetenv("NBITS_KERNEL_CHOICE_FILE");
+    if (outer_file_)  // ctest's (tests/CMakeLists.txt): the build folder's file
+      ::setenv("NBITS_KERNEL_CHOICE_FILE", outer_file_->c_str(), 1);
+    else
+      ::unsetenv("NBITS_KERNEL_CHOICE_FILE");
     ::unsetenv("NBITS_KERNEL_CHOICE");
     reset_kernel_choices_for_testing();
   }
@@ -76,7 +80,7 @@ class KernelChoiceTest : public ::testing::Test {
     return "nbits-kernel-choice\t1\ncpu\t" + kernel_choice_cpu() + "\nbuild\t" + kernel_choice_build() + "\n";
   }
   std::string file_;
-  std::optional<std::string> isa_;
+  std::optional<std::string> isa_, outer_file_;
 };
 
 TEST_F(KernelChoiceTest, MeasuresPicksTheFastestAndWritesTheFile) {
