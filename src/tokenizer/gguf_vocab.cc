@@ -42,10 +42,13 @@ PreRule pre_rule(const std::string& pre) {
     return {{kQwen2Re}, false, false};
   if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3")
     return {{kLlama3Re}, true, true};
+  // cl100k-style vocabularies (DBRX, OLMo 2 / 3's dolma2 tokenizer, Smaug): llama 3's split, merges only.
+  if (pre == "dbrx" || pre == "smaug-bpe") return {{kLlama3Re}, false, false};
   fail("GGUF vocab: unsupported tokenizer.ggml.pre '", pre,
        "' (supported: default, gpt-2, phi-2, mpt, olmo, smollm, starcoder, refact, command-r, codeshell, "
        "exaone, "
-       "minerva-7b, qwen2, deepseek-r1-qwen, stablelm2, megrez, llama3, llama-v3, llama-bpe, falcon3)");
+       "minerva-7b, qwen2, deepseek-r1-qwen, stablelm2, megrez, llama3, llama-v3, llama-bpe, falcon3, dbrx, "
+       "smaug-bpe)");
 }
 
 int32_t type_of(const GgufVocab& v, size_t id) { return v.token_types.empty() ? kNormal : v.token_types[id]; }

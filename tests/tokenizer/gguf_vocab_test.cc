@@ -141,6 +141,13 @@ TEST(GgufVocab, Llama3SplitAndIgnoreMerges) {
                                                                                 "\xC4\xA0"
                                                                                 "a",
                                                                                 "b"}));
+  // dbrx (OLMo 2's cl100k vocabulary): llama 3's split (digits in threes), merges only.
+  Tokenizer db = tokenizer_from_gguf(tiny_byte_level("dbrx"));
+  EXPECT_EQ(pieces(db, db.encode("12345 ab", false)), (std::vector<std::string>{"123", "45",
+                                                                                "\xC4\xA0"
+                                                                                "a",
+                                                                                "b"}));
+  EXPECT_EQ(pieces(db, db.encode("1234 5", false)), (std::vector<std::string>{"123", "4", "\xC4\xA0", "5"}));
   // default: punctuation runs split off first, digits in threes at the end.
   Tokenizer d = tokenizer_from_gguf(tiny_byte_level("default"));
   EXPECT_EQ(pieces(d, d.encode("a+=12345", false)), (std::vector<std::string>{"a", "+", "=", "123", "45"}));
