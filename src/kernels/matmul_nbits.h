@@ -96,9 +96,9 @@ struct PackOptions {
   // that are exactly an fp16 super-block scale times int8 (K-quants) stored so (Q4_K 6 -> 4.625
   // bits a weight), and int8 codes spanning at most 64 values in blocks of 16k as int6 (Q6_K
   // 8 -> 6 bits). Results are the same bits; they read fewer bytes but cost more arithmetic a
-  // weight: with the AVX2 GEMVs on the AMD Zen3 measured, decode was 1.11x slower at 1 thread
-  // (compute-bound) and 2% faster at 2 (docs/PERFORMANCE.md). Off here; the loaders turn them on
-  // with file_size_formats().
+  // weight (on an AMD Zen3 with 4 KiB pages, 1-thread decode was 1.11x slower with them; with
+  // 2 MiB pages and the streaming GEMVs 0.79-0.87x the time: docs/PERFORMANCE.md). Off here; the
+  // loaders turn them on with file_size_formats().
   bool super_scales = false;
   bool int6 = false;
   // Where other kernel sets' micro-kernels can run the packed weight too (bit-exact), time them
@@ -119,7 +119,8 @@ struct PackOptions {
 
 // Registration (an architecture's register_*_matmul_nbits): with the kernel choice on, its CompInt8
 // GEMVs read the formats at a GGUF file's size (PackOptions::super_scales, int6) about as fast as
-// the plain ones on one thread (x86 VNNI: qgemv_q4x16k_*, qgemv_q56x16_1p_*).
+// the plain ones on one thread (x86: the AVX2 qgemv_q4x16k_avx2 / q6x16k and the VNNI qgemv_q4x16k_*,
+// qgemv_q56x16_1p_*).
 void set_file_size_formats_fast(bool fast);
 
 // One entry of the kernel table. Tests iterate the table; dispatch picks the

@@ -354,9 +354,11 @@ std::vector<X16Int8Kernels> x86_int8_alternatives(const quant::PackedX16& p) {
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   set_x16_int8_alternatives(x86_int8_alternatives);
   const CpuFeatures& cpu = cpu_features();
-  set_file_size_formats_fast(
-      (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512vnni) ||
-      (cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni));
+  // The GGUF formats at the file's size on one thread too, wherever the AVX2 int8 set (or a VNNI
+  // one) runs: 1-thread decode of the real Qwen2.5-Coder Q4_K_M files with them took 0.79x (1.5B)
+  // and 0.87x (0.5B) the time of the plain formats on AMD Zen3, 0.75-0.85x on Zen4 (VNNI GEMVs);
+  // docs/PERFORMANCE.md.
+  set_file_size_formats_fast(cpu.avx2 && cpu.fma && cpu.f16c);
   // Most preferred first.
   t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/true});
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
