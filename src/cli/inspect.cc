@@ -355,6 +355,15 @@ json gguf_summary(const gguf::File& f) {
                             {"rope", hp.rope_interleaved ? "adjacent pairs (ggml normal)" : "halves (NEOX)"},
                             {"rms_eps", hp.rms_eps},
                             {"tied_output", hp.tied_output}};
+    if (!hp.conv_layer.empty()) {  // lfm2: which layers are short convolutions
+      json conv = json::array();
+      for (size_t l = 0; l < hp.conv_layer.size(); ++l)
+        if (hp.conv_layer[l]) conv.push_back(l);
+      r["hyperparameters"]["conv_layers"] = conv;
+      r["hyperparameters"]["conv_taps"] = hp.conv_taps;
+    }
+    if (hp.nope_period > 0) r["hyperparameters"]["no_rope_every"] = hp.nope_period;     // smollm3
+    if (!hp.pre_norms) r["hyperparameters"]["norms"] = "after attention and FFN only";  // olmo2
     if (hp.n_expert > 0) {
       r["hyperparameters"]["experts"] = hp.n_expert;
       r["hyperparameters"]["experts_used"] = hp.n_expert_used;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "gguf/gguf_test_data.h"
 #include "support/shared_data.h"
 
 namespace nbits::testing {
@@ -94,6 +95,23 @@ TEST(CliGguf, InspectShowsArchAndKernels) {
   // Every quantized type is reported with its bits per weight in the file and as held.
   EXPECT_EQ(j["gguf"]["storage"]["Q4_1"]["file_bits_per_weight"], 5.0);
   EXPECT_EQ(j["gguf"]["storage"]["Q4_1"]["nbits_bits_per_weight"], 6.125);  // + fp32 min, zero points
+}
+
+// Where an architecture departs from llama's layer, inspect says how (lfm2's convolution layers,
+// smollm3's NoPE period, olmo2's norms).
+TEST(CliGguf, InspectShowsConvolutionNoPEAndNormLayouts) {
+  NBITS_REQUIRE_BIN();
+  for (const char* a : {"lfm2", "smollm3", "olmo2"}) NBITS_REQUIRE_SHARED(nbits::gguf::test::tiny_model(a));
+  const auto hyper = [](const char* arch) {
+    const RunResult r = run_nbits({"inspect", nbits::gguf::test::tiny_model(arch), "--format", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["gguf"]["hyperparameters"];
+  };
+  const auto lfm2 = hyper("lfm2");
+  EXPECT_EQ(lfm2["conv_layers"], nlohmann::json::array({0, 1, 3}));
+  EXPECT_EQ(lfm2["conv_taps"], 3);
+  EXPECT_EQ(hyper("smollm3")["no_rope_every"], 4);
+  EXPECT_EQ(hyper("olmo2")["norms"], "after attention and FFN only");
 }
 
 // nbits bench on a GGUF: the file's own bytes per token and their floor beside nbits'. SmolLM2's
