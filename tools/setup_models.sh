@@ -42,7 +42,7 @@ if [ ! -f "$gguf_dir/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
   rm -rf "$tmp"
 fi
 # Dequantization references for tests/gguf (gguf-py's dequantize of random blocks of every mapped type).
-quant_refs=$cache/gguf/quant_refs_v2.gguf  # v2: every type of src/gguf/block_decode.h
+quant_refs=$cache/gguf/quant_refs_v3.gguf  # v3: every type of src/gguf/block_decode.h, the IQ lattice types too
 if [ ! -f "$quant_refs" ]; then
   mkdir -p "$cache/gguf"
   "$venv/bin/python" tools/gguf/make_quant_refs.py "$quant_refs.tmp" && mv "$quant_refs.tmp" "$quant_refs"
@@ -74,10 +74,10 @@ if [ ! -f "$tiny/gemma3.llama_cpp.json" ]; then
   done
 fi
 # Tiny models added later, each made alone (its own random stream) with both references: every
-# other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4), gemma2 (softcaps,
+# other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4), the IQ lattice types, gemma2 (softcaps,
 # alternating windows), granite (multipliers), gemma (1), smollm3 (NoPE layers), olmo2 (post-norms only,
 # sliding windows), lfm2 (gated short convolutions) and the mixture-of-experts architectures.
-for m in quants gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe; do
+for m in quants iquants gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe; do
   [ -f "$tiny/$m.llama_cpp.json" ] && continue
   bash bench/peers/install.sh >/dev/null
   "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" "$m"

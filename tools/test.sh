@@ -93,6 +93,7 @@ for f in build-fuzz/fuzz/fuzz_*; do
                       # every quant type nbits maps: the tensor infos of the tiny model of the new types
                       tq=${NBITS_CACHE:-$HOME/.cache/nbits}/gguf/tiny/tiny_quants.gguf
                       [ -f "$tq" ] && head -c 65536 "$tq" > "$corpus/seed_tiny_quants_head.gguf"
+                      [ -f "${tq%quants.gguf}iquants.gguf" ] && head -c 65536 "${tq%quants.gguf}iquants.gguf" > "$corpus/seed_tiny_iquants_head.gguf"
                       extra="-max_len=70000" ;;
     fuzz_tokenizer)   for c in "$shared"/tokenizers/cases/*.json; do head -c 4096 "$c" > "$corpus/$(basename "$c")"; done 2>/dev/null || true ;;
     # byte 0: the type (0 json_schema, 1 json_object, 2 regex, 3 lark), byte 1: which tokens to walk

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "gguf/iq_block_decode.h"
 
 namespace nbits::gguf {
 namespace {
@@ -131,6 +132,7 @@ BlockFormat block_format(GgmlType t) {
     case GgmlType::kQ4_0:
     case GgmlType::kTQ1_0:
     case GgmlType::kTQ2_0:
+    case GgmlType::kQ1_0:
       return {4, 32, false, false};
     case GgmlType::kQ4_1:
     case GgmlType::kQ4_K:
@@ -152,7 +154,7 @@ BlockFormat block_format(GgmlType t) {
     case GgmlType::kNVFP4:
       return {8, 16, false, false};
     default:
-      return {};
+      return iq_block_format(t);
   }
 }
 
@@ -244,6 +246,11 @@ void decode_block(GgmlType t, const uint8_t* b, uint8_t* codes, float* scales, f
       for (int s = 0; s < 8; ++s) scales[s] = d;
       return;
     }
+    case GgmlType::kQ1_0: {  // one sign bit per value (set: +d), LSB first
+      for (int e = 0; e < 128; ++e) codes[e] = static_cast<uint8_t>((b[2 + e / 8] >> (e % 8)) & 1 ? 9 : 7);
+      for (int s = 0; s < 4; ++s) scales[s] = half_at(b);
+      return;
+    }
     case GgmlType::kTQ2_0: {
       const float d = half_at(b + 64);
       for (int e = 0; e < 256; ++e) codes[e] = static_cast<uint8_t>(crumb(b, e) + 7);
@@ -267,7 +274,7 @@ void decode_block(GgmlType t, const uint8_t* b, uint8_t* codes, float* scales, f
       }
       return;
     default:
-      NBITS_ASSERT(false);
+      decode_iq_block(t, b, codes, scales);
   }
 }
 

@@ -19,8 +19,10 @@
 //   IQ4_XS  256 / 136 B 8-bit   32    kv[q] + 128     128   d*(sc-32)
 //   TQ1_0   256 / 54 B  4-bit   32    t + 8 (-1..1)   8     d
 //   TQ2_0   256 / 66 B  4-bit   32    t + 8 (-1..1)   8     d
+//   Q1_0    128 / 18 B  4-bit   32    8 +- 1 (bit)    8     d
 //   MXFP4    32 / 17 B  8-bit   32    kv[q] + 128     128   2^(e-128)
 //   NVFP4    64 / 36 B  8-bit   16    kv[q] + 128     128   ue4m3(s) / 2
+//   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: 8-bit codes, see iq_block_decode.h
 //
 // kv: IQ4_NL's 16-entry non-linear table; MXFP4/NVFP4: e2m1 values doubled (as ggml stores
 // them, the scales halved to match). The 8-bit forms of 5- and 6-bit codes and the 4-bit

@@ -908,10 +908,12 @@ GgufModel build_model(File&& f, int accuracy_level, int64_t capacity) {
   if (!bad.empty()) {
     std::map<std::string, int> by_type;
     for (const std::string& b : bad) ++by_type[b.substr(b.rfind(": ") + 2)];
-    std::string list;
+    std::string list, note;
     for (const auto& [t, n] : by_type)
       list += (list.empty() ? "" : ", ") + t + " (" + std::to_string(n) + ")";
-    f.fail("tensor types nbits cannot run: " + list + "; first: " + bad[0]);
+    for (const TensorInfo& t : f.tensors())
+      if (note.empty()) note = unmapped_note(t.type);
+    f.fail("tensor types nbits cannot run: " + list + "; first: " + bad[0] + note);
   }
   r.config = make_config(f, r.hp);
   onnx::Model& m = r.model;

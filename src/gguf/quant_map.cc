@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/fp16.h"
 #include "gguf/block_decode.h"
+#include "gguf/iq_block_decode.h"
 #include "onnx/wire.h"
 
 namespace nbits::gguf {
@@ -40,6 +41,12 @@ float NBitsMatrix::value(int64_t n, int64_t k) const {
 
 bool maps_to_nbits(GgmlType t) { return block_format(t).bits != 0; }
 
+std::string unmapped_note(GgmlType t) {
+  if (!is_iq_lattice_type(t) || maps_to_nbits(t)) return "";
+  return "; this nbits was built without ggml's IQ lattices: configure it where Python's gguf package is "
+         "installed (pip install gguf)";
+}
+
 double mapped_bits_per_weight(GgmlType t) {
   const BlockFormat f = block_format(t);
   NBITS_ASSERT(f.bits != 0);
@@ -55,7 +62,7 @@ NBitsShape nbits_shape(const File& f, const TensorInfo& t) {
   const std::string name = onnx::wire::printable(t.name);
   if (!maps_to_nbits(t.type))
     f.fail("tensor '" + name + "' has type " + type_name(t.type) +
-           ", which nbits cannot run as a quantized matmul (" + mapped_names() + ")");
+           ", which nbits cannot run as a quantized matmul (" + mapped_names() + ")" + unmapped_note(t.type));
   if (t.ne[2] != 1 || t.ne[3] != 1) f.fail("tensor '" + name + "' " + t.shape_str() + " is not a matrix");
   const BlockFormat fm = block_format(t.type);
   NBitsShape s;
@@ -157,7 +164,8 @@ std::vector<float> to_float(const File& f, const TensorInfo& t) {
   }
   if (!maps_to_nbits(t.type))
     f.fail("tensor '" + onnx::wire::printable(t.name) + "' has type " + type_name(t.type) +
-           ", which nbits cannot dequantize (F32, F16, BF16, " + mapped_names() + ")");
+           ", which nbits cannot dequantize (F32, F16, BF16, " + mapped_names() + ")" +
+           unmapped_note(t.type));
   TensorInfo rows = t;  // as a matrix [ne0, numel / ne0]
   rows.ne[1] = t.numel() / t.ne[0];
   rows.ne[2] = rows.ne[3] = 1;

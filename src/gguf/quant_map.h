@@ -40,6 +40,9 @@ struct NBitsMatrix : NBitsShape {
 
 // True for the types of gguf/block_decode.h.
 bool maps_to_nbits(GgmlType t);
+// Why a type does not map in this build, as a clause to append to a refusal: for ggml's lattice
+// types (IQ1/IQ2/IQ3) in a build without their tables, how to get them; else "".
+std::string unmapped_note(GgmlType t);
 // Bits per weight of a mapped type as MatMulNBits holds it (codes, fp32 scales, fp32 mins,
 // zero points) and as the file stores it (Q5_0: 9.0 against 5.5).
 double mapped_bits_per_weight(GgmlType t);

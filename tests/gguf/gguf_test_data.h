@@ -16,7 +16,7 @@ inline std::string cache_dir() {
 }
 
 // tools/gguf/make_quant_refs.py's output.
-inline std::string quant_refs_path() { return cache_dir() + "/gguf/quant_refs_v2.gguf"; }
+inline std::string quant_refs_path() { return cache_dir() + "/gguf/quant_refs_v3.gguf"; }
 
 // The real SmolLM2-135M-Instruct Q4_1 GGUF ($NBITS_SMOLLM2_GGUF) and its llama.cpp reference.
 inline std::string smollm2_gguf() {

@@ -132,7 +132,7 @@ double llama_cpp_against_exact(const std::string& llama_ref_path, const std::str
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
   for (const char* arch :
        {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "granite", "smollm3", "olmo2", "lfm2",
-        "quants", "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
+        "quants", "iquants", "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
@@ -259,7 +259,7 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
 TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
   for (const char* arch :
        {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "granite", "smollm3", "olmo2", "lfm2",
-        "quants", "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
+        "quants", "iquants", "qwen3moe", "qwen2moe", "olmoe", "mixtral", "granitemoe"}) {
     SCOPED_TRACE(arch);
     NBITS_REQUIRE_SHARED(test::tiny_model(arch));
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));

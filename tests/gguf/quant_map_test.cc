@@ -12,15 +12,18 @@ namespace nbits::gguf {
 namespace {
 
 // Every mapped type, F16 and BF16 dequantize bit for bit like gguf-py's
-// gguf.quants.dequantize (the python port of ggml's) on random blocks.
+// gguf.quants.dequantize (the python port of ggml's) on random blocks; Q1_0, which gguf-py does
+// not dequantize, like ggml's definition written in numpy (tools/gguf/make_quant_refs.py). The
+// IQ lattice types need a build configured with gguf-py (cmake/room_gguf.cmake), as CI's is.
 TEST(GgufQuantMap, DequantizationEqualsGgufPy) {
   const std::string path = test::quant_refs_path();
   NBITS_REQUIRE_SHARED(path);
   const File f = File::open(path);
   int checked = 0;
-  const char* const types[] = {"Q4_0",  "Q4_1",  "Q5_0",  "Q5_1",  "Q8_0",   "Q2_K",
-                               "Q3_K",  "Q4_K",  "Q5_K",  "Q6_K",  "IQ4_NL", "IQ4_XS",
-                               "TQ1_0", "TQ2_0", "MXFP4", "NVFP4", "F16",    "BF16"};
+  const char* const types[] = {"Q4_0",    "Q4_1",  "Q5_0",  "Q5_1",   "Q8_0",    "Q2_K",   "Q3_K",
+                               "Q4_K",    "Q5_K",  "Q6_K",  "IQ4_NL", "IQ4_XS",  "TQ1_0",  "TQ2_0",
+                               "MXFP4",   "NVFP4", "IQ1_S", "IQ1_M",  "IQ2_XXS", "IQ2_XS", "IQ2_S",
+                               "IQ3_XXS", "IQ3_S", "Q1_0",  "F16",    "BF16"};
   for (const char* type : types) {
     SCOPED_TRACE(type);
     const TensorInfo* q = f.tensor(type);
@@ -50,7 +53,7 @@ TEST(GgufQuantMap, DequantizationEqualsGgufPy) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 18);
+  EXPECT_EQ(checked, 26);
 }
 
 TEST(GgufQuantMap, Q4_0NibbleOrderAndQ8_0Codes) {
@@ -86,16 +89,18 @@ TEST(GgufQuantMap, OtherTypesRefusedByName) {
   test::GgufBytes g = test::small_gguf();
   File f = File::parse(g.b, "t.gguf");
   TensorInfo t = *f.tensor("a");
-  t.type = GgmlType::kIQ2_XS;
+  t.type = GgmlType::kQ8_K;  // ggml's activation type: no weight file holds it
   try {
     to_nbits(f, t);
-    FAIL() << "accepted IQ2_XS";
+    FAIL() << "accepted Q8_K";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "t.gguf: tensor 'a' has type IQ2_XS, which nbits cannot run as a quantized matmul (Q4_0, Q4_1, "
-              "Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4, NVFP4)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "t.gguf: tensor 'a' has type Q8_K, which nbits cannot run as a quantized matmul (Q4_0, Q4_1, "
+        "Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, "
+        "IQ2_S, IQ4_XS, IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0)");
   }
-  t.type = GgmlType::kIQ1_S;
+  t.type = GgmlType::kQ8_1;
   EXPECT_THROW(to_float(f, t), Error);
 }
 

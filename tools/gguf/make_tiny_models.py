@@ -14,6 +14,9 @@ ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbi
                    k Q5_1, v IQ4_NL, o IQ4_XS, gate Q2_K, up Q3_K, down TQ2_0; layer 1 q TQ1_0,
                    k MXFP4, v Q5_0, o Q5_1, gate IQ4_XS, up IQ4_NL, down Q3_K; embedding Q5_0 (as
                    in llama.cpp's Q4_K_M of small models), untied output Q2_K
+  tiny_iquants.gguf llama, 2 layers, ggml's lattice types (each twice): layer 0 q IQ2_XXS, k IQ2_XS,
+                   v IQ2_S, o IQ3_XXS, gate IQ3_S, up IQ1_S, down IQ1_M; layer 1 q IQ1_M, k IQ1_S,
+                   v IQ3_S, o IQ2_XS, gate IQ2_XXS, up IQ3_XXS, down IQ2_S; embedding IQ2_S, output IQ3_S
 Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
   tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
                    bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
@@ -40,7 +43,7 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -61,7 +64,8 @@ rng = np.random.default_rng(1234)
 
 
 # Types gguf-py cannot quantize: random blocks, their fp16 scale fields set as below.
-RANDOM_BLOCKS = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL, T.IQ4_XS)
+RANDOM_BLOCKS = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+                 T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M)
 
 
 def kquant(rows, cols, t):
@@ -79,6 +83,18 @@ def kquant(rows, cols, t):
         b[:, 0:2] = half(scale(4e-4))
     elif t == T.IQ4_XS:  # d*(sc-32)*level
         b[:, 0:2] = half(scale(1.5e-5))
+    elif t in (T.IQ2_XXS, T.IQ2_XS, T.IQ2_S):  # d*(0.5+s)/4 * +-lattice (8, 25, 43)
+        b[:, 0:2] = half(scale(1.2e-3))
+    elif t == T.IQ3_XXS:  # d*(0.5+s)/2 * +-lattice (4 .. 62)
+        b[:, 0:2] = half(scale(5e-4))
+    elif t == T.IQ3_S:  # d*(1+2s) * +-lattice (1 .. 15)
+        b[:, 0:2] = half(scale(4e-4))
+    elif t == T.IQ1_S:  # d*(1+2s) * (lattice (-1, 0, 1) +- 1/8)
+        b[:, 0:2] = half(scale(9e-3))
+    elif t == T.IQ1_M:  # the same, its fp16 d in the top nibbles of the four scale words (bytes 48..55)
+        d = half(scale(9e-3)).copy().view(np.uint16).reshape(-1)
+        for i in range(4):
+            b[:, 49 + 2 * i] = (b[:, 49 + 2 * i] & 0x0F) | (((d >> (4 * i)) & 0xF) << 4).astype(np.uint8)
     elif t in (T.Q4_K, T.Q5_K):
         b[:, 0:2] = half(np.abs(rng.standard_normal(n)) * (2e-4 if t == T.Q4_K else 1e-4) + 1e-5)
         b[:, 2:4] = half(np.abs(rng.standard_normal(n)) * (2e-4 if t == T.Q4_K else 2e-4))
@@ -252,6 +268,12 @@ if only in (None, "quants"):
                          ffn_up=T.Q3_K, ffn_down=T.TQ2_0),
                     dict(attn_q=T.TQ1_0, attn_k=T.MXFP4, attn_v=T.Q5_0, attn_output=T.Q5_1, ffn_gate=T.IQ4_XS,
                          ffn_up=T.IQ4_NL, ffn_down=T.Q3_K)], output=T.Q2_K, embd=T.Q5_0, file="quants")
+rng = np.random.default_rng(97531)
+if only in (None, "iquants"):
+    model("llama", [dict(attn_q=T.IQ2_XXS, attn_k=T.IQ2_XS, attn_v=T.IQ2_S, attn_output=T.IQ3_XXS, ffn_gate=T.IQ3_S,
+                         ffn_up=T.IQ1_S, ffn_down=T.IQ1_M),
+                    dict(attn_q=T.IQ1_M, attn_k=T.IQ1_S, attn_v=T.IQ3_S, attn_output=T.IQ2_XS, ffn_gate=T.IQ2_XXS,
+                         ffn_up=T.IQ3_XXS, ffn_down=T.IQ2_S)], output=T.IQ3_S, embd=T.IQ2_S, file="iquants")
 rng = np.random.default_rng(2468)
 if only in (None, "gemma2"):
     gemma2()
