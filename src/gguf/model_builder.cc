@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "gguf/graph_builder.h"
 #include "gguf/quant_map.h"
+#include "gguf/rope_scaling.h"
 #include "onnx/wire.h"
 
 namespace nbits::gguf {
@@ -103,9 +104,9 @@ Hyperparams read_hyperparams(const File& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  static const char* const kArchs[] = {"llama",  "qwen2",    "qwen3",    "phi3",    "gemma",
-                                       "gemma2", "gemma3",   "granite",  "smollm3", "olmo2",
-                                       "lfm2",   "qwen2moe", "qwen3moe", "olmoe",   "granitemoe"};
+  static const char* const kArchs[] = {"llama",    "qwen2",   "qwen3",      "phi3",    "gemma", "gemma2",
+                                       "gemma3",   "granite", "smollm3",    "olmo2",   "lfm2",  "qwen2moe",
+                                       "qwen3moe", "olmoe",   "granitemoe", "mistral3"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -136,22 +137,26 @@ Hyperparams read_hyperparams(const File& f) {
   hp.rms_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
   if (!(hp.rope_base > 0) || !(hp.rms_eps >= 0))
     f.fail("rope.freq_base and layer_norm_rms_epsilon must be positive");
-  // Rope scaling: none or linear (positions divided by the factor); others refused by name.
+  // Rope scaling: none, linear (positions divided by the factor) or yarn; others refused by name.
   const std::string scaling = f.get_string(key("rope.scaling.type")).value_or("none");
-  if (scaling == "linear") {
+  if (scaling == "linear" || scaling == "yarn") {
     hp.rope_linear_factor = f.get_float(key("rope.scaling.factor")).value_or(1.0);
   } else if (scaling != "none") {
     f.fail(key("rope.scaling.type") + " '" + onnx::wire::printable(scaling) +
-           "' is not supported (none or linear)");
+           "' is not supported (none, linear or yarn)");
   }
   if (const auto s = f.get_float(key("rope.scale_linear"))) hp.rope_linear_factor = *s;
-  if (!(hp.rope_linear_factor > 0)) f.fail("rope scaling factor must be positive");
-  if (f.tensor("rope_freqs.weight") != nullptr)
+  if (!(hp.rope_linear_factor > 0) || !std::isfinite(hp.rope_linear_factor))
+    f.fail("rope scaling factor must be positive");
+  const bool llama_like = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "mistral3";
+  hp.rope_freqs = f.tensor("rope_freqs.weight") != nullptr;
+  if (hp.rope_freqs && !llama_like)
     f.fail(
-        "tensor 'rope_freqs.weight' (per-dimension rope frequency factors, llama 3 rope scaling) is not "
-        "supported");
+        "tensor 'rope_freqs.weight' (llama 3 rope scaling) is supported for llama, granite and mistral3 "
+        "only");
   hp.rope_attn_factor = f.get_float(key("rope.scaling.attn_factor")).value_or(1.0);
   if (!(hp.rope_attn_factor > 0)) f.fail(key("rope.scaling.attn_factor") + " must be positive");
+  read_yarn(f, hp, scaling == "yarn");
   const bool long_f = f.tensor("rope_factors_long.weight") != nullptr;
   const bool short_f = f.tensor("rope_factors_short.weight") != nullptr;
   if (long_f != short_f)
@@ -161,8 +166,8 @@ Hyperparams read_hyperparams(const File& f) {
   hp.rope_orig_context = f.get_int(key("rope.scaling.original_context_length")).value_or(hp.context_length);
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
   // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
-  hp.rope_interleaved =
-      hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe" || hp.arch == "smollm3";
+  hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe" ||
+                        hp.arch == "smollm3" || hp.arch == "mistral3";
   hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe";
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe" || hp.arch == "olmoe" ||
                hp.arch == "olmo2" || hp.arch == "lfm2";
@@ -175,6 +180,7 @@ Hyperparams read_hyperparams(const File& f) {
   if (!moe_arch && hp.arch != "llama" && hp.n_expert != 0)
     f.fail(key("expert_count") + " " + std::to_string(hp.n_expert) +
            ": mixture-of-experts layers are supported for llama, qwen2moe, qwen3moe, olmoe and granitemoe");
+  if (hp.arch == "mistral3") read_attn_temperature(f, hp);
   if (moe_arch || hp.n_expert != 0) {
     if (hp.n_expert <= 0 || hp.n_expert > 4096)
       f.fail(key("expert_count") + " " + std::to_string(hp.n_expert) + " must be in [1, 4096]");
@@ -449,7 +455,8 @@ class Builder {
   }
 
   // cos/sin tables [positions, rope_dim / 2] of one rope (base, linear factor); returns {cos, sin}.
-  std::pair<std::string, std::string> rope_caches(const std::string& name, double base, double linear);
+  std::pair<std::string, std::string> rope_caches(const std::string& name, double base, bool scaled);
+  std::string temperature(const std::string& q, int64_t l);
   // The MatMul of x by rows [n0, n0 + n) of each part of w (w's rows split in order).
   std::vector<std::string> matmul_parts(const std::string& x, const TensorInfo& w,
                                         const std::vector<int64_t>& parts,
@@ -494,31 +501,29 @@ class Builder {
   int level_;
   int64_t capacity_;
   std::string seqlens_k_, total_len_, cos_, sin_, cos_swa_, sin_swa_;
+  std::string temperature_;  // the attention temperature table ("": all 1 over the capacity)
+  bool temperature_checked_ = false;
   NBitsInits embd_nbits_;  // the tied table when it is both GatherBlockQuantized data and lm_head
 };
 
-std::pair<std::string, std::string> Builder::rope_caches(const std::string& name, double base,
-                                                         double linear) {
+std::pair<std::string, std::string> Builder::rope_caches(const std::string& name, double base, bool scaled) {
   const int64_t T = capacity_ > 0 ? std::min(capacity_, hp_.context_length) : hp_.context_length;
   const int64_t half = hp_.rope_dim / 2;
   // LongRoPE divides each frequency by its factor: the long set when the capacity exceeds the
-  // original context (llama.cpp: n_ctx_seq > n_ctx_orig_yarn), else the short one.
-  std::vector<float> factors(static_cast<size_t>(half), 1.0f);
+  // original context (llama.cpp: n_ctx_seq > n_ctx_orig_yarn), else the short one. Llama 3's
+  // rope_freqs always.
+  std::vector<float> factors;
   if (hp_.rope_factors) {
     const bool use_long = (capacity_ > 0 ? capacity_ : hp_.context_length) > hp_.rope_orig_context;
-    const TensorInfo& t = need(use_long ? "rope_factors_long.weight" : "rope_factors_short.weight", {half});
-    factors = float_copy(t);
+    factors = float_copy(need(use_long ? "rope_factors_long.weight" : "rope_factors_short.weight", {half}));
+  } else if (hp_.rope_freqs) {
+    factors = float_copy(need("rope_freqs.weight", {half}));
   }
-  std::vector<float> c(static_cast<size_t>(T * half)), s(c.size());
-  for (int64_t p = 0; p < T; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      const double inv = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(hp_.rope_dim)) /
-                         static_cast<double>(factors[static_cast<size_t>(i)]);
-      const double th = static_cast<double>(p) / linear * inv;
-      c[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(th) * hp_.rope_attn_factor);
-      s[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(th) * hp_.rope_attn_factor);
-    }
-  return {g_.own_floats(name + "cos_cache", {T, half}, c), g_.own_floats(name + "sin_cache", {T, half}, s)};
+  for (const float v : factors)
+    if (!(v > 0) || !std::isfinite(v)) f_.fail("rope frequency factors must be positive and finite");
+  const RopeTables r = rope_tables(hp_, T, base, scaled, factors);
+  return {g_.own_floats(name + "cos_cache", {T, half}, r.cos),
+          g_.own_floats(name + "sin_cache", {T, half}, r.sin)};
 }
 
 std::vector<std::string> Builder::matmul_parts(const std::string& x, const TensorInfo& w,
@@ -667,6 +672,25 @@ std::string Builder::short_conv(int64_t l, const std::string& x) {
   return matmul(y, {&need(blk(l, "shortconv.out_proj.weight"), {E, E})}, {}, p + "out_proj/MatMul");
 }
 
+// q times the attention temperature of its position (mistral3), where the table is not all 1 over
+// the capacity; the table is made once and shared by the layers.
+std::string Builder::temperature(const std::string& q, int64_t l) {
+  if (hp_.attn_temp_scale == 0) return q;
+  const int64_t T = capacity_ > 0 ? std::min(capacity_, hp_.context_length) : hp_.context_length;
+  if (!temperature_checked_) {
+    temperature_checked_ = true;
+    const std::vector<float> t = attn_temperature(hp_, T);
+    if (!std::all_of(t.begin(), t.end(), [](float v) { return v == 1.0f; }))
+      temperature_ = g_.own_floats("attn_temperature", {T}, t);
+  }
+  if (temperature_.empty()) return q;
+  const std::string p = "/model/layers." + std::to_string(l) + "/attn/";
+  onnx::Node& n = g_.node("PositionScale", "nbits.internal", p + "PositionScale",
+                          {q, temperature_, seqlens_k_, total_len_}, 1);
+  GraphBuilder::attr(n, "channels", hp_.n_head * hp_.head_dim);
+  return n.outputs[0];
+}
+
 // GroupQueryAttention over q (packed qkv when k and v are "") and the output projection.
 std::string Builder::attention_core(int64_t l, const std::string& q, const std::string& k,
                                     const std::string& v) {
@@ -676,7 +700,8 @@ std::string Builder::attention_core(int64_t l, const std::string& q, const std::
   const bool swa = is_swa(l);
   const bool rope = hp_.nope_period == 0 || (l + 1) % hp_.nope_period != 0;  // smollm3: NoPE layers
   std::vector<std::string> in = {
-      q, k, v, "past_key_values." + L + ".key", "past_key_values." + L + ".value", seqlens_k_, total_len_};
+      temperature(q, l), k,         v, "past_key_values." + L + ".key", "past_key_values." + L + ".value",
+      seqlens_k_,        total_len_};
   if (rope) in.insert(in.end(), {swa ? cos_swa_ : cos_, swa ? sin_swa_ : sin_});
   onnx::Node& n = g_.node("GroupQueryAttention", kMs, p + "GroupQueryAttention", in, 3);
   n.outputs[1] = "present." + L + ".key";
@@ -825,8 +850,8 @@ void Builder::build() {
                 {sym("batch_size"), fixed(Nkv), sym("total_sequence_length"), fixed(H)});
 
   mask_inputs();
-  std::tie(cos_, sin_) = rope_caches("", hp_.rope_base, hp_.rope_linear_factor);
-  if (hp_.swa_window > 0) std::tie(cos_swa_, sin_swa_) = rope_caches("swa_", hp_.rope_base_swa, 1.0);
+  std::tie(cos_, sin_) = rope_caches("", hp_.rope_base, true);
+  if (hp_.swa_window > 0) std::tie(cos_swa_, sin_swa_) = rope_caches("swa_", hp_.rope_base_swa, false);
   std::string residual = embedding();
   if (hp_.gemma) {  // the embedding scaled by sqrt(n_embd) in fp32, as llama.cpp does
     const float scale = std::sqrt(static_cast<float>(hp_.n_embd));

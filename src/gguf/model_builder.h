@@ -68,6 +68,19 @@ struct Hyperparams {
   // the long ones when the context exceeds rope.scaling.original_context_length.
   bool rope_factors = false;
   int64_t rope_orig_context = 0;
+  // Llama 3 rope scaling: per-frequency divisors in rope_freqs.weight, always applied (llama, granite,
+  // mistral3).
+  bool rope_freqs = false;
+  // YaRN (rope.scaling.type yarn; llama.cpp's rope_yarn): frequencies interpolated by 1 / the factor
+  // (rope_linear_factor) and blended back toward the original ones on a ramp over the rotary pairs
+  // between the correction dims of beta_fast and beta_slow at rope_orig_context, weighted by
+  // yarn_ext_factor; cos/sin times yarn_mscale (llama.cpp's attn_factor after its YaRN magnitude).
+  bool yarn = false;
+  double yarn_ext_factor = 0.0, yarn_beta_fast = 32.0, yarn_beta_slow = 1.0, yarn_mscale = 1.0;
+  // Llama 4 / mistral3 attention temperature: q at position p times
+  // 1 + attn_temp_scale * ln(floor((p + attn_temp_offset) / attn_temp_floor) + 1) (0: off).
+  double attn_temp_scale = 0.0, attn_temp_offset = 0.0;
+  int64_t attn_temp_floor = 0;
 };
 
 // Reads and checks the hyperparameters. Throws "<file>: ..." for an unsupported

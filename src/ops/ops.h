@@ -36,6 +36,8 @@ std::unique_ptr<Op> make_matmul(OpBuild& b);
 std::unique_ptr<Op> make_group_query_attention(OpBuild& b);
 // short_conv.cc: LFM2's gated short convolution, its state in the layer's KV cache slot
 std::unique_ptr<Op> make_short_conv(OpBuild& b);
+// position_scale.cc: a per-position factor on q (the Llama 4 / mistral3 attention temperature)
+std::unique_ptr<Op> make_position_scale(OpBuild& b);
 // rotary_embedding.cc, multi_head_attention.cc (MHA layouts of builder exports)
 std::unique_ptr<Op> make_rotary_embedding(OpBuild& b);
 std::unique_ptr<Op> make_multi_head_attention(OpBuild& b);

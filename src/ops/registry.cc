@@ -34,6 +34,7 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
       {kInternal, "MatMulNBitsSiluMul", ops::make_matmul_nbits_silu_mul},
       {kInternal, "MixtureOfExperts", ops::make_mixture_of_experts},
       {kInternal, "ShortConv", ops::make_short_conv},
+      {kInternal, "PositionScale", ops::make_position_scale},
       {kOnnx, "Cast", ops::make_cast},
       {kOnnx, "Identity", ops::make_identity},
       {kOnnx, "Reshape", ops::make_reshape},

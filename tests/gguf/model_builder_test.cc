@@ -28,9 +28,10 @@ std::string error_of(test::GgufBytes g) {
 TEST(GgufModelBuilder, OtherArchitecturesRefusedByName) {
   test::GgufBytes g = test::small_gguf();
   g.b[g.at.at("value:general.architecture") + 8] = 'm';  // "llama" -> "mlama"
-  EXPECT_EQ(error_of(g),
-            "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
-            "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe)");
+  EXPECT_EQ(
+      error_of(g),
+      "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
+      "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe, mistral3)");
 }
 
 TEST(GgufModelBuilder, MissingHyperparameterNamed) {
@@ -199,6 +200,29 @@ TEST(GgufModelBuilder, BadShortConvolutionsRefusedByName) {
   EXPECT_EQ(with_dim(m, "blk.1.shortconv.in_proj.weight", 1, 512),
             "m.gguf: tensor 'blk.1.shortconv.in_proj.weight' has shape [256, 512], expected [256, 768]");
   EXPECT_EQ(with_value<uint32_t>(m, "lfm2.shortconv.l_cache", 4, 3), "(built)");  // unchanged: loads
+}
+
+// Rope scaling keys and tensors out of range: one line each (the tiny mistral3: YaRN and the
+// attention temperature; the tiny llama3: rope_freqs.weight).
+TEST(GgufModelBuilder, BadRopeScalingRefusedByName) {
+  const std::string m = test::tiny_model("mistral3"), l3 = test::tiny_model("llama3");
+  NBITS_REQUIRE_SHARED(m);
+  NBITS_REQUIRE_SHARED(l3);
+  EXPECT_EQ(
+      with_value<float>(m, "mistral3.rope.scaling.yarn_beta_fast", 6, -1.0f),
+      "m.gguf: mistral3.rope.scaling.yarn_ext_factor / yarn_beta_fast / yarn_beta_slow must be finite, the "
+      "betas positive");
+  EXPECT_EQ(with_value<float>(m, "mistral3.rope.scaling.factor", 6, 0.0f),
+            "m.gguf: rope scaling factor must be positive");
+  EXPECT_EQ(with_value<float>(m, "mistral3.attention.temperature_scale", 6, std::nanf("")),
+            "m.gguf: mistral3.attention.temperature_scale must be finite");
+  EXPECT_EQ(
+      with_value<uint32_t>(m, "mistral3.rope.scaling.original_context_length", 4, 0),
+      "m.gguf: mistral3.rope.scaling.original_context_length must be positive for attention temperature "
+      "scaling");
+  EXPECT_EQ(with_dim(l3, "rope_freqs.weight", 0, 16),
+            "m.gguf: tensor 'rope_freqs.weight' has shape [16], expected [32]");
+  EXPECT_EQ(with_value<float>(m, "mistral3.rope.scaling.yarn_beta_fast", 6, 2.0f), "(built)");  // unchanged
 }
 
 // Mixture-of-experts files whose expert counts and tensors disagree: one line each.

@@ -1,5 +1,5 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
 granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
@@ -56,8 +56,24 @@ def main():
     base = val(arch + ".rope.freq_base", 10000.0)
     eps = val(arch + ".attention.layer_norm_rms_epsilon", 1e-5)
     ctx = val(arch + ".context_length")
-    factor = val(arch + ".rope.scaling.factor", 1.0) if val(arch + ".rope.scaling.type") == "linear" else 1.0
+    stype = val(arch + ".rope.scaling.type")
+    factor = val(arch + ".rope.scaling.factor", 1.0) if stype in ("linear", "yarn") else 1.0
     attn_factor = val(arch + ".rope.scaling.attn_factor", 1.0)
+    # YaRN (llama.cpp's rope_yarn, ext_factor 1): interpolated frequencies blended back to the original
+    # ones on a ramp between the correction dims; magnitude get_mscale(factor) (mistral3 divides by
+    # get_mscale(factor, yarn_log_multiplier)) times attn_factor.
+    yarn = stype == "yarn"
+    orig_ctx = val(arch + ".rope.scaling.original_context_length", ctx)
+    if yarn:
+        gm = lambda s, m: 1.0 if s <= 1 else 0.1 * m * np.log(s) + 1.0
+        log_mul = val(arch + ".rope.scaling.yarn_log_multiplier", 0.0) if arch == "mistral3" else 0.0
+        yarn_mscale = (gm(factor, 1.0) / gm(factor, log_mul) if log_mul else gm(factor, 1.0)) * attn_factor
+        corr = lambda beta: rdim * np.log(orig_ctx / (beta * 2 * np.pi)) / (2 * np.log(base))
+        lo = max(0.0, np.floor(corr(val(arch + ".rope.scaling.yarn_beta_fast", 32.0))))
+        hi = min(rdim - 1.0, np.ceil(corr(val(arch + ".rope.scaling.yarn_beta_slow", 1.0))))
+        ramp = 1 - np.clip((np.arange(rdim // 2) - lo) / max(0.001, hi - lo), 0, 1)
+    # mistral3's attention temperature on q: 1 + scale * ln(floor(pos / original context) + 1).
+    temp_scale = val(arch + ".attention.temperature_scale", 0.0) if arch == "mistral3" else 0.0
     # gemma3, olmo2: every swa_period-th layer is global, the others see the last `window` keys
     # (llama.cpp's LLAMA_SWA_TYPE_STANDARD) with their own rope base (olmo2: the global one) and no
     # rope scaling. phi3's window is off in llama.cpp.
@@ -97,14 +113,19 @@ def main():
     if "rope_factors_long.weight" in T:
         orig = val(arch + ".rope.scaling.original_context_length", ctx)
         ffac = w("rope_factors_long.weight" if args.context > orig else "rope_factors_short.weight").reshape(-1)
+    elif "rope_freqs.weight" in T:  # Llama 3 rope scaling: per-frequency divisors, always
+        ffac = w("rope_freqs.weight").reshape(-1)
 
     def rope(x, pos, b, scale):  # x [S, heads, H]; llama: adjacent pairs (ggml normal), others: halves (NEOX)
         half = rdim // 2
         inv = b ** (-2.0 * np.arange(half) / rdim) / ffac
-        th = pos[:, None] / scale * inv[None, :]
-        c, s = np.cos(th)[:, None, :] * attn_factor, np.sin(th)[:, None, :] * attn_factor
+        th, mag = pos[:, None] / scale * inv[None, :], attn_factor
+        if yarn and scale != 1.0:
+            extrap = pos[:, None] * inv[None, :]
+            th, mag = extrap / scale * (1 - ramp) + extrap * ramp, yarn_mscale
+        c, s = np.cos(th)[:, None, :] * mag, np.sin(th)[:, None, :] * mag
         y = x.copy()
-        if arch in ("llama", "granite", "granitemoe", "smollm3"):
+        if arch in ("llama", "granite", "granitemoe", "smollm3", "mistral3"):
             a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
             y[..., 0:rdim:2], y[..., 1:rdim:2] = a * c - b * s, a * s + b * c
         else:
@@ -178,6 +199,8 @@ def main():
         b, scale = (base_swa, 1.0) if d["swa"] else (base, factor)
         if d["rope"]:
             q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
+        if temp_scale:
+            q = q * (np.log(np.floor(pos / orig_ctx) + 1) * temp_scale + 1)[:, None, None]
         rep = nh // nkv
         k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
         sc = np.einsum("shd,thd->hst", q, k) * qscale

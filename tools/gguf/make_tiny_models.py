@@ -18,6 +18,11 @@ ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbi
                    v IQ2_S, o IQ3_XXS, gate IQ3_S, up IQ1_S, down IQ1_M; layer 1 q IQ1_M, k IQ1_S,
                    v IQ3_S, o IQ2_XS, gate IQ2_XXS, up IQ3_XXS, down IQ2_S; embedding IQ2_S, output IQ3_S
 Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
+  tiny_llama3.gguf llama with Llama 3.2's rope scaling (rope_freqs.weight: rope base 5e5, factor 32,
+                   bands 1 / 4 of an original context of 64), K-quants, untied Q6_K output
+  tiny_yarn.gguf   qwen3 with YaRN rope scaling (factor 4, original context 64, betas 32 / 1)
+  tiny_mistral3.gguf mistral3: llama's graph, YaRN (factor 4, original context 8, betas 2 / 0.05, log
+                   multiplier 1) and the attention temperature 0.1 (q times 1 + 0.1 ln(floor(pos / 8) + 1))
   tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
                    bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
                    o Q4_K, gate IQ4_NL, up Q4_0, down Q8_0, tied Q8_0 embedding
@@ -43,7 +48,7 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|iquants|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|llama3|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -122,14 +127,14 @@ def norm(w, name, n):
 
 
 def model(arch, types, biases=False, qk_norm=False, output=None, embd=T.Q8_0, file=None, extra=None, layers=L,
-          out_scale=lambda l: 1.0):
+          out_scale=lambda l: 1.0, rope_base=None):
     """types: one dict of matrix types for every layer, or a list with one dict per layer; extra:
     a function adding metadata; out_scale(l): a factor on layer l's attn_output and ffn_down."""
     w = gguf.GGUFWriter(os.path.join(out, "tiny_%s.gguf" % (file or arch)), arch)
     header(w, arch, layers)
     if extra:
         extra(w)
-    w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
+    w.add_rope_freq_base(rope_base or (10000.0 if arch == "llama" else 1000000.0))
     weight(w, "token_embd.weight", V, E, embd)
     norm(w, "output_norm.weight", E)
     if output is not None:
@@ -274,6 +279,57 @@ if only in (None, "iquants"):
                          ffn_up=T.IQ1_S, ffn_down=T.IQ1_M),
                     dict(attn_q=T.IQ1_M, attn_k=T.IQ1_S, attn_v=T.IQ3_S, attn_output=T.IQ2_XS, ffn_gate=T.IQ2_XXS,
                          ffn_up=T.IQ3_XXS, ffn_down=T.IQ2_S)], output=T.IQ3_S, embd=T.IQ2_S, file="iquants")
+
+
+def llama3_rope_freqs(w, base=500000.0, factor=32.0, low=1.0, high=4.0, orig=64):
+    """rope_freqs.weight as convert_hf_to_gguf.py writes Llama 3.2's rope scaling (its base 5e5 and
+    factor 32; original context 64 here, so the three bands fall within a 64-wide head)."""
+    out = []
+    for f in base ** (-np.arange(0, HD, 2) / HD):
+        wl = 2 * np.pi / f
+        if wl < orig / high:
+            out.append(1.0)
+        elif wl > orig / low:
+            out.append(factor)
+        else:
+            smooth = (orig / wl - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    w.add_tensor("rope_freqs.weight", np.asarray(out, dtype=np.float32))
+
+
+def yarn_keys(arch, factor, orig, beta_fast=None, beta_slow=None, log_mul=None):
+    def add(w):
+        w.add_string(arch + ".rope.scaling.type", "yarn")
+        w.add_float32(arch + ".rope.scaling.factor", factor)
+        w.add_uint32(arch + ".rope.scaling.original_context_length", orig)
+        if beta_fast is not None:
+            w.add_float32(arch + ".rope.scaling.yarn_beta_fast", beta_fast)
+            w.add_float32(arch + ".rope.scaling.yarn_beta_slow", beta_slow)
+        if log_mul is not None:
+            w.add_float32(arch + ".rope.scaling.yarn_log_multiplier", log_mul)
+    return add
+
+
+rng = np.random.default_rng(11111)
+if only in (None, "llama3"):
+    model("llama", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q6_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                        ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q6_K, file="llama3", extra=llama3_rope_freqs,
+          rope_base=500000.0)
+rng = np.random.default_rng(75319)
+if only in (None, "yarn"):
+    model("qwen3", dict(attn_q=T.Q8_0, attn_k=T.Q8_0, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                        ffn_up=T.Q4_K, ffn_down=T.Q6_K), qk_norm=True, file="yarn", extra=yarn_keys("qwen3", 4.0, 64))
+
+
+def mistral3_keys(w):
+    yarn_keys("mistral3", 4.0, 8, beta_fast=2.0, beta_slow=0.05, log_mul=1.0)(w)
+    w.add_float32("mistral3.attention.temperature_scale", 0.1)
+
+
+rng = np.random.default_rng(33333)
+if only in (None, "mistral3"):
+    model("mistral3", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q4_K, attn_output=T.Q5_K, ffn_gate=T.Q4_K,
+                           ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q6_K, file="mistral3", extra=mistral3_keys)
 rng = np.random.default_rng(2468)
 if only in (None, "gemma2"):
     gemma2()
