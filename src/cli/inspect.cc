@@ -364,6 +364,27 @@ json gguf_summary(const gguf::File& f) {
     }
     if (hp.nope_period > 0) r["hyperparameters"]["no_rope_every"] = hp.nope_period;     // smollm3
     if (!hp.pre_norms) r["hyperparameters"]["norms"] = "after attention and FFN only";  // olmo2
+    if (hp.swa_window > 0) {  // gemma2 / gemma3 / olmo2: layer l local when l % period < period - 1
+      r["hyperparameters"]["sliding_window"] = hp.swa_window;
+      r["hyperparameters"]["sliding_window_period"] = hp.swa_period;
+      if (hp.rope_base_swa != hp.rope_base) r["hyperparameters"]["rope_base_local"] = hp.rope_base_swa;
+    }
+    json scaling;
+    if (hp.yarn)
+      scaling = {{"type", "yarn"},
+                 {"factor", hp.rope_linear_factor},
+                 {"original_context", hp.rope_orig_context},
+                 {"beta_fast", hp.yarn_beta_fast},
+                 {"beta_slow", hp.yarn_beta_slow},
+                 {"magnitude", hp.yarn_mscale}};
+    else if (hp.rope_linear_factor != 1.0)
+      scaling = {{"type", "linear"}, {"factor", hp.rope_linear_factor}};
+    if (hp.rope_freqs) scaling["frequency_factors"] = "rope_freqs.weight (Llama 3)";
+    if (hp.rope_factors) scaling["frequency_factors"] = "rope_factors_long / short (LongRoPE)";
+    if (!scaling.is_null()) r["hyperparameters"]["rope_scaling"] = scaling;
+    if (hp.attn_temp_scale != 0)  // mistral3
+      r["hyperparameters"]["attention_temperature"] = {{"scale", hp.attn_temp_scale},
+                                                       {"floor", hp.attn_temp_floor}};
     if (hp.n_expert > 0) {
       r["hyperparameters"]["experts"] = hp.n_expert;
       r["hyperparameters"]["experts_used"] = hp.n_expert_used;

@@ -114,6 +114,30 @@ TEST(CliGguf, InspectShowsConvolutionNoPEAndNormLayouts) {
   EXPECT_EQ(hyper("olmo2")["norms"], "after attention and FFN only");
 }
 
+// Sliding windows, rope scaling and mistral3's attention temperature in nbits inspect.
+TEST(CliGguf, InspectShowsWindowsAndRopeScaling) {
+  NBITS_REQUIRE_BIN();
+  for (const char* a : {"gemma3", "llama3", "mistral3"})
+    NBITS_REQUIRE_SHARED(nbits::gguf::test::tiny_model(a));
+  const auto hyper = [](const char* arch) {
+    const RunResult r = run_nbits({"inspect", nbits::gguf::test::tiny_model(arch), "--format", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["gguf"]["hyperparameters"];
+  };
+  const auto gemma3 = hyper("gemma3");
+  EXPECT_EQ(gemma3["sliding_window"], 8);
+  EXPECT_EQ(gemma3["sliding_window_period"], 6);
+  EXPECT_EQ(gemma3["rope_scaling"]["type"], "linear");
+  EXPECT_EQ(hyper("llama3")["rope_scaling"]["frequency_factors"], "rope_freqs.weight (Llama 3)");
+  const auto m3 = hyper("mistral3");
+  EXPECT_EQ(m3["rope_scaling"]["type"], "yarn");
+  EXPECT_EQ(m3["rope_scaling"]["original_context"], 8);
+  EXPECT_EQ(m3["attention_temperature"]["floor"], 8);
+  // The text form shows them too.
+  const RunResult t = run_nbits({"inspect", nbits::gguf::test::tiny_model("mistral3")});
+  EXPECT_NE(t.out.find("rope_scaling="), std::string::npos) << t.out;
+}
+
 // nbits bench on a GGUF: the file's own bytes per token and their floor beside nbits'. SmolLM2's
 // output is tied: every matrix of the file streams per token, the Q8_0 table as the lm_head.
 TEST(CliGguf, BenchReportsTheFilesBytesPerToken) {
