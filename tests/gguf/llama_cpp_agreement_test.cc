@@ -147,6 +147,16 @@ TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
 
 // phi3's LongRoPE within its original context (64 of 256): the short factors (exact_ref.py
 // --context 64); the test above ran the long ones (capacity 128).
+// Q1_0 (a sign bit per weight; the llama.cpp of node-llama-cpp 3.21.1 has no Q1_0): the tiny q1
+// file against the exact math only, at level 0 and within the other files' int8 bound at level 4.
+TEST(GgufExact, Q1_0ModelEqualsExactMath) {
+  const std::string path = test::tiny_model("q1"), ref = test::tiny_ref("q1", "exact");
+  NBITS_REQUIRE_SHARED(path);
+  NBITS_REQUIRE_SHARED(ref);
+  EXPECT_LT(against_exact(path, ref, 0), 5e-5);
+  EXPECT_LT(against_exact(path, ref, 4), 8e-2);
+}
+
 TEST(GgufExact, Phi3ShortRopeFactorsWithinTheOriginalContext) {
   const std::string path = test::tiny_model("phi3"), ref = test::tiny_ref("phi3_short", "exact");
   NBITS_REQUIRE_SHARED(path);

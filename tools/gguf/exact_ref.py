@@ -101,8 +101,13 @@ def main():
 
     def w(name):  # [rows, cols] as ggml stores them: ne0 = cols
         t = T[name]
-        return gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape(
-            [int(x) for x in reversed(t.shape)])
+        shape = [int(x) for x in reversed(t.shape)]
+        if int(t.tensor_type) == 41:  # Q1_0, which gguf-py 0.19 does not dequantize: d * (bit ? 1 : -1)
+            b = np.asarray(t.data, dtype=np.uint8).reshape(-1, 18)
+            d = b[:, 0:2].copy().view(np.float16).astype(np.float64)
+            bits = np.unpackbits(b[:, 2:], axis=1, bitorder="little").astype(np.float64)
+            return (d * (2 * bits - 1)).reshape(shape)
+        return gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape(shape)
 
     def rms(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g

@@ -18,6 +18,8 @@ ids of tools/gguf/llamacpp_logits_ref.mjs apply) and every quantization type nbi
                    v IQ2_S, o IQ3_XXS, gate IQ3_S, up IQ1_S, down IQ1_M; layer 1 q IQ1_M, k IQ1_S,
                    v IQ3_S, o IQ2_XS, gate IQ2_XXS, up IQ3_XXS, down IQ2_S; embedding IQ2_S, output IQ3_S
 Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 512, 2 layers.
+  tiny_q1.gguf     llama with every layer matrix Q1_0 (a sign bit per weight, one fp16 d per 128: the
+                   Bonsai files' type), untied Q6_K output; llama.cpp 3.21.1 has no Q1_0: exact math only
   tiny_llama3.gguf llama with Llama 3.2's rope scaling (rope_freqs.weight: rope base 5e5, factor 32,
                    bands 1 / 4 of an original context of 64), K-quants, untied Q6_K output
   tiny_yarn.gguf   qwen3 with YaRN rope scaling (factor 4, original context 64, betas 32 / 1)
@@ -48,7 +50,7 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|iquants|llama3|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|q1|llama3|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -69,7 +71,7 @@ rng = np.random.default_rng(1234)
 
 
 # Types gguf-py cannot quantize: random blocks, their fp16 scale fields set as below.
-RANDOM_BLOCKS = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+RANDOM_BLOCKS = (T.Q1_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
                  T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M)
 
 
@@ -88,6 +90,8 @@ def kquant(rows, cols, t):
         b[:, 0:2] = half(scale(4e-4))
     elif t == T.IQ4_XS:  # d*(sc-32)*level
         b[:, 0:2] = half(scale(1.5e-5))
+    elif t == T.Q1_0:  # d * (bit ? 1 : -1)
+        b[:, 0:2] = half(scale(0.05))
     elif t in (T.IQ2_XXS, T.IQ2_XS, T.IQ2_S):  # d*(0.5+s)/4 * +-lattice (8, 25, 43)
         b[:, 0:2] = half(scale(1.2e-3))
     elif t == T.IQ3_XXS:  # d*(0.5+s)/2 * +-lattice (4 .. 62)
@@ -310,6 +314,10 @@ def yarn_keys(arch, factor, orig, beta_fast=None, beta_slow=None, log_mul=None):
     return add
 
 
+rng = np.random.default_rng(13579)
+if only in (None, "q1"):
+    model("llama", dict(attn_q=T.Q1_0, attn_k=T.Q1_0, attn_v=T.Q1_0, attn_output=T.Q1_0, ffn_gate=T.Q1_0,
+                        ffn_up=T.Q1_0, ffn_down=T.Q1_0), output=T.Q6_K, file="q1")
 rng = np.random.default_rng(11111)
 if only in (None, "llama3"):
     model("llama", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q6_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
