@@ -24,6 +24,18 @@ const char* kLlama3Re =
 const char* kQwen2Re =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Tekken (Mistral Nemo / Small 3 / Ministral 3) and o200k (gpt-4o: Phi-4-mini): the regexes of their
+// tokenizer.json, with o200k's (?i:'s|...) spelled out. llama.cpp's own engine lacks the letter
+// categories and approximates "not lowercase" as [^a-z] over letters; this one has them, so
+// non-ASCII capitals split as Hugging Face splits them.
+const char* kTekkenRe =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* kO200kRe = R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
+                       R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+                       R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
+                       R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+                       R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 struct PreRule {
   std::vector<std::string> regexes;
   bool ignore_merges = false;
@@ -44,11 +56,13 @@ PreRule pre_rule(const std::string& pre) {
     return {{kLlama3Re}, true, true};
   // cl100k-style vocabularies (DBRX, OLMo 2 / 3's dolma2 tokenizer, Smaug): llama 3's split, merges only.
   if (pre == "dbrx" || pre == "smaug-bpe") return {{kLlama3Re}, false, false};
+  if (pre == "tekken") return {{kTekkenRe}, true, true};
+  if (pre == "gpt-4o" || pre == "llama4") return {{kO200kRe}, false, false};
   fail("GGUF vocab: unsupported tokenizer.ggml.pre '", pre,
        "' (supported: default, gpt-2, phi-2, mpt, olmo, smollm, starcoder, refact, command-r, codeshell, "
        "exaone, "
        "minerva-7b, qwen2, deepseek-r1-qwen, stablelm2, megrez, llama3, llama-v3, llama-bpe, falcon3, dbrx, "
-       "smaug-bpe)");
+       "smaug-bpe, tekken, gpt-4o, llama4)");
 }
 
 int32_t type_of(const GgufVocab& v, size_t id) { return v.token_types.empty() ? kNormal : v.token_types[id]; }

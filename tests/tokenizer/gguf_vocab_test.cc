@@ -120,6 +120,49 @@ std::vector<std::string> pieces(const Tokenizer& t, const std::vector<int32_t>& 
   return out;
 }
 
+// tiny_byte_level(pre) with more tokens (byte-level spelling) and merges.
+GgufVocab with_tokens(GgufVocab v, const std::vector<std::string>& tokens,
+                      const std::vector<std::string>& merges) {
+  for (const std::string& t : tokens) {
+    v.tokens.push_back(t);
+    v.token_types.push_back(1);
+  }
+  v.merges.insert(v.merges.end(), merges.begin(), merges.end());
+  return v;
+}
+
+// Tekken (Mistral) and o200k (gpt-4o: Phi-4-mini) splits, as Python's regex module splits with their
+// tokenizer.json patterns: "HelloWorld 12345 it's" -> tekken [Hello, World, " ", 1, 2, 3, 4, 5, " it",
+// 's], o200k [Hello, World, " ", 123, 45, " it's"]; "éAb" -> [é, Ab] in both (é is lowercase).
+TEST(GgufVocab, TekkenAndO200kSplits) {
+  const std::string sp = "\xC4\xA0";  // byte-level space
+  const std::vector<std::string> extra = {"Hello",    "World",     sp + "i", sp + "it",
+                                          sp + "it'", sp + "it's", "'s",     "Ab"};
+  const std::vector<std::string> merges = {sp + " i", sp + "i t", sp + "it '", sp + "it' s"};
+  GgufVocab tv = with_tokens(tiny_byte_level("tekken"), extra, merges);
+  tv.bos = 256;  // any id ("12"): tekken adds BOS by default, as llama.cpp does
+  Tokenizer tk = tokenizer_from_gguf(tv);
+  // Words that are tokens stay whole (ignore_merges), digits one by one, the contraction apart.
+  EXPECT_EQ(pieces(tk, tk.encode("HelloWorld 12345 it's", false)),
+            (std::vector<std::string>{"Hello", "World", sp, "1", "2", "3", "4", "5", sp + "it", "'s"}));
+  EXPECT_EQ(pieces(tk, tk.encode("\xC3\xA9"
+                                 "Ab",
+                                 false)),
+            (std::vector<std::string>{"\xC3\x83", "\xC2\xA9", "Ab"}));  // é's two bytes, then Ab
+  EXPECT_EQ(tk.encode("Ab", true), (std::vector<int32_t>{256, tk.encode("Ab", false)[0]}));
+  // o200k: digits in threes, the contraction stays on its word, merges by rank.
+  Tokenizer o2 = tokenizer_from_gguf(with_tokens(tiny_byte_level("gpt-4o"), extra, merges));
+  EXPECT_EQ(pieces(o2, o2.encode("12345 it's", false)), (std::vector<std::string>{"123", "45", sp + "it's"}));
+  // llama 3's split keeps "éAb" and "HelloWorld" whole: no token, so bytes.
+  GgufVocab lv = with_tokens(tiny_byte_level("llama-bpe"), extra, merges);
+  lv.add_bos = false;
+  Tokenizer l3 = tokenizer_from_gguf(lv);
+  EXPECT_EQ(pieces(l3, l3.encode("\xC3\xA9"
+                                 "Ab",
+                                 false)),
+            (std::vector<std::string>{"\xC3\x83", "\xC2\xA9", "A", "b"}));
+}
+
 TEST(GgufVocab, Llama3SplitAndIgnoreMerges) {
   // llama-bpe: digits in threes, and a word that is a vocabulary entry is that token (ignore_merges).
   GgufVocab lv = tiny_byte_level("llama-bpe");
@@ -357,8 +400,9 @@ TEST(GgufVocab, UnsupportedOrInconsistentVocabulariesAreRefusedByName) {
   GgufVocab v = tiny_spm();
   v.model = "bert";
   EXPECT_NE(error_of(v).find("unsupported tokenizer.ggml.model 'bert'"), std::string::npos) << error_of(v);
-  GgufVocab p = tiny_byte_level("tekken");
-  EXPECT_NE(error_of(p).find("unsupported tokenizer.ggml.pre 'tekken'"), std::string::npos) << error_of(p);
+  GgufVocab p = tiny_byte_level("deepseek-coder");
+  EXPECT_NE(error_of(p).find("unsupported tokenizer.ggml.pre 'deepseek-coder'"), std::string::npos)
+      << error_of(p);
   GgufVocab s = tiny_spm();
   s.scores.clear();
   EXPECT_NE(error_of(s).find("needs tokenizer.ggml.scores"), std::string::npos) << error_of(s);
