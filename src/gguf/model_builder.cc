@@ -104,9 +104,9 @@ Hyperparams read_hyperparams(const File& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  static const char* const kArchs[] = {"llama",    "qwen2",   "qwen3",      "phi3",    "gemma", "gemma2",
-                                       "gemma3",   "granite", "smollm3",    "olmo2",   "lfm2",  "qwen2moe",
-                                       "qwen3moe", "olmoe",   "granitemoe", "mistral3"};
+  static const char* const kArchs[] = {
+      "llama", "qwen2", "qwen3",    "phi3",     "gemma", "gemma2",     "gemma3",   "granite",  "smollm3",
+      "olmo2", "lfm2",  "qwen2moe", "qwen3moe", "olmoe", "granitemoe", "mistral3", "ernie4_5", "exaone"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -148,7 +148,8 @@ Hyperparams read_hyperparams(const File& f) {
   if (const auto s = f.get_float(key("rope.scale_linear"))) hp.rope_linear_factor = *s;
   if (!(hp.rope_linear_factor > 0) || !std::isfinite(hp.rope_linear_factor))
     f.fail("rope scaling factor must be positive");
-  const bool llama_like = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "mistral3";
+  const bool llama_like =
+      hp.arch == "llama" || hp.arch == "granite" || hp.arch == "mistral3" || hp.arch == "exaone";
   hp.rope_freqs = f.tensor("rope_freqs.weight") != nullptr;
   if (hp.rope_freqs && !llama_like)
     f.fail(
@@ -167,8 +168,12 @@ Hyperparams read_hyperparams(const File& f) {
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
   // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
   hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe" ||
-                        hp.arch == "smollm3" || hp.arch == "mistral3";
-  hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe";
+                        hp.arch == "smollm3" || hp.arch == "mistral3" || hp.arch == "ernie4_5";
+  // q/k/v biases: always (qwen2), or where the file has them (ernie4_5, exaone: llama's graph with
+  // optional biases).
+  const bool optional_biases = hp.arch == "ernie4_5" || hp.arch == "exaone";
+  hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe" ||
+                (optional_biases && f.tensor("blk.0.attn_q.bias") != nullptr);
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe" || hp.arch == "olmoe" ||
                hp.arch == "olmo2" || hp.arch == "lfm2";
   hp.qk_norm_full = hp.arch == "olmoe" || hp.arch == "olmo2";

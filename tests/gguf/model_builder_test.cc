@@ -28,10 +28,10 @@ std::string error_of(test::GgufBytes g) {
 TEST(GgufModelBuilder, OtherArchitecturesRefusedByName) {
   test::GgufBytes g = test::small_gguf();
   g.b[g.at.at("value:general.architecture") + 8] = 'm';  // "llama" -> "mlama"
-  EXPECT_EQ(
-      error_of(g),
-      "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
-      "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe, mistral3)");
+  EXPECT_EQ(error_of(g),
+            "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
+            "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe, mistral3, "
+            "ernie4_5, exaone)");
 }
 
 TEST(GgufModelBuilder, MissingHyperparameterNamed) {

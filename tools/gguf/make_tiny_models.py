@@ -25,6 +25,9 @@ Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 5
   tiny_yarn.gguf   qwen3 with YaRN rope scaling (factor 4, original context 64, betas 32 / 1)
   tiny_mistral3.gguf mistral3: llama's graph, YaRN (factor 4, original context 8, betas 2 / 0.05, log
                    multiplier 1) and the attention temperature 0.1 (q times 1 + 0.1 ln(floor(pos / 8) + 1))
+  tiny_ernie4_5.gguf ERNIE 4.5: llama's graph (adjacent pairs) with q/k/v biases, tied Q8_0 embedding
+  tiny_exaone.gguf EXAONE 3.5: llama's graph with halves (NEOX) rope, Llama 3 rope_freqs (base 1e6),
+                   q/k/v biases, untied Q6_K output
   tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
                    bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
                    o Q4_K, gate IQ4_NL, up Q4_0, down Q8_0, tied Q8_0 embedding
@@ -50,7 +53,7 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|iquants|q1|llama3|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|q1|llama3|ernie4_5|exaone|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -338,6 +341,17 @@ rng = np.random.default_rng(33333)
 if only in (None, "mistral3"):
     model("mistral3", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q4_K, attn_output=T.Q5_K, ffn_gate=T.Q4_K,
                            ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q6_K, file="mistral3", extra=mistral3_keys)
+rng = np.random.default_rng(24680)
+if only in (None, "ernie4_5"):
+    model("ernie4_5", dict(attn_q=T.Q8_0, attn_k=T.Q8_0, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                           ffn_up=T.Q4_K, ffn_down=T.Q6_K), biases=True)
+
+
+rng = np.random.default_rng(35791)
+if only in (None, "exaone"):
+    model("exaone", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q6_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                         ffn_up=T.Q4_K, ffn_down=T.Q6_K), biases=True, output=T.Q6_K,
+          extra=lambda w: llama3_rope_freqs(w, base=1000000.0))
 rng = np.random.default_rng(2468)
 if only in (None, "gemma2"):
     gemma2()
