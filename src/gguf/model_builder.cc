@@ -104,9 +104,10 @@ Hyperparams read_hyperparams(const File& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  static const char* const kArchs[] = {
-      "llama", "qwen2", "qwen3",    "phi3",     "gemma", "gemma2",     "gemma3",   "granite",  "smollm3",
-      "olmo2", "lfm2",  "qwen2moe", "qwen3moe", "olmoe", "granitemoe", "mistral3", "ernie4_5", "exaone"};
+  static const char* const kArchs[] = {"llama",    "qwen2",    "qwen3",    "phi3",    "gemma",
+                                       "gemma2",   "gemma3",   "granite",  "smollm3", "olmo2",
+                                       "lfm2",     "qwen2moe", "qwen3moe", "olmoe",   "granitemoe",
+                                       "mistral3", "ernie4_5", "exaone",   "qwen2vl", "qwen3vl"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -158,6 +159,7 @@ Hyperparams read_hyperparams(const File& f) {
   hp.rope_attn_factor = f.get_float(key("rope.scaling.attn_factor")).value_or(1.0);
   if (!(hp.rope_attn_factor > 0)) f.fail(key("rope.scaling.attn_factor") + " must be positive");
   read_yarn(f, hp, scaling == "yarn");
+  if (hp.arch == "qwen2vl" || hp.arch == "qwen3vl") read_mrope_text(f, hp);
   const bool long_f = f.tensor("rope_factors_long.weight") != nullptr;
   const bool short_f = f.tensor("rope_factors_short.weight") != nullptr;
   if (long_f != short_f)
@@ -172,10 +174,10 @@ Hyperparams read_hyperparams(const File& f) {
   // q/k/v biases: always (qwen2), or where the file has them (ernie4_5, exaone: llama's graph with
   // optional biases).
   const bool optional_biases = hp.arch == "ernie4_5" || hp.arch == "exaone";
-  hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe" ||
+  hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe" || hp.arch == "qwen2vl" ||
                 (optional_biases && f.tensor("blk.0.attn_q.bias") != nullptr);
-  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe" || hp.arch == "olmoe" ||
-               hp.arch == "olmo2" || hp.arch == "lfm2";
+  hp.qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3vl" || hp.arch == "gemma3" || hp.arch == "qwen3moe" ||
+               hp.arch == "olmoe" || hp.arch == "olmo2" || hp.arch == "lfm2";
   hp.qk_norm_full = hp.arch == "olmoe" || hp.arch == "olmo2";
   // Experts: llama.cpp's MoE architectures, and llama with expert_count > 0 (Mixtral).
   const bool moe_arch =

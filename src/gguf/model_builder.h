@@ -79,6 +79,9 @@ struct Hyperparams {
   double yarn_ext_factor = 0.0, yarn_beta_fast = 32.0, yarn_beta_slow = 1.0, yarn_mscale = 1.0;
   // Llama 4 / mistral3 attention temperature: q at position p times
   // 1 + attn_temp_scale * ln(floor((p + attn_temp_offset) / attn_temp_floor) + 1) (0: off).
+  // qwen2vl / qwen3vl (multimodal rope), run on text: the rotary pairs whose section takes the 4th
+  // ("extra") position, which llama.cpp sets to 0 for text tokens, do not rotate.
+  std::vector<bool> rope_frozen_pairs;
   double attn_temp_scale = 0.0, attn_temp_offset = 0.0;
   int64_t attn_temp_floor = 0;
 };

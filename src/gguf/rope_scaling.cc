@@ -57,6 +57,31 @@ void read_attn_temperature(const File& f, Hyperparams& hp) {
            " must be positive for attention temperature scaling");
 }
 
+void read_mrope_text(const File& f, Hyperparams& hp) {
+  const std::string k = key(hp, "rope.dimension_sections");
+  std::vector<int64_t> sec = f.get_ints(k);
+  if (sec.size() < 3 || sec.size() > 4) f.fail(k + " must hold 3 or 4 section sizes");
+  sec.resize(4, 0);
+  int64_t sum = 0;
+  for (const int64_t v : sec) {
+    if (v < 0 || v > hp.rope_dim) f.fail(k + ": section sizes must be in [0, rope dimension count]");
+    sum += v;
+  }
+  if (sum <= 0) f.fail(k + ": the sections are empty");
+  const bool interleaved = hp.arch == "qwen3vl";
+  hp.rope_frozen_pairs.assign(static_cast<size_t>(hp.rope_dim / 2), false);
+  for (int64_t i = 0; i < hp.rope_dim / 2; ++i) {
+    const int64_t s = i % sum;  // ggml_mrope_cache_init's sector
+    bool extra;
+    if (interleaved)
+      extra = !((s % 3 == 0 && s < 3 * sec[0]) || (s % 3 == 1 && s < 3 * sec[1]) ||
+                (s % 3 == 2 && s < 3 * sec[2]));
+    else
+      extra = s >= sec[0] + sec[1] + sec[2];
+    hp.rope_frozen_pairs[static_cast<size_t>(i)] = extra;
+  }
+}
+
 RopeTables rope_tables(const Hyperparams& hp, int64_t T, double base, bool scaled,
                        const std::vector<float>& factors) {
   const int64_t half = hp.rope_dim / 2;
@@ -76,7 +101,9 @@ RopeTables rope_tables(const Hyperparams& hp, int64_t T, double base, bool scale
   r.sin.resize(r.cos.size());
   for (int64_t i = 0; i < half; ++i) {
     const double ff = factors.empty() ? 1.0 : static_cast<double>(factors[static_cast<size_t>(i)]);
-    const double inv = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(hp.rope_dim)) / ff;
+    const bool frozen = !hp.rope_frozen_pairs.empty() && hp.rope_frozen_pairs[static_cast<size_t>(i)];
+    const double inv =
+        frozen ? 0.0 : std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(hp.rope_dim)) / ff;
     // rope_yarn_ramp: 1 below the fast correction dim, 0 above the slow one.
     const double y = (static_cast<double>(i) - lo) / std::max(0.001, hi - lo);
     const double mix = ext != 0 ? (1.0 - std::min(1.0, std::max(0.0, y))) * ext : 0.0;

@@ -21,6 +21,12 @@ void read_yarn(const File& f, Hyperparams& hp, bool yarn);
 // and offset 0 (llama.cpp's mistral3).
 void read_attn_temperature(const File& f, Hyperparams& hp);
 
+// qwen2vl (M-RoPE: contiguous sections) and qwen3vl (interleaved sections) on text, where the
+// time, height and width positions are the token's position: rope.dimension_sections (4 counts of
+// rotary pairs) only decides which pairs take the 4th position, 0 for text (llama.cpp's
+// set_input), so do not rotate (hp.rope_frozen_pairs). Images are not supported.
+void read_mrope_text(const File& f, Hyperparams& hp);
+
 struct RopeTables {
   std::vector<float> cos, sin;  // [T, rope_dim / 2]
 };

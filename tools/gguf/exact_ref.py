@@ -1,5 +1,5 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
 granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
@@ -121,9 +121,24 @@ def main():
     elif "rope_freqs.weight" in T:  # Llama 3 rope scaling: per-frequency divisors, always
         ffac = w("rope_freqs.weight").reshape(-1)
 
+    # qwen2vl / qwen3vl on text: the pairs whose rope.dimension_sections section is the 4th position
+    # (llama.cpp gives text tokens 0 there) do not rotate; t, h and w are the token's position.
+    frozen = np.zeros(rdim // 2, dtype=bool)
+    if arch in ("qwen2vl", "qwen3vl"):
+        f = kv[arch + ".rope.dimension_sections"]
+        sec = [int(f.parts[i][0]) for i in f.data] + [0]
+        tot = sum(sec[:4])
+        for i in range(rdim // 2):
+            s_ = i % tot
+            if arch == "qwen3vl":
+                frozen[i] = not ((s_ % 3 == 0 and s_ < 3 * sec[0]) or (s_ % 3 == 1 and s_ < 3 * sec[1]) or
+                                 (s_ % 3 == 2 and s_ < 3 * sec[2]))
+            else:
+                frozen[i] = s_ >= sec[0] + sec[1] + sec[2]
+
     def rope(x, pos, b, scale):  # x [S, heads, H]; llama: adjacent pairs (ggml normal), others: halves (NEOX)
         half = rdim // 2
-        inv = b ** (-2.0 * np.arange(half) / rdim) / ffac
+        inv = np.where(frozen, 0.0, b ** (-2.0 * np.arange(half) / rdim) / ffac)
         th, mag = pos[:, None] / scale * inv[None, :], attn_factor
         if yarn and scale != 1.0:
             extrap = pos[:, None] * inv[None, :]

@@ -28,6 +28,11 @@ Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 5
   tiny_ernie4_5.gguf ERNIE 4.5: llama's graph (adjacent pairs) with q/k/v biases, tied Q8_0 embedding
   tiny_exaone.gguf EXAONE 3.5: llama's graph with halves (NEOX) rope, Llama 3 rope_freqs (base 1e6),
                    q/k/v biases, untied Q6_K output
+  tiny_qwen2vl.gguf Qwen2-VL / 2.5-VL's text model (rope base 100, so that the slowest pairs turn within the
+                   prompts): qwen2 with M-RoPE sections 8 / 12 / 10 / 2 (the last
+                   2 pairs take the 4th position: 0 for text in llama.cpp, so they do not rotate)
+  tiny_qwen3vl.gguf Qwen3-VL's text model: qwen3 with interleaved sections 12 / 10 / 10 / 0 (pair 31
+                   falls outside them: the 4th position, no rotation)
   tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
                    bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
                    o Q4_K, gate IQ4_NL, up Q4_0, down Q8_0, tied Q8_0 embedding
@@ -53,7 +58,7 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|iquants|q1|llama3|ernie4_5|exaone|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|q1|llama3|ernie4_5|exaone|qwen2vl|qwen3vl|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -352,6 +357,16 @@ if only in (None, "exaone"):
     model("exaone", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q6_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
                          ffn_up=T.Q4_K, ffn_down=T.Q6_K), biases=True, output=T.Q6_K,
           extra=lambda w: llama3_rope_freqs(w, base=1000000.0))
+rng = np.random.default_rng(46802)
+if only in (None, "qwen2vl"):
+    model("qwen2vl", dict(attn_q=T.Q8_0, attn_k=T.Q8_0, attn_v=T.Q8_0, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                          ffn_up=T.Q4_K, ffn_down=T.Q6_K), biases=True,
+          extra=lambda w: w.add_array("qwen2vl.rope.dimension_sections", [8, 12, 10, 2]), rope_base=100.0)
+rng = np.random.default_rng(57913)
+if only in (None, "qwen3vl"):
+    model("qwen3vl", dict(attn_q=T.Q6_K, attn_k=T.Q6_K, attn_v=T.Q6_K, attn_output=T.Q8_0, ffn_gate=T.Q4_K,
+                          ffn_up=T.Q4_K, ffn_down=T.Q6_K), qk_norm=True,
+          extra=lambda w: w.add_array("qwen3vl.rope.dimension_sections", [12, 10, 10, 0]), rope_base=100.0)
 rng = np.random.default_rng(2468)
 if only in (None, "gemma2"):
     gemma2()
