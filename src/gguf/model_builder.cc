@@ -104,10 +104,10 @@ Hyperparams read_hyperparams(const File& f) {
   const auto arch = f.get_string("general.architecture");
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
-  static const char* const kArchs[] = {"llama",    "qwen2",    "qwen3",    "phi3",    "gemma",
-                                       "gemma2",   "gemma3",   "granite",  "smollm3", "olmo2",
-                                       "lfm2",     "qwen2moe", "qwen3moe", "olmoe",   "granitemoe",
-                                       "mistral3", "ernie4_5", "exaone",   "qwen2vl", "qwen3vl"};
+  static const char* const kArchs[] = {
+      "llama",      "qwen2",    "qwen3",    "phi3",   "gemma",    "gemma2",   "gemma3",
+      "granite",    "smollm3",  "olmo2",    "lfm2",   "qwen2moe", "qwen3moe", "olmoe",
+      "granitemoe", "mistral3", "ernie4_5", "exaone", "qwen2vl",  "qwen3vl",  "exaone4"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -149,8 +149,8 @@ Hyperparams read_hyperparams(const File& f) {
   if (const auto s = f.get_float(key("rope.scale_linear"))) hp.rope_linear_factor = *s;
   if (!(hp.rope_linear_factor > 0) || !std::isfinite(hp.rope_linear_factor))
     f.fail("rope scaling factor must be positive");
-  const bool llama_like =
-      hp.arch == "llama" || hp.arch == "granite" || hp.arch == "mistral3" || hp.arch == "exaone";
+  const bool llama_like = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "mistral3" ||
+                          hp.arch == "exaone" || hp.arch == "exaone4";
   hp.rope_freqs = f.tensor("rope_freqs.weight") != nullptr;
   if (hp.rope_freqs && !llama_like)
     f.fail(
@@ -177,7 +177,7 @@ Hyperparams read_hyperparams(const File& f) {
   hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe" || hp.arch == "qwen2vl" ||
                 (optional_biases && f.tensor("blk.0.attn_q.bias") != nullptr);
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3vl" || hp.arch == "gemma3" || hp.arch == "qwen3moe" ||
-               hp.arch == "olmoe" || hp.arch == "olmo2" || hp.arch == "lfm2";
+               hp.arch == "olmoe" || hp.arch == "olmo2" || hp.arch == "lfm2" || hp.arch == "exaone4";
   hp.qk_norm_full = hp.arch == "olmoe" || hp.arch == "olmo2";
   // Experts: llama.cpp's MoE architectures, and llama with expert_count > 0 (Mixtral).
   const bool moe_arch =
@@ -198,8 +198,8 @@ Hyperparams read_hyperparams(const File& f) {
   }
   hp.fused_gate_up = hp.arch == "phi3";
   hp.gemma = hp.arch == "gemma" || hp.arch == "gemma2" || hp.arch == "gemma3";
-  hp.pre_norms = hp.arch != "olmo2";
-  hp.post_norms = hp.arch == "gemma2" || hp.arch == "gemma3" || hp.arch == "olmo2";
+  hp.pre_norms = hp.arch != "olmo2" && hp.arch != "exaone4";
+  hp.post_norms = hp.arch == "gemma2" || hp.arch == "gemma3" || hp.arch == "olmo2" || hp.arch == "exaone4";
   if (hp.arch == "smollm3") hp.nope_period = 4;  // llama.cpp's n_no_rope_layer_step, fixed for smollm3
   hp.attn_scale = 1.0 / std::sqrt(static_cast<double>(hp.head_dim));
   // Sliding-window layers where attention.sliding_window > 0 (gemma3, olmo2): layer l is local when
@@ -257,6 +257,11 @@ Hyperparams read_hyperparams(const File& f) {
     if (f.get_int(key("attention.sliding_window")).value_or(0) > 0)
       f.fail(key("attention.sliding_window") + " > 0 (LFM2 with sliding-window attention) is not supported");
     hp.output_norm = "token_embd_norm.weight";
+  } else if (hp.arch == "exaone4") {
+    // llama.cpp's exaone4: olmo2's norm placement with per-head q/k norms; with sliding windows (the
+    // 32B) its global layers have no rope, which nbits does not build.
+    if (f.get_int(key("attention.sliding_window")).value_or(0) > 0)
+      f.fail(key("attention.sliding_window") + " > 0 (EXAONE 4 with sliding-window layers) is not supported");
   } else if (hp.arch == "olmo2") {
     // llama.cpp's olmo2 (OLMo 3 files too): pattern 4 by default; its graph ropes the local layers
     // with the global base (as OLMo 3 does), whatever rope.freq_base_swa says, but unscaled.

@@ -131,9 +131,9 @@ double llama_cpp_against_exact(const std::string& llama_ref_path, const std::str
 // nbits 1.8e-1; the two runtimes 6e-2 apart).
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
   for (const char* arch :
-       {"llama",   "qwen2",   "qwen3",    "phi3",     "gemma",  "gemma2",  "gemma3",    "granite",  "smollm3",
-        "olmo2",   "lfm2",    "quants",   "iquants",  "llama3", "yarn",    "mistral3",  "ernie4_5", "exaone",
-        "qwen2vl", "qwen3vl", "qwen3moe", "qwen2moe", "olmoe",  "mixtral", "granitemoe"}) {
+       {"llama",   "qwen2",   "qwen3",   "phi3",     "gemma",    "gemma2", "gemma3",   "granite",   "smollm3",
+        "olmo2",   "lfm2",    "quants",  "iquants",  "llama3",   "yarn",   "mistral3", "ernie4_5",  "exaone",
+        "qwen2vl", "qwen3vl", "exaone4", "qwen3moe", "qwen2moe", "olmoe",  "mixtral",  "granitemoe"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
@@ -176,9 +176,10 @@ TEST(GgufExact, Phi3ShortRopeFactorsWithinTheOriginalContext) {
 // llama.cpp's top-2 margin is below near_tie * max|logit| is within that noise, so the tokens may
 // differ there (and the comparison of that prompt stops).
 
-// First-step log-probabilities and greedy tokens of `path` (level 4) against llama.cpp's.
+// First-step log-probabilities and greedy tokens of `path` (level 4) against llama.cpp's; with
+// greedy_steps >= 0, only that many greedy tokens.
 void against_llama_cpp(const std::string& model_path, const std::string& ref_path,
-                       double first_step_tolerance, double near_tie) {
+                       double first_step_tolerance, double near_tie, int greedy_steps = -1) {
   const json ref = json::parse(read_text_file(ref_path));
   auto g = load(model_path, 4);
   llm::Generator& gen = *g;
@@ -214,7 +215,8 @@ void against_llama_cpp(const std::string& model_path, const std::string& ref_pat
     // Greedy tokens equal until the first near-tie of llama.cpp's top two (then both are right).
     int equal = 0;
     std::string stop;
-    for (size_t s = 0; s < greedy.size(); ++s) {
+    const size_t steps = greedy_steps < 0 ? greedy.size() : std::min(greedy.size(), size_t(greedy_steps));
+    for (size_t s = 0; s < steps; ++s) {
       const int32_t got = argmax(logits);
       if (got != greedy[s]) {
         const double r = margins[s] / max_abs(logits);
@@ -233,10 +235,10 @@ void against_llama_cpp(const std::string& model_path, const std::string& ref_pat
         break;
       }
       ++equal;
-      if (s + 1 < greedy.size()) logits = gen.append(std::span<const int32_t>(&got, 1));
+      if (s + 1 < steps) logits = gen.append(std::span<const int32_t>(&got, 1));
     }
     std::printf("case %d: first step max|dlogp|/max|logit| = %.2e; greedy equal %d/%zu%s\n", cases, rel,
-                equal, greedy.size(), stop.c_str());
+                equal, steps, stop.c_str());
     near_ties += !stop.empty();
     steps_equal += equal;
     ++cases;
@@ -277,6 +279,17 @@ TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));
     against_llama_cpp(test::tiny_model(arch), test::tiny_ref(arch, "llama_cpp"), 1.5e-1, 6e-2);
   }
+}
+
+// exaone4 (norms after attention and FFN only): first steps agree as the others do (7.3e-2 of
+// max|logit|, llama.cpp itself 7.6e-2 from the exact math), but llama.cpp's decode steps drift off
+// the exact math: at prompt 0 step 2 it picks 33909 by 0.83 where exact_ref.py, fed llama.cpp's own
+// prefix, has nbits' 12710 ahead by 0.20 (also prompt 3 step 28, prompt 7 step 3: 5 of 50 sampled
+// steps). Its greedy tokens are no reference there; the first steps are.
+TEST(GgufLlamaCpp, Exaone4FirstStepsAgreeWithLlamaCpp) {
+  NBITS_REQUIRE_SHARED(test::tiny_model("exaone4"));
+  NBITS_REQUIRE_SHARED(test::tiny_ref("exaone4", "llama_cpp"));
+  against_llama_cpp(test::tiny_model("exaone4"), test::tiny_ref("exaone4", "llama_cpp"), 1.5e-1, 6e-2, 0);
 }
 
 // The real Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Q5_0 for every matrix whose rows are not multiples of

@@ -1,5 +1,5 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) / exaone4 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
 granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
@@ -83,8 +83,8 @@ def main():
     softcap = val(arch + ".final_logit_softcapping", 0.0)
     attn_softcap = 0.0
     gemma = arch in ("gemma", "gemma2", "gemma3")  # embedding * sqrt(E), GELU gate
-    pre_norms = arch != "olmo2"  # olmo2: no norm before attention or FFN
-    post_norms = arch in ("gemma2", "gemma3", "olmo2")  # norms of the attention / FFN outputs
+    pre_norms = arch not in ("olmo2", "exaone4")  # olmo2, exaone4: no norm before attention or FFN
+    post_norms = arch in ("gemma2", "gemma3", "olmo2", "exaone4")  # norms of the attention / FFN outputs
     nope = 4 if arch == "smollm3" else 0  # smollm3: layer l has no rope when (l + 1) % 4 == 0
     # granite: llama with multipliers (0 or absent: none; attention.scale 0: 1/sqrt(head_dim)).
     granite = arch in ("granite", "granitemoe")
