@@ -57,12 +57,24 @@ PreRule pre_rule(const std::string& pre) {
   // cl100k-style vocabularies (DBRX, OLMo 2 / 3's dolma2 tokenizer, Smaug): llama 3's split, merges only.
   if (pre == "dbrx" || pre == "smaug-bpe") return {{kLlama3Re}, false, false};
   if (pre == "tekken") return {{kTekkenRe}, true, true};
+  // DeepSeek Coder, and DeepSeek V3 / R1 and Hunyuan's split (llama.cpp's regex lists, applied in turn).
+  if (pre == "deepseek-coder")
+    return {
+        {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", R"(\p{N})"},
+        false,
+        false};
+  if (pre == "deepseek-v3" || pre == "hunyuan-dense")
+    return {
+        {R"(\p{N}{1,3})", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+         R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        false,
+        false};
   if (pre == "gpt-4o" || pre == "llama4") return {{kO200kRe}, false, false};
   fail("GGUF vocab: unsupported tokenizer.ggml.pre '", pre,
        "' (supported: default, gpt-2, phi-2, mpt, olmo, smollm, starcoder, refact, command-r, codeshell, "
        "exaone, "
        "minerva-7b, qwen2, deepseek-r1-qwen, stablelm2, megrez, llama3, llama-v3, llama-bpe, falcon3, dbrx, "
-       "smaug-bpe, tekken, gpt-4o, llama4)");
+       "smaug-bpe, tekken, gpt-4o, llama4, deepseek-coder, deepseek-v3, hunyuan-dense)");
 }
 
 int32_t type_of(const GgufVocab& v, size_t id) { return v.token_types.empty() ? kNormal : v.token_types[id]; }

@@ -163,6 +163,16 @@ TEST(GgufVocab, TekkenAndO200kSplits) {
             (std::vector<std::string>{"\xC3\x83", "\xC2\xA9", "A", "b"}));
 }
 
+// DeepSeek Coder's split: single digits; DeepSeek V3 / Hunyuan's: digits in threes (llama.cpp's lists).
+TEST(GgufVocab, DeepSeekSplits) {
+  const std::string sp = "\xC4\xA0";
+  Tokenizer dc = tokenizer_from_gguf(tiny_byte_level("deepseek-coder"));
+  EXPECT_EQ(pieces(dc, dc.encode("12345 ab", false)),
+            (std::vector<std::string>{"1", "2", "3", "4", "5", sp + "a", "b"}));
+  Tokenizer d3 = tokenizer_from_gguf(tiny_byte_level("deepseek-v3"));
+  EXPECT_EQ(pieces(d3, d3.encode("12345 ab", false)), (std::vector<std::string>{"123", "45", sp + "a", "b"}));
+}
+
 TEST(GgufVocab, Llama3SplitAndIgnoreMerges) {
   // llama-bpe: digits in threes, and a word that is a vocabulary entry is that token (ignore_merges).
   GgufVocab lv = tiny_byte_level("llama-bpe");
@@ -400,8 +410,8 @@ TEST(GgufVocab, UnsupportedOrInconsistentVocabulariesAreRefusedByName) {
   GgufVocab v = tiny_spm();
   v.model = "bert";
   EXPECT_NE(error_of(v).find("unsupported tokenizer.ggml.model 'bert'"), std::string::npos) << error_of(v);
-  GgufVocab p = tiny_byte_level("deepseek-coder");
-  EXPECT_NE(error_of(p).find("unsupported tokenizer.ggml.pre 'deepseek-coder'"), std::string::npos)
+  GgufVocab p = tiny_byte_level("deepseek-llm");
+  EXPECT_NE(error_of(p).find("unsupported tokenizer.ggml.pre 'deepseek-llm'"), std::string::npos)
       << error_of(p);
   GgufVocab s = tiny_spm();
   s.scores.clear();
