@@ -364,6 +364,7 @@ json gguf_summary(const gguf::File& f) {
     }
     if (hp.nope_period > 0) r["hyperparameters"]["no_rope_every"] = hp.nope_period;     // smollm3
     if (!hp.pre_norms) r["hyperparameters"]["norms"] = "after attention and FFN only";  // olmo2
+    if (hp.layer_norm) r["hyperparameters"]["norms"] = "LayerNorm with biases";         // stablelm
     if (hp.swa_window > 0) {  // gemma2 / gemma3 / olmo2: layer l local when l % period < period - 1
       r["hyperparameters"]["sliding_window"] = hp.swa_window;
       r["hyperparameters"]["sliding_window_period"] = hp.swa_period;

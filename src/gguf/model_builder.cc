@@ -105,9 +105,9 @@ Hyperparams read_hyperparams(const File& f) {
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
   static const char* const kArchs[] = {
-      "llama",      "qwen2",    "qwen3",    "phi3",   "gemma",    "gemma2",   "gemma3",
-      "granite",    "smollm3",  "olmo2",    "lfm2",   "qwen2moe", "qwen3moe", "olmoe",
-      "granitemoe", "mistral3", "ernie4_5", "exaone", "qwen2vl",  "qwen3vl",  "exaone4"};
+      "llama",    "qwen2",  "qwen3",   "phi3",     "gemma",    "gemma2",  "gemma3",     "granite",
+      "smollm3",  "olmo2",  "lfm2",    "qwen2moe", "qwen3moe", "olmoe",   "granitemoe", "mistral3",
+      "ernie4_5", "exaone", "qwen2vl", "qwen3vl",  "exaone4",  "stablelm"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -173,7 +173,7 @@ Hyperparams read_hyperparams(const File& f) {
                         hp.arch == "smollm3" || hp.arch == "mistral3" || hp.arch == "ernie4_5";
   // q/k/v biases: always (qwen2), or where the file has them (ernie4_5, exaone: llama's graph with
   // optional biases).
-  const bool optional_biases = hp.arch == "ernie4_5" || hp.arch == "exaone";
+  const bool optional_biases = hp.arch == "ernie4_5" || hp.arch == "exaone" || hp.arch == "stablelm";
   hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe" || hp.arch == "qwen2vl" ||
                 (optional_biases && f.tensor("blk.0.attn_q.bias") != nullptr);
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3vl" || hp.arch == "gemma3" || hp.arch == "qwen3moe" ||
@@ -257,6 +257,16 @@ Hyperparams read_hyperparams(const File& f) {
     if (f.get_int(key("attention.sliding_window")).value_or(0) > 0)
       f.fail(key("attention.sliding_window") + " > 0 (LFM2 with sliding-window attention) is not supported");
     hp.output_norm = "token_embd_norm.weight";
+  } else if (hp.arch == "stablelm") {
+    // llama.cpp's stablelm: LayerNorms with biases (attention.layer_norm_epsilon) before attention,
+    // FFN and output; StableLM 2 12B's per-head q/k LayerNorms and parallel residual are not built.
+    hp.layer_norm = true;
+    const auto eps = f.get_float(key("attention.layer_norm_epsilon"));
+    if (!eps) f.fail("missing metadata key '" + key("attention.layer_norm_epsilon") + "'");
+    hp.rms_eps = *eps;
+    if (!(hp.rms_eps >= 0)) f.fail(key("attention.layer_norm_epsilon") + " must not be negative");
+    if (f.tensor(blk(0, "attn_q_norm.weight")) != nullptr || f.tensor(blk(0, "ffn_norm.weight")) == nullptr)
+      f.fail("stablelm with per-head q/k norms and a parallel residual (StableLM 2 12B) is not supported");
   } else if (hp.arch == "exaone4") {
     // llama.cpp's exaone4: olmo2's norm placement with per-head q/k norms; with sliding windows (the
     // 32B) its global layers have no rope, which nbits does not build.
@@ -439,7 +449,23 @@ class Builder {
     return g_.node("Mul", "", name + "/Mul", {x, k}).outputs[0];
   }
 
-  std::string rms_norm(const std::string& x, const std::string& w, const std::string& name) {
+  // The bias of a model's pre-norm whose weight is tensor `weight` (LayerNorm models: stablelm), else "".
+  std::string norm_bias(const std::string& weight) {
+    if (!hp_.layer_norm) return "";
+    const std::string b = weight.substr(0, weight.size() - std::string(".weight").size()) + ".bias";
+    return vec(need(b, {hp_.n_embd}));
+  }
+
+  // RMS norm, or with a bias a LayerNorm (LayerNormalization: mean removed, plus the bias).
+  std::string rms_norm(const std::string& x, const std::string& w, const std::string& name,
+                       const std::string& bias = "") {
+    if (!bias.empty()) {
+      onnx::Node& n = g_.node("LayerNormalization", "", name, {x, w, bias});
+      GraphBuilder::attr(n, "epsilon", static_cast<float>(hp_.rms_eps));
+      GraphBuilder::attr(n, "axis", int64_t{-1});
+      GraphBuilder::attr(n, "stash_type", int64_t{1});
+      return n.outputs[0];
+    }
     onnx::Node& n = g_.node("SimplifiedLayerNormalization", "", name, {x, w});
     GraphBuilder::attr(n, "epsilon", static_cast<float>(hp_.rms_eps));
     GraphBuilder::attr(n, "axis", int64_t{-1});
@@ -448,10 +474,13 @@ class Builder {
   }
 
   // SkipSimplifiedLayerNormalization: {normed, residual sum} (sum "" when not wanted).
+  // With a bias, SkipLayerNormalization (gamma w, beta bias).
   std::pair<std::string, std::string> skip_norm(const std::string& x, const std::string& skip,
-                                                const std::string& w, const std::string& name,
-                                                bool want_sum) {
-    onnx::Node& n = g_.node("SkipSimplifiedLayerNormalization", kMs, name, {x, skip, w}, want_sum ? 4 : 1);
+                                                const std::string& w, const std::string& name, bool want_sum,
+                                                const std::string& bias = "") {
+    onnx::Node& n =
+        bias.empty() ? g_.node("SkipSimplifiedLayerNormalization", kMs, name, {x, skip, w}, want_sum ? 4 : 1)
+                     : g_.node("SkipLayerNormalization", kMs, name, {x, skip, w, bias}, want_sum ? 4 : 1);
     if (want_sum) n.outputs[1] = n.outputs[2] = "";
     GraphBuilder::attr(n, "epsilon", static_cast<float>(hp_.rms_eps));
     return {n.outputs[0], want_sum ? n.outputs[3] : ""};
@@ -875,9 +904,10 @@ void Builder::build() {
   // Each block: x = norm(residual) (olmo2: the residual itself), residual += post_norm(attention(x)),
   // then the same around the FFN; the norm of a sum is one SkipSimplifiedLayerNormalization.
   const int64_t E = hp_.n_embd;
-  std::string x = hp_.pre_norms ? rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {E})),
-                                           "/model/layers.0/input_layernorm")
-                                : residual;
+  std::string x = hp_.pre_norms
+                      ? rms_norm(residual, vec(need(blk(0, "attn_norm.weight"), {E})),
+                                 "/model/layers.0/input_layernorm", norm_bias(blk(0, "attn_norm.weight")))
+                      : residual;
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     const std::string p = "/model/layers." + std::to_string(l);
     std::string att = attention(l, x);
@@ -886,8 +916,9 @@ void Builder::build() {
       att = rms_norm(att, vec(need(blk(l, "post_attention_norm.weight"), {E})), p + "/post_attn_norm");
     std::string h, sum;
     if (hp_.pre_norms)
-      std::tie(h, sum) = skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {E})),
-                                   p + "/post_attention_layernorm", true);
+      std::tie(h, sum) =
+          skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {E})), p + "/post_attention_layernorm",
+                    true, norm_bias(blk(l, "ffn_norm.weight")));
     else
       h = sum = g_.node("Add", "", p + "/attn/residual_add", {residual, att}).outputs[0];
     std::string down = mlp(l, h);
@@ -903,7 +934,7 @@ void Builder::build() {
     auto [nx, nsum] = skip_norm(sum, down, vec(need(next_w, {E})),
                                 last ? "/model/layers." + std::to_string(l + 1) + "/final_norm_layernorm"
                                      : "/model/layers." + std::to_string(l + 1) + "/input_layernorm",
-                                !last);
+                                !last, norm_bias(next_w));
     x = nx;
     residual = nsum;
   }

@@ -39,6 +39,9 @@ struct Hyperparams {
   // RMS norms before attention and before the FFN (every architecture but olmo2), and of the
   // attention and FFN outputs before their residual adds (gemma2, gemma3, olmo2).
   bool pre_norms = true, post_norms = false;
+  // LayerNorms with biases (x - mean, then weight and bias; rms_eps holds their epsilon) instead of
+  // RMS norms (stablelm).
+  bool layer_norm = false;
   // smollm3's NoPE layers: layer l has no rope when (l + 1) % nope_period == 0 (0: rope everywhere).
   int64_t nope_period = 0;
   // lfm2: the layers whose attention.head_count_kv entry is 0 are gated short convolutions of

@@ -129,6 +129,7 @@ TEST(CliGguf, InspectShowsWindowsAndRopeScaling) {
   EXPECT_EQ(gemma3["sliding_window_period"], 6);
   EXPECT_EQ(gemma3["rope_scaling"]["type"], "linear");
   EXPECT_EQ(hyper("llama3")["rope_scaling"]["frequency_factors"], "rope_freqs.weight (Llama 3)");
+  EXPECT_EQ(hyper("stablelm")["norms"], "LayerNorm with biases");
   const auto m3 = hyper("mistral3");
   EXPECT_EQ(m3["rope_scaling"]["type"], "yarn");
   EXPECT_EQ(m3["rope_scaling"]["original_context"], 8);

@@ -1,5 +1,5 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) / exaone4 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) / exaone4 / stablelm model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
 granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
@@ -183,6 +183,22 @@ def main():
             d[k] = w(p + k + ".weight") if p + k + ".weight" in T else None
         layers.append(d)
     norm = w("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight")
+    # stablelm: LayerNorms with biases (attention.layer_norm_epsilon) before attention, FFN and output.
+    ln = arch == "stablelm"
+    if ln:
+        eps_ln = val(arch + ".attention.layer_norm_epsilon", 1e-5)
+        norm_b = w("output_norm.bias")
+        for l, d in enumerate(layers):
+            for k in ("attn_norm", "ffn_norm"):
+                d[k + ".bias"] = w("blk.%d.%s.bias" % (l, k))
+
+    def layer_norm(x, g, b):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / np.sqrt(v + eps_ln) * g + b
+
+    def pre_norm(x, d, k):
+        return layer_norm(x, d[k], d[k + ".bias"]) if ln else rms(x, d[k])
 
     def silu_ffn(h, g, u, dn):
         a = h @ g.T
@@ -247,10 +263,10 @@ def main():
         local = causal + np.tril(np.full((S, S), -np.inf), -window) if window > 0 else causal
         for d in layers:
             mask = local if d["swa"] else causal
-            h = rms(x, d["attn_norm"]) if pre_norms else x
+            h = pre_norm(x, d, "attn_norm") if pre_norms else x
             att = short_conv(h, d) if d["conv"] else attend(h, d, mask, pos)
             x = x + (rms(att, d["post_attention_norm"]) if post_norms else att) * res_scale
-            h = rms(x, d["ffn_norm"]) if pre_norms else x
+            h = pre_norm(x, d, "ffn_norm") if pre_norms else x
             if "ffn_gate_inp" in d:
                 x = x + experts(h, d) * res_scale
                 continue
@@ -261,7 +277,7 @@ def main():
                 act = g / (1 + np.exp(-g))
             f = (act * (h @ d["ffn_up"].T)) @ d["ffn_down"].T
             x = x + (rms(f, d["post_ffw_norm"]) if post_norms else f) * res_scale
-        logits = rms(x[-1], norm) @ head.T / logit_scale
+        logits = (layer_norm(x[-1], norm, norm_b) if ln else rms(x[-1], norm)) @ head.T / logit_scale
         if softcap:
             logits = softcap * np.tanh(logits / softcap)
         res.append({"prompt_ids": ids, "logits": [round(float(z), 6) for z in logits]})
