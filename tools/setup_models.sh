@@ -76,10 +76,10 @@ fi
 # Tiny models added later, each made alone (its own random stream) with both references: every
 # other mapped type (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4), the IQ lattice types,
 # Llama 3 rope scaling (rope_freqs), YaRN (qwen3), mistral3 (YaRN, attention temperature), ernie4_5 and exaone
-# (llama with optional biases; exaone NEOX), qwen2vl / qwen3vl (text; multimodal rope sections), exaone4 (post-norms), stablelm (LayerNorms), gemma2 (softcaps,
+# (llama with optional biases; exaone NEOX), qwen2vl / qwen3vl (text; multimodal rope sections), exaone4 (post-norms), stablelm (LayerNorms), internlm2, gemma2 (softcaps,
 # alternating windows), granite (multipliers), gemma (1), smollm3 (NoPE layers), olmo2 (post-norms only,
 # sliding windows), lfm2 (gated short convolutions) and the mixture-of-experts architectures.
-for m in quants iquants llama3 yarn mistral3 ernie4_5 exaone qwen2vl qwen3vl exaone4 stablelm gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe; do
+for m in quants iquants llama3 yarn mistral3 ernie4_5 exaone qwen2vl qwen3vl exaone4 stablelm internlm2 gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe; do
   [ -f "$tiny/$m.llama_cpp.json" ] && continue
   bash bench/peers/install.sh >/dev/null
   "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" "$m"

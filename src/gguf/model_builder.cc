@@ -105,9 +105,9 @@ Hyperparams read_hyperparams(const File& f) {
   if (!arch) f.fail("missing metadata key 'general.architecture'");
   hp.arch = *arch;
   static const char* const kArchs[] = {
-      "llama",    "qwen2",  "qwen3",   "phi3",     "gemma",    "gemma2",  "gemma3",     "granite",
-      "smollm3",  "olmo2",  "lfm2",    "qwen2moe", "qwen3moe", "olmoe",   "granitemoe", "mistral3",
-      "ernie4_5", "exaone", "qwen2vl", "qwen3vl",  "exaone4",  "stablelm"};
+      "llama",    "qwen2",  "qwen3",   "phi3",     "gemma",    "gemma2",   "gemma3",     "granite",
+      "smollm3",  "olmo2",  "lfm2",    "qwen2moe", "qwen3moe", "olmoe",    "granitemoe", "mistral3",
+      "ernie4_5", "exaone", "qwen2vl", "qwen3vl",  "exaone4",  "stablelm", "internlm2"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -170,7 +170,8 @@ Hyperparams read_hyperparams(const File& f) {
   // convert_hf_to_gguf.py permutes the q/k rows of arch llama for ggml's "normal" rope,
   // which rotates adjacent pairs; qwen2/qwen3/phi3/gemma3 use the NEOX (half-split) rope.
   hp.rope_interleaved = hp.arch == "llama" || hp.arch == "granite" || hp.arch == "granitemoe" ||
-                        hp.arch == "smollm3" || hp.arch == "mistral3" || hp.arch == "ernie4_5";
+                        hp.arch == "smollm3" || hp.arch == "mistral3" || hp.arch == "ernie4_5" ||
+                        hp.arch == "internlm2";
   // q/k/v biases: always (qwen2), or where the file has them (ernie4_5, exaone: llama's graph with
   // optional biases).
   const bool optional_biases = hp.arch == "ernie4_5" || hp.arch == "exaone" || hp.arch == "stablelm";

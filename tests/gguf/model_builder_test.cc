@@ -31,7 +31,7 @@ TEST(GgufModelBuilder, OtherArchitecturesRefusedByName) {
   EXPECT_EQ(error_of(g),
             "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
             "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe, mistral3, "
-            "ernie4_5, exaone, qwen2vl, qwen3vl, exaone4, stablelm)");
+            "ernie4_5, exaone, qwen2vl, qwen3vl, exaone4, stablelm, internlm2)");
 }
 
 TEST(GgufModelBuilder, MissingHyperparameterNamed) {

@@ -1,5 +1,5 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
-phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) / exaone4 / stablelm model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
+phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) / exaone4 / stablelm / internlm2 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
 granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
@@ -145,7 +145,7 @@ def main():
             th, mag = extrap / scale * (1 - ramp) + extrap * ramp, yarn_mscale
         c, s = np.cos(th)[:, None, :] * mag, np.sin(th)[:, None, :] * mag
         y = x.copy()
-        if arch in ("llama", "granite", "granitemoe", "smollm3", "mistral3", "ernie4_5"):
+        if arch in ("llama", "granite", "granitemoe", "smollm3", "mistral3", "ernie4_5", "internlm2"):
             a, b = x[..., 0:rdim:2], x[..., 1:rdim:2]
             y[..., 0:rdim:2], y[..., 1:rdim:2] = a * c - b * s, a * s + b * c
         else:

@@ -37,6 +37,7 @@ Hidden 256 (K-quant rows are multiples of 256), 4 heads of 64, 2 KV heads, FFN 5
                    norms, halves (NEOX) rope with Llama 3 rope_freqs, untied Q6_K output
   tiny_stablelm.gguf StableLM 2 (1.6B's layout): LayerNorms with biases, q/k/v biases, a quarter of each
                    head rotated (halves), untied Q6_K output
+  tiny_internlm2.gguf InternLM2 / 2.5: llama's graph (adjacent pairs), K-quants, untied Q6_K output
   tiny_gemma2.gguf 4 layers (even ones local, window 8), attention logit softcap 0.5 (small, so it
                    bites), final softcap 2, post-attention/post-FFN norms, GELU gate, q/k/v Q5_0,
                    o Q4_K, gate IQ4_NL, up Q4_0, down Q8_0, tied Q8_0 embedding
@@ -62,7 +63,7 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|iquants|q1|llama3|ernie4_5|exaone|qwen2vl|qwen3vl|exaone4|stablelm|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|q1|llama3|ernie4_5|exaone|qwen2vl|qwen3vl|exaone4|stablelm|internlm2|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -409,6 +410,11 @@ if only in (None, "olmo2"):
         w.add_uint32("olmo2.attention.sliding_window_pattern", 4)
     gemma("olmo2", 4, olmo_meta, (T.Q8_0, T.Q8_0, T.Q8_0, T.Q4_0, T.Q4_K, T.Q4_K, T.Q6_K), qk_norm="full",
           norms=("post_attention_norm", "post_ffw_norm"), output=T.Q5_1)
+
+rng = np.random.default_rng(13680)
+if only in (None, "internlm2"):
+    model("internlm2", dict(attn_q=T.Q4_K, attn_k=T.Q4_K, attn_v=T.Q6_K, attn_output=T.Q4_K, ffn_gate=T.Q4_K,
+                            ffn_up=T.Q4_K, ffn_down=T.Q6_K), output=T.Q6_K, rope_base=1000000.0)
 
 rng = np.random.default_rng(80246)
 if only in (None, "stablelm"):
