@@ -102,9 +102,10 @@ void attend(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
       std::fill(part + g * H, part + (g + 1) * H, 0.0f);
       continue;
     }
-    if (p.smooth && mx < 0.0f) mx = 0.0f;
+    const float sink = sink_logit(p, g);
+    if (has_sink(p)) mx = std::max(mx, sink);
     float sum = vec_exp_shift_sum(s, n, mx);
-    if (p.smooth) sum += std::exp(-mx);
+    if (has_sink(p)) sum += std::exp(sink - mx);
     vec_scale(s, 1.0f / sum, n);
     std::fill(out + g * out_stride, out + g * out_stride + H, 0.0f);
   }
@@ -334,7 +335,7 @@ void key_span(const AttentionRows& rows, int64_t r0, int64_t nr, int64_t* jb, in
   }
 }
 
-// out = o * c / (l * c + smooth term), c = exp(m - m*), m* = max(m, 0 if smooth).
+// out = o * c / (l * c + sink term), c = exp(m - m*), m* = max(m, the row's sink logit).
 template <typename T>
 void attend_all(const AttentionRows& rows, const T* K, const T* V, const AttentionParams& p) {
   Work& w = work();
@@ -345,9 +346,10 @@ void attend_all(const AttentionRows& rows, const T* K, const T* V, const Attenti
     key_span(rows, r0, nr, &jb, &je);
     const int64_t MP = run_tile(rows, r0, nr, K, V, jb, je, p, w);
     for (int64_t r = 0; r < nr; ++r) {
-      const float mx = p.smooth ? std::max(w.m[r], 0.0f) : w.m[r];
+      const float sink = sink_logit(p, r0 + r);
+      const float mx = has_sink(p) ? std::max(w.m[r], sink) : w.m[r];
       const float c = std::exp(w.m[r] - mx);
-      const float den = w.l[r] * c + (p.smooth ? std::exp(-mx) : 0.0f);
+      const float den = w.l[r] * c + (has_sink(p) ? std::exp(sink - mx) : 0.0f);
       const float f = c / den;
       float* out = rows.out[r0 + r];
       for (int64_t i = 0; i < H; ++i) out[i] = w.ot[i * MP + r] * f;
@@ -429,9 +431,10 @@ void decode(const float* q, int64_t q_stride, int64_t nq, const T* K, const T* V
         part[nq * H + nq + g0 + g] = w.l[g];
         continue;
       }
-      const float mx = p.smooth ? std::max(w.m[g], 0.0f) : w.m[g];
+      const float sink = sink_logit(p, g0 + g);
+      const float mx = has_sink(p) ? std::max(w.m[g], sink) : w.m[g];
       const float c = std::exp(w.m[g] - mx);
-      const float f = c / (w.l[g] * c + (p.smooth ? std::exp(-mx) : 0.0f));
+      const float f = c / (w.l[g] * c + (has_sink(p) ? std::exp(sink - mx) : 0.0f));
       float* o = d.o + g * d.os;
       for (int64_t i = 0; i < H; ++i) o[i] *= f;
     }
@@ -516,9 +519,10 @@ void attention_merge(const float* parts, int64_t nparts, int64_t part_stride, in
                      const AttentionParams& p, float* const* out) {
   const int64_t H = p.head_size;
   for (int64_t r = 0; r < n; ++r) {
-    float mx = p.smooth ? 0.0f : -FLT_MAX;
+    const float sink = sink_logit(p, r);
+    float mx = has_sink(p) ? sink : -FLT_MAX;
     for (int64_t k = 0; k < nparts; ++k) mx = std::max(mx, parts[k * part_stride + n * H + r]);
-    float den = p.smooth ? std::exp(-mx) : 0.0f;
+    float den = has_sink(p) ? std::exp(sink - mx) : 0.0f;
     float* o = out[r];
     std::fill(o, o + H, 0.0f);
     for (int64_t k = 0; k < nparts; ++k) {

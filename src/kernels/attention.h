@@ -27,7 +27,18 @@ struct AttentionParams {
   float scale = 1.0f;     // scores = scale * q.k
   float softcap = 0.0f;   // > 0: scores = softcap * tanh(scores / softcap)
   bool smooth = false;    // smooth softmax: an extra exp(0) term in the denominator
+  // Attention sinks (gpt-oss; GroupQueryAttention's head_sink): row r of a call has the extra
+  // denominator term exp(sinks[r]) (r: the row's index in the call, g < nq or r < rows.n); smooth
+  // is the sink 0 on every row. Partials leave the term to attention_merge, which takes the same
+  // rows.
+  const float* sinks = nullptr;
 };
+
+// Whether rows of p have a sink term, and row r's sink logit.
+inline bool has_sink(const AttentionParams& p) { return p.smooth || p.sinks != nullptr; }
+inline float sink_logit(const AttentionParams& p, int64_t r) {
+  return p.sinks != nullptr ? p.sinks[r] : 0.0f;
+}
 
 // For g < nq: out[g * out_stride + i] = sum_j softmax_j(scale * q_g . K_j) V[j * H + i], with
 // q_g = q + g * q_stride and j < n (K, V: n rows of H floats). n >= 1; scratch holds nq * n floats.

@@ -2,7 +2,9 @@
 // ../shared/docs/onnx-genai-spec.md section 2): packed QKV or separate q/k/v,
 // rotary from cos/sin caches, KV cache update in place (past == present
 // buffer) or into a separate present buffer, causal attention with head
-// grouping, optional local window and softcap.
+// grouping, optional local window, softcap, smooth softmax and per-head attention sinks
+// (input 11 head_sink, [num_heads] fp32: an extra exp(sink_h) term in head h's softmax
+// denominator, gpt-oss's attention sinks).
 //
 // local_window_size follows ORT 1.30 (the 2026 rewrite, HF sliding_window
 // semantics): with W > 0, a query at causal length L sees keys [L - W, L).
@@ -220,6 +222,12 @@ class GroupQueryAttentionOp final : public Op {
     ap.scale = at_.scale != 0.0f ? at_.scale : 1.0f / std::sqrt(static_cast<float>(H));
     ap.softcap = at_.softcap;
     ap.smooth = at_.smooth;
+    // Indexed by query head here; each call below offsets it to its own rows.
+    if (const Tensor* sinks = a.input(11)) {
+      NBITS_CHECK(sinks->numel() == Nq, where_, ": head_sink holds ", sinks->numel(), " values for ", Nq,
+                  " heads");
+      ap.sinks = sinks->as<const float>();
+    }
     float* out = a.out[0]->as<float>();
     // attend_long_heads attends each position by itself, as a one-position step would.
     if (H > kernels::kAttentionMaxHead || attention_path() == AttentionPath::kGroup)
@@ -262,6 +270,8 @@ class GroupQueryAttentionOp final : public Op {
       const float* q[kernels::kAttentionMaxTileRows];
       float* out[kernels::kAttentionMaxTileRows];
       int64_t lo[kernels::kAttentionMaxTileRows], hi[kernels::kAttentionMaxTileRows];
+      float sink[kernels::kAttentionMaxTileRows];  // each row's head's sink logit (head_sink given)
+      kernels::AttentionParams ap;                 // the run's, its sinks those of these rows
       kernels::AttentionRows rows;
       const T *K, *V;
     };
@@ -282,7 +292,10 @@ class GroupQueryAttentionOp final : public Op {
         tr.out[n] = out + row;
         tr.lo[n] = start;
         tr.hi[n] = end;
+        if (ap.sinks != nullptr) tr.sink[n] = ap.sinks[h];
       }
+      tr.ap = ap;
+      if (ap.sinks != nullptr) tr.ap.sinks = tr.sink;
       tr.rows.q = tr.q;
       tr.rows.out = tr.out;
       tr.rows.lo = tr.lo;
@@ -298,7 +311,7 @@ class GroupQueryAttentionOp final : public Op {
         // Round-robin: causal rows grow with the position, so interleave position tiles across workers.
         for (int64_t t = p; t < tasks; t += workers) {
           task_rows(t, tr);
-          kernels::attend_rows(tr.rows, tr.K, tr.V, ap);
+          kernels::attend_rows(tr.rows, tr.K, tr.V, tr.ap);
         }
       });
       return;
@@ -316,13 +329,13 @@ class GroupQueryAttentionOp final : public Op {
         je = std::max(je, tr.hi[r]);
       }
       const int64_t b0 = jb + (je - jb) * k / parts, b1 = jb + (je - jb) * (k + 1) / parts;
-      kernels::attend_rows_partial(tr.rows, tr.K, tr.V, b0, b1, ap, scores_buf.data() + w * part_floats);
+      kernels::attend_rows_partial(tr.rows, tr.K, tr.V, b0, b1, tr.ap, scores_buf.data() + w * part_floats);
     });
     for (int64_t t = 0; t < tasks; ++t) {
       TaskRows tr;
       task_rows(t, tr);
-      kernels::attention_merge(scores_buf.data() + t * parts * part_floats, parts, part_floats, tr.rows.n, ap,
-                               tr.out);
+      kernels::attention_merge(scores_buf.data() + t * parts * part_floats, parts, part_floats, tr.rows.n,
+                               tr.ap, tr.out);
     }
   }
 
@@ -361,7 +374,8 @@ class GroupQueryAttentionOp final : public Op {
           const T* K = kv.k[b] + (kvh * L + start) * RH;
           const T* V = kv.v[b] + (kvh * L + start) * RH;
           const int64_t row = b * bstride + (kvh * G + h0) * H;
-          kernels::attend_decode(q + row, H, h1 - h0, K, V, end - start, ap, out + row, H);
+          kernels::attend_decode(q + row, H, h1 - h0, K, V, end - start, from_head(ap, kvh * G + h0),
+                                 out + row, H);
         }
       });
       return;
@@ -396,8 +410,15 @@ class GroupQueryAttentionOp final : public Op {
       }
     });
     for (int64_t t = 0; t < tasks; ++t)
-      merge_heads(sc.scores.data() + t * parts * part_floats, parts, part_floats, G, ap,
-                  out + (t / Nkv) * bstride + (t % Nkv) * G * H);
+      merge_heads(sc.scores.data() + t * parts * part_floats, parts, part_floats, G,
+                  from_head(ap, (t % Nkv) * G), out + (t / Nkv) * bstride + (t % Nkv) * G * H);
+  }
+
+  // ap for rows that are query heads h0, h0 + 1, ...: their sinks from head h0 on.
+  static kernels::AttentionParams from_head(const kernels::AttentionParams& ap, int64_t h0) {
+    kernels::AttentionParams r = ap;
+    if (r.sinks != nullptr) r.sinks += h0;
+    return r;
   }
 
   // kernels::attention_merge for G rows whose outputs follow each other (out + h * H).
@@ -405,9 +426,10 @@ class GroupQueryAttentionOp final : public Op {
                           const kernels::AttentionParams& ap, float* out) {
     const int64_t H = ap.head_size;
     for (int64_t h = 0; h < G; ++h) {
-      float mx = ap.smooth ? 0.0f : -FLT_MAX;
+      const float sink = kernels::sink_logit(ap, h);
+      float mx = kernels::has_sink(ap) ? sink : -FLT_MAX;
       for (int64_t k = 0; k < nparts; ++k) mx = std::max(mx, parts[k * part_stride + G * H + h]);
-      float den = ap.smooth ? std::exp(-mx) : 0.0f;
+      float den = kernels::has_sink(ap) ? std::exp(sink - mx) : 0.0f;
       float* o = out + h * H;
       std::fill(o, o + H, 0.0f);
       for (int64_t k = 0; k < nparts; ++k) {
@@ -450,7 +472,8 @@ class GroupQueryAttentionOp final : public Op {
         const int64_t end = at_.causal ? g.past[b] + s + 1 : g.total_b[b];
         const int64_t start = at_.window > 0 && end > at_.window ? end - at_.window : 0;
         kernels::attend_group(q + b * bstride + (s * Nq + h0) * H, H, nh, K + start * RH, V + start * RH,
-                              end - start, ap, scores, out + b * bstride + (s * Nq + h0) * H, H);
+                              end - start, from_head(ap, h0), scores, out + b * bstride + (s * Nq + h0) * H,
+                              H);
       }
     });
   }
@@ -593,10 +616,11 @@ std::unique_ptr<Op> make_group_query_attention(OpBuild& b) {
     b.require_type(7, {DType::kF32}, "cos_cache");
     b.require_type(8, {DType::kF32}, "sin_cache");
   }
-  static const char* const kUnsupported[] = {"position_ids", "attention_bias", "head_sink",    "k_scale",
-                                             "v_scale",      "q_norm_weight",  "k_norm_weight"};
+  static const char* const kUnsupported[] = {"position_ids",  "attention_bias", "", "k_scale", "v_scale",
+                                             "q_norm_weight", "k_norm_weight"};
   for (size_t i = 9; i < 16; ++i)
-    b.check(!b.has_input(i), "input ", i, " (", kUnsupported[i - 9], ") is not supported");
+    b.check(i == 11 || !b.has_input(i), "input ", i, " (", kUnsupported[i - 9], ") is not supported");
+  if (b.has_input(11)) b.require_type(11, {DType::kF32}, "head_sink");
   b.check(n.has_output(1) && n.has_output(2), "outputs present_key and present_value are required");
   b.check(!n.has_output(3), "output 3 (output_qk) is not supported");
   b.set_outputs(DType::kF32);

@@ -19,8 +19,9 @@ inline std::vector<float> rand_vec(int64_t n, std::mt19937& rng, float lo, float
   return v;
 }
 
+// row: the row's index in the kernel call (its sink logit is sink_logit(p, row)).
 inline std::vector<double> reference(const float* q, const float* K, const float* V, int64_t lo, int64_t hi,
-                                     const AttentionParams& p) {
+                                     const AttentionParams& p, int64_t row = 0) {
   const int64_t H = p.head_size;
   std::vector<double> s(static_cast<size_t>(hi - lo)), out(static_cast<size_t>(H), 0.0);
   double mx = -INFINITY;
@@ -32,8 +33,9 @@ inline std::vector<double> reference(const float* q, const float* K, const float
     s[j - lo] = d;
     mx = std::max(mx, d);
   }
-  if (p.smooth) mx = std::max(mx, 0.0);
-  double z = p.smooth ? std::exp(-mx) : 0.0;
+  const double sink = sink_logit(p, row);
+  if (has_sink(p)) mx = std::max(mx, sink);
+  double z = has_sink(p) ? std::exp(sink - mx) : 0.0;
   for (double& v : s) z += (v = std::exp(v - mx));
   for (int64_t j = lo; j < hi; ++j)
     for (int64_t i = 0; i < H; ++i) out[i] += s[j - lo] / z * V[j * H + i];

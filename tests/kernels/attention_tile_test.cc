@@ -2,7 +2,7 @@
 // one-position decode kernel (kernels::attend_decode, attend_decode_partial) of every ISA built here
 // against a straightforward double-precision reference: contexts 1..4096, query
 // tiles of 1 to beyond the tile rows, 1..8 query heads per kv head, heads 17..256, causal rows with
-// and without a local window, softcap, smooth softmax, fp32 and fp16 caches.
+// and without a local window, softcap, smooth softmax, per-row attention sinks, fp32 and fp16 caches.
 //
 // Tolerance: |out - ref| <= 2e-5 * max |ref| over the case (the reference runs on the same fp32 or
 // fp16-widened K/V values, so the fp16 cache is held to the same bound).
@@ -35,6 +35,7 @@ struct Case {
   int64_t window = 0;
   float softcap = 0.0f;
   bool smooth = false;
+  bool sinks = false;  // a random sink logit per row (some above every score)
   bool f16 = false;
   float q_range = 2.0f;  // larger: peakier softmax (exercises the online rescaling)
   int parts = 1;         // > 1: attend_rows_partial over that many key ranges, then attention_merge
@@ -44,7 +45,8 @@ std::string name(const Case& c) {
   return "n=" + std::to_string(c.n) + " S=" + std::to_string(c.S) + " G=" + std::to_string(c.G) +
          " H=" + std::to_string(c.H) + " W=" + std::to_string(c.window) +
          " cap=" + std::to_string(c.softcap) + " smooth=" + std::to_string(c.smooth) +
-         " f16=" + std::to_string(c.f16) + " parts=" + std::to_string(c.parts);
+         " sinks=" + std::to_string(c.sinks) + " f16=" + std::to_string(c.f16) +
+         " parts=" + std::to_string(c.parts);
 }
 
 // Runs one case on the selected ISA; returns the worst error relative to max |ref|.
@@ -55,6 +57,8 @@ double run_case(const Case& c, std::mt19937& rng) {
   p.scale = 1.0f / std::sqrt(static_cast<float>(H));
   p.softcap = c.softcap;
   p.smooth = c.smooth;
+  const auto sinks = rand_vec(rows, rng, -4.0f, 6.0f);
+  if (c.sinks) p.sinks = sinks.data();
   const auto q = rand_vec(rows * qs, rng, -c.q_range, c.q_range);
   auto K = rand_vec(c.n * H, rng, -2.0f, 2.0f), V = rand_vec(c.n * H, rng, -1.0f, 1.0f);
   std::vector<uint16_t> K16(K.size()), V16(V.size());
@@ -103,7 +107,7 @@ double run_case(const Case& c, std::mt19937& rng) {
   double worst = 0.0, big = 0.0;
   std::vector<std::vector<double>> want(rows);
   for (int64_t r = 0; r < rows; ++r) {
-    want[r] = reference(qp[r], K.data(), V.data(), lo[r], hi[r], p);
+    want[r] = reference(qp[r], K.data(), V.data(), lo[r], hi[r], p, r);
     for (double v : want[r]) big = std::max(big, std::fabs(v));
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -144,6 +148,7 @@ TEST_P(AttentionTile, MatchesReferenceAcrossContexts) {
         c.window = idx % 4 == 1 ? std::max<int64_t>(1, n / 3) : (idx % 4 == 2 ? 50 : 0);
         c.softcap = idx % 5 == 3 ? 5.0f : 0.0f;
         c.smooth = idx % 7 == 2;
+        c.sinks = idx % 7 == 5;
         c.f16 = idx % 2 == 1;
         c.q_range = idx % 6 == 4 ? 12.0f : 2.0f;
         const double err = run_case(c, rng);
@@ -169,6 +174,7 @@ TEST_P(AttentionTile, PartialsMergeLikeOnePass) {
         c.window = idx % 5 == 1 ? std::max<int64_t>(1, n / 4) : 0;  // some parts see nothing
         c.softcap = idx % 6 == 2 ? 5.0f : 0.0f;
         c.smooth = idx % 3 == 1;
+        c.sinks = idx % 3 == 2;
         c.f16 = idx % 2 == 0;
         const double err = run_case(c, rng);
         ASSERT_LE(err, kTol) << name(c);
@@ -253,6 +259,8 @@ TEST(AttentionDecode, GroupPartialsMergeLikeReference) {
         p.scale = 1.0f / std::sqrt(static_cast<float>(H));
         p.softcap = idx % 4 == 1 ? 5.0f : 0.0f;
         p.smooth = idx % 3 == 2;
+        const auto sinks = rand_vec(G, rng, -4.0f, 6.0f);
+        if (idx % 3 == 1) p.sinks = sinks.data();
         const bool f16 = idx % 2 == 0;
         const auto q = rand_vec(G * H, rng, -3.0f, 3.0f);
         auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
@@ -285,7 +293,7 @@ TEST(AttentionDecode, GroupPartialsMergeLikeReference) {
         attention_merge(part.data(), used, pf, G, p, op.data());
         double worst = 0, big = 0;
         for (int64_t g = 0; g < G; ++g) {
-          const auto want = reference(q.data() + g * H, K.data(), V.data(), 0, n, p);
+          const auto want = reference(q.data() + g * H, K.data(), V.data(), 0, n, p, g);
           for (int64_t i = 0; i < H; ++i) {
             worst = std::max(worst, std::fabs(op[g][i] - want[i]));
             big = std::max(big, std::fabs(want[i]));
@@ -303,15 +311,16 @@ TEST(AttentionDecode, GroupPartialsMergeLikeReference) {
 struct DecodeCase {
   int64_t n = 1, G = 1, H = 64, window = 0;
   float softcap = 0.0f, q_range = 2.0f;
-  bool smooth = false, f16 = false;
+  bool smooth = false, sinks = false, f16 = false;
   int parts = 1;
 };
 
 std::string name(const DecodeCase& c) {
   return "n=" + std::to_string(c.n) + " G=" + std::to_string(c.G) + " H=" + std::to_string(c.H) +
          " W=" + std::to_string(c.window) + " cap=" + std::to_string(c.softcap) +
-         " smooth=" + std::to_string(c.smooth) + " f16=" + std::to_string(c.f16) +
-         " parts=" + std::to_string(c.parts) + " q=" + std::to_string(c.q_range);
+         " smooth=" + std::to_string(c.smooth) + " sinks=" + std::to_string(c.sinks) +
+         " f16=" + std::to_string(c.f16) + " parts=" + std::to_string(c.parts) +
+         " q=" + std::to_string(c.q_range);
 }
 
 double run_decode_case(const DecodeCase& c, std::mt19937& rng) {
@@ -321,6 +330,8 @@ double run_decode_case(const DecodeCase& c, std::mt19937& rng) {
   p.scale = 1.0f / std::sqrt(static_cast<float>(H));
   p.softcap = c.softcap;
   p.smooth = c.smooth;
+  const auto sinks = rand_vec(G, rng, -4.0f, 6.0f);
+  if (c.sinks) p.sinks = sinks.data();
   const auto q = rand_vec(G * qs, rng, -c.q_range, c.q_range);
   auto K = rand_vec(c.n * H, rng, -2.0f, 2.0f), V = rand_vec(c.n * H, rng, -1.0f, 1.0f);
   std::vector<uint16_t> K16(K.size()), V16(V.size());
@@ -357,7 +368,7 @@ double run_decode_case(const DecodeCase& c, std::mt19937& rng) {
   }
   double worst = 0.0, big = 0.0;
   for (int64_t g = 0; g < G; ++g) {
-    const auto want = reference(q.data() + g * qs, K.data(), V.data(), start, c.n, p);
+    const auto want = reference(q.data() + g * qs, K.data(), V.data(), start, c.n, p, g);
     for (int64_t i = 0; i < H; ++i) {
       worst = std::max(worst, std::fabs(op[g][i] - want[i]));
       big = std::max(big, std::fabs(want[i]));
@@ -386,6 +397,7 @@ TEST_P(AttentionTile, DecodeLanesMatchReference) {
         c.window = idx % 4 == 1 ? std::max<int64_t>(1, n / 3) : (idx % 4 == 2 ? 50 : 0);
         c.softcap = idx % 3 == 1 ? (idx % 2 ? 5.0f : 50.0f) : 0.0f;
         c.smooth = idx % 7 == 2;
+        c.sinks = idx % 7 == 4;
         c.f16 = idx % 2 == 1;
         c.q_range = idx % 5 == 4 ? 12.0f : 2.0f;
         const double err = run_decode_case(c, rng);
@@ -401,6 +413,7 @@ TEST_P(AttentionTile, DecodeLanesMatchReference) {
       c.G = G;
       c.H = H;
       c.softcap = idx % 4 == 1 ? 5.0f : 0.0f;
+      c.sinks = idx % 3 == 1;
       c.f16 = idx % 2 == 0;
       const double err = run_decode_case(c, rng);
       ASSERT_LE(err, kTol) << name(c);
@@ -424,6 +437,7 @@ TEST_P(AttentionTile, DecodeLanesPartialsMergeLikeOnePass) {
         c.window = idx % 5 == 1 ? std::max<int64_t>(1, n / 4) : 0;
         c.softcap = idx % 6 == 2 ? 5.0f : 0.0f;
         c.smooth = idx % 3 == 1;
+        c.sinks = idx % 3 == 2;
         c.f16 = idx % 2 == 0;
         const double err = run_decode_case(c, rng);
         ASSERT_LE(err, kTol) << name(c);

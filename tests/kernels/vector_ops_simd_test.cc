@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "attention_reference.h"
 #include "base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/vector_ops.h"
@@ -17,13 +18,6 @@ namespace {
 
 constexpr double kU = 1.0 / 16777216.0;  // fp32 unit roundoff
 const int64_t kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000};
-
-std::vector<float> rand_vec(int64_t n, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Error of got against the exact value want, in fp32 ulps of want (subnormal ulp below FLT_MIN).
 double ulps(float got, double want) {
@@ -262,28 +256,6 @@ TEST(VectorOpsSimd, BinaryExactlyLikeScalar) {
     }
 }
 
-// Straightforward double-precision attention of one query row.
-std::vector<double> ref_attention(const float* q, const float* K, const float* V, int64_t n,
-                                  const AttentionParams& p) {
-  const int64_t H = p.head_size;
-  std::vector<double> s(static_cast<size_t>(n)), out(static_cast<size_t>(H), 0.0);
-  double mx = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) {
-    double d = 0;
-    for (int64_t i = 0; i < H; ++i) d += double(q[i]) * K[j * H + i];
-    d *= p.scale;
-    if (p.softcap > 0) d = p.softcap * std::tanh(d / p.softcap);
-    s[j] = d;
-    mx = std::max(mx, d);
-  }
-  if (p.smooth) mx = std::max(mx, 0.0);
-  double z = p.smooth ? std::exp(-mx) : 0.0;
-  for (double& v : s) z += (v = std::exp(v - mx));
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < H; ++i) out[i] += s[j] / z * V[j * H + i];
-  return out;
-}
-
 TEST(VectorOpsSimd, AttendGroupMatchesReference) {
   std::mt19937 rng(7);
   for (int64_t H : {8, 40, 64, 72, 128})
@@ -294,13 +266,15 @@ TEST(VectorOpsSimd, AttendGroupMatchesReference) {
         p.scale = 1.0f / std::sqrt(static_cast<float>(H));
         p.softcap = n == 63 ? 5.0f : 0.0f;
         p.smooth = n == 5;
-        const int64_t qs = H + 3, os = H + 5;  // strides wider than a row
+        const auto sinks = rand_vec(nq, rng, -4.0f, 6.0f);
+        if (n == 8 || n == 200) p.sinks = sinks.data();  // per-head attention sinks
+        const int64_t qs = H + 3, os = H + 5;            // strides wider than a row
         const auto q = rand_vec(nq * qs, rng, -2.0f, 2.0f);
         const auto K = rand_vec(n * H, rng, -2.0f, 2.0f), V = rand_vec(n * H, rng, -1.0f, 1.0f);
         std::vector<float> scratch(static_cast<size_t>(nq * n)), out(static_cast<size_t>(nq * os), 3.0f);
         attend_group(q.data(), qs, nq, K.data(), V.data(), n, p, scratch.data(), out.data(), os);
         for (int64_t g = 0; g < nq; ++g) {
-          const auto want = ref_attention(q.data() + g * qs, K.data(), V.data(), n, p);
+          const auto want = reference(q.data() + g * qs, K.data(), V.data(), 0, n, p, g);
           for (int64_t i = 0; i < H; ++i)
             ASSERT_NEAR(out[g * os + i], want[i], 2e-6) << "H " << H << " nq " << nq << " n " << n;
           for (int64_t i = H; i < os; ++i) ASSERT_EQ(out[g * os + i], 3.0f);  // gap untouched

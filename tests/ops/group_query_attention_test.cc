@@ -1,5 +1,5 @@
 // GroupQueryAttention: against a naive reference (rotary, head grouping,
-// causal, window, softcap) and self-consistency of prefill / decode / chunked
+// causal, window, softcap, head_sink) and self-consistency of prefill / decode / chunked
 // prefill / shared vs separate KV buffers.
 #include <gtest/gtest.h>
 
@@ -23,6 +23,7 @@ struct Gqa {
   float softcap = 0;
   int64_t window = -1;
   bool interleaved = false;
+  std::vector<float> sinks;  // head_sink (input 11), one logit per query head; empty: none
 };
 
 std::vector<float> cos_cache(bool sin) {
@@ -51,9 +52,12 @@ std::unique_ptr<graph::Session> make_gqa(const Gqa& g, const graph::SessionOptio
                                       onnx::int_attr("rotary_interleaved", g.interleaved ? 1 : 0)};
   if (g.softcap > 0) at.push_back(onnx::float_attr("softcap", g.softcap));
   if (g.window > 0) at.push_back(onnx::int_attr("local_window_size", g.window));
-  w.add_node("GroupQueryAttention", "com.microsoft", "gqa",
-             {"qkv", "", "", "past_k", "past_v", "seqlens_k", "total", "cos", "sin"},
-             {"out", "present_k", "present_v"}, at);
+  std::vector<std::string> in = {"qkv", "", "", "past_k", "past_v", "seqlens_k", "total", "cos", "sin"};
+  if (!g.sinks.empty()) {
+    w.add_initializer("sink", DataType::kFloat, {kNq}, bytes_of(g.sinks));
+    in.insert(in.end(), {"", "", "sink"});
+  }
+  w.add_node("GroupQueryAttention", "com.microsoft", "gqa", in, {"out", "present_k", "present_v"}, at);
   w.add_output("out", DataType::kFloat, {dim_value(1), dim_param("S"), dim_value(kNq * kH)});
   w.add_output("present_k", DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("T"), dim_value(kH)});
   w.add_output("present_v", DataType::kFloat, {dim_value(1), dim_value(kNkv), dim_param("T"), dim_value(kH)});
@@ -89,8 +93,11 @@ std::vector<float> reference(const std::vector<float>& qkv, int64_t T, const Gqa
         if (g.softcap > 0) d = g.softcap * std::tanh(d / g.softcap);
         p.push_back(d);
       }
-      const double mx = *std::max_element(p.begin(), p.end());
-      double sum = 0;
+      // A sink adds exp(sink) to the denominator (ORT's head_sink, llama.cpp's attention sinks).
+      const bool sink = !g.sinks.empty();
+      const double mx =
+          std::max(*std::max_element(p.begin(), p.end()), sink ? double(g.sinks[h]) : -INFINITY);
+      double sum = sink ? std::exp(g.sinks[h] - mx) : 0.0;
       for (double& x : p) sum += (x = std::exp(x - mx));
       for (int64_t j = lo; j <= t; ++j)
         for (int64_t i = 0; i < kH; ++i)
@@ -156,8 +163,14 @@ void check_schedules(const Gqa& g) {
 }
 
 TEST(GroupQueryAttention, RotaryGroupingCausal) { check_schedules({}); }
-TEST(GroupQueryAttention, Interleaved) { check_schedules({0, -1, true}); }
-TEST(GroupQueryAttention, LocalWindowAndSoftcap) { check_schedules({2.0f, 4, false}); }
+TEST(GroupQueryAttention, Interleaved) { check_schedules({0, -1, true, {}}); }
+TEST(GroupQueryAttention, LocalWindowAndSoftcap) { check_schedules({2.0f, 4, false, {}}); }
+// gpt-oss: a sink per head, from one that barely counts to one above every score, with and
+// without a window.
+TEST(GroupQueryAttention, HeadSinks) {
+  check_schedules({0, -1, false, {-3.0f, 0.5f, 2.0f, 9.0f}});
+  check_schedules({0, 4, false, {1.0f, -0.25f, 6.0f, 0.0f}});
+}
 
 TEST(GroupQueryAttention, SeparatePresentBufferEqualsShared) {
   const int64_t T = 6, W = (kNq + 2 * kNkv) * kH;
@@ -218,7 +231,7 @@ TEST(GroupQueryAttention, InconsistentSeqlensThrows) {
 // softmax weight by a factor within e^(+-2d), and an output by at most (e^2d - 1) max|v| + max|v| / 254.
 TEST(GroupQueryAttention, Q8CacheFollowsFp32Cache) {
   const int64_t T = 12, W = (kNq + 2 * kNkv) * kH, RB = kernels::kv_q8_row_bytes(kH);
-  for (const Gqa& g : {Gqa{}, Gqa{2.0f, 4, true}}) {
+  for (const Gqa& g : {Gqa{}, Gqa{2.0f, 4, true, {}}}) {
     SCOPED_TRACE(g.window);
     const auto qkv = random_floats(T * W, 7);
     const auto want = reference(qkv, T, g);
