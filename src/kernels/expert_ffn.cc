@@ -10,8 +10,23 @@
 
 namespace nbits::kernels {
 
-ExpertFfn::ExpertFfn(std::vector<ExpertMatrices> experts, int64_t hidden, int64_t inter)
-    : experts_(std::move(experts)), hidden_(hidden), inter_(inter) {
+void expert_activation(const ExpertActivation& act, float* gate, float* up, float* h, int64_t n) {
+  if (act.kind == ExpertActivation::Kind::kSilu) {
+    vec_silu_mul(gate, up, h, n);
+    return;
+  }
+  // g' sigmoid(alpha g') (u' + 1) = silu(alpha g') * ((u' + 1) / alpha): vec_silu_mul's
+  // vectorised sigmoid on the scaled gate.
+  const float a = act.alpha, lim = act.limit, inv = 1.0f / act.alpha;
+  for (int64_t i = 0; i < n; ++i) {
+    gate[i] = a * std::min(gate[i], lim);
+    up[i] = (std::clamp(up[i], -lim, lim) + 1.0f) * inv;
+  }
+  vec_silu_mul(gate, up, h, n);
+}
+
+ExpertFfn::ExpertFfn(std::vector<ExpertMatrices> experts, int64_t hidden, int64_t inter, ExpertActivation act)
+    : experts_(std::move(experts)), hidden_(hidden), inter_(inter), act_(act) {
   NBITS_CHECK(!experts_.empty() && hidden_ > 0 && inter_ > 0, "ExpertFfn: ", experts_.size(), " experts of ",
               hidden_, " x ", inter_);
   gate_up_.reserve(experts_.size());
@@ -31,7 +46,7 @@ void ExpertFfn::run_one(const float* x, const int32_t* ids, const float* weights
   thread_local std::vector<float> gu, h, t;
   thread_local std::vector<const PackedMatMul*> mats;
   thread_local std::vector<float*> outs;
-  thread_local std::vector<const float*> no_bias;
+  thread_local std::vector<const float*> biases;
   thread_local std::vector<int64_t> widths;
   thread_local std::vector<int32_t> slot;
   const size_t n2 = static_cast<size_t>(2 * k);
@@ -44,27 +59,29 @@ void ExpertFfn::run_one(const float* x, const int32_t* ids, const float* weights
   std::sort(slot.begin(), slot.end(), [&](int32_t a, int32_t b) { return ids[a] < ids[b]; });
   mats.clear();
   outs.clear();
+  biases.clear();
   for (int64_t j = 0; j < k; ++j) {
     const ExpertMatrices& e = experts_[static_cast<size_t>(ids[slot[static_cast<size_t>(j)]])];
     mats.push_back(e.gate);
     mats.push_back(e.up);
+    biases.push_back(e.gate_bias);
+    biases.push_back(e.up_bias);
     outs.push_back(gu.data() + (2 * j) * inter_);
     outs.push_back(gu.data() + (2 * j + 1) * inter_);
   }
-  no_bias.assign(n2, nullptr);
   widths.assign(n2, inter_);
   // Gate and up of every chosen expert: one prepared A, one fork/join.
-  MatMulGroup(mats, widths).run(x, 1, outs, no_bias, pool);
+  MatMulGroup(mats, widths).run(x, 1, outs, biases, pool);
   for (int64_t j = 0; j < k; ++j)
-    vec_silu_mul(outs[static_cast<size_t>(2 * j)], outs[static_cast<size_t>(2 * j + 1)],
-                 h.data() + j * inter_, inter_);
+    expert_activation(act_, outs[static_cast<size_t>(2 * j)], outs[static_cast<size_t>(2 * j + 1)],
+                      h.data() + j * inter_, inter_);
   // Raw pointers: the thread_local vectors named inside a task would be the worker's own.
   const float* hs = h.data();
   float* ts = t.data();
   const int32_t* order = slot.data();
   const auto down = [&, hs, ts, order](int64_t j) {
-    experts_[static_cast<size_t>(ids[order[j]])].down->run(hs + j * inter_, 1, ts + j * hidden_, nullptr,
-                                                           pool);
+    const ExpertMatrices& e = experts_[static_cast<size_t>(ids[order[j]])];
+    e.down->run(hs + j * inter_, 1, ts + j * hidden_, e.down_bias, pool);
   };
   if (k >= pool.num_threads()) {
     // One fork/join for all down projections: each task runs whole experts (their kernels then
@@ -94,7 +111,7 @@ void ExpertFfn::run(const float* x, int64_t rows, const int32_t* ids, const floa
   }
   // Rows grouped by expert (counting sort): members[start[e] .. start[e + 1]) = (row * k + slot).
   thread_local std::vector<int64_t> start, members, fill;
-  thread_local std::vector<float> xe, he, ye;
+  thread_local std::vector<float> xe, he, ye, ge, ue;
   start.assign(static_cast<size_t>(E + 1), 0);
   for (int64_t i = 0; i < rows * k; ++i) ++start[static_cast<size_t>(ids[i] + 1)];
   for (int64_t e = 0; e < E; ++e) start[static_cast<size_t>(e + 1)] += start[static_cast<size_t>(e)];
@@ -113,8 +130,20 @@ void ExpertFfn::run(const float* x, int64_t rows, const int32_t* ids, const floa
       const int64_t row = members[static_cast<size_t>(b + i)] / k;
       std::memcpy(xe.data() + i * hidden_, x + row * hidden_, static_cast<size_t>(hidden_) * sizeof(float));
     }
-    gate_up_[static_cast<size_t>(e)].run_silu_mul(xe.data(), n, he.data(), nullptr, nullptr, pool);
-    experts_[static_cast<size_t>(e)].down->run(he.data(), n, ye.data(), nullptr, pool);
+    const ExpertMatrices& ex = experts_[static_cast<size_t>(e)];
+    if (act_.kind == ExpertActivation::Kind::kSilu) {
+      gate_up_[static_cast<size_t>(e)].run_silu_mul(xe.data(), n, he.data(), ex.gate_bias, ex.up_bias, pool);
+    } else {  // gate and up, then the activation row by row (as one row does)
+      ge.resize(static_cast<size_t>(n * inter_));
+      ue.resize(static_cast<size_t>(n * inter_));
+      float* gu[2] = {ge.data(), ue.data()};
+      const float* bias[2] = {ex.gate_bias, ex.up_bias};
+      gate_up_[static_cast<size_t>(e)].run(xe.data(), n, gu, bias, pool);
+      for (int64_t i = 0; i < n; ++i)
+        expert_activation(act_, ge.data() + i * inter_, ue.data() + i * inter_, he.data() + i * inter_,
+                          inter_);
+    }
+    ex.down->run(he.data(), n, ye.data(), ex.down_bias, pool);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t m = members[static_cast<size_t>(b + i)], row = m / k;
       const float w = weights[m];

@@ -1,5 +1,7 @@
 // The routed feed-forward of a mixture-of-experts layer: each row runs only the experts its
-// router chose, y[r] = sum_j w[r, j] * down_e(silu(gate_e(x_r)) * up_e(x_r)), e = ids[r, j].
+// router chose, y[r] = sum_j w[r, j] * down_e(act(gate_e(x_r), up_e(x_r))), e = ids[r, j], each
+// projection with its expert's bias where it has one (gpt-oss); act is SwiGLU (silu(g) * u) or
+// gpt-oss's clamped SwiGLU (ExpertActivation).
 //
 // Scheduling: one row (decode) runs the gate and up projections of all its k experts as ONE
 // MatMulGroup (A prepared once, one fork/join over the panels of the 2k weights), then the k down
@@ -22,16 +24,32 @@
 
 namespace nbits::kernels {
 
-// One expert's projections (not owned): gate and up [inter, hidden], down [hidden, inter].
+// One expert's projections (not owned): gate and up [inter, hidden], down [hidden, inter], and
+// their biases (inter, inter and hidden floats; null: none).
 struct ExpertMatrices {
   const PackedMatMul* gate = nullptr;
   const PackedMatMul* up = nullptr;
   const PackedMatMul* down = nullptr;
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
 };
+
+// The activation between gate/up and down: kSilu, h = silu(g) * u; kSwigluOai (gpt-oss,
+// ggml_swiglu_oai, ORT MoE's swiglu with activation_alpha / swiglu_limit), with
+// g' = min(g, limit) and u' = clamp(u, -limit, limit): h = g' * sigmoid(alpha * g') * (u' + 1).
+struct ExpertActivation {
+  enum class Kind { kSilu, kSwigluOai };
+  Kind kind = Kind::kSilu;
+  float alpha = 1.702f, limit = 7.0f;
+};
+
+// h [n] from gate and up [n] by the activation (gate and up are overwritten as scratch).
+void expert_activation(const ExpertActivation& act, float* gate, float* up, float* h, int64_t n);
 
 class ExpertFfn {
  public:
-  ExpertFfn(std::vector<ExpertMatrices> experts, int64_t hidden, int64_t inter);
+  ExpertFfn(std::vector<ExpertMatrices> experts, int64_t hidden, int64_t inter, ExpertActivation act = {});
 
   int64_t n_expert() const { return static_cast<int64_t>(experts_.size()); }
 
@@ -50,6 +68,7 @@ class ExpertFfn {
   std::vector<ExpertMatrices> experts_;
   std::vector<MatMulGroup> gate_up_;  // per expert: {gate, up}, for run_silu_mul
   int64_t hidden_, inter_;
+  ExpertActivation act_;
   std::string kernel_;
 };
 

@@ -1,14 +1,17 @@
 // nbits.internal MixtureOfExperts: the routed feed-forward of a mixture-of-experts layer (the
-// GGUF qwen3moe / qwen2moe / olmoe / granitemoe / Mixtral-style llama models, gguf/model_builder).
+// GGUF qwen3moe / qwen2moe / olmoe / granitemoe / Mixtral-style llama / gpt-oss models,
+// gguf/model_builder).
 //   inputs: 0 X [..., hidden], 1 router logits [..., n_expert] (the router's MatMul before it),
 //           then per projection (gate 2..5, up 6..9, down 10..13), every expert's rows stacked
 //           as one MatMulNBits weight of n_expert * N rows: codes, fp32 scales, optional packed
 //           zero points, optional fp32 block mins (the MatMulNBits inputs B, scales,
-//           zero_points and nbits' input 6).
+//           zero_points and nbits' input 6); optional fp32 biases 14 gate [n_expert, inter],
+//           15 up [n_expert, inter], 16 down [n_expert, hidden] (gpt-oss).
 //   attributes: n_expert, k, hidden_size, inter_size, {gate,up,down}_{bits,block_size},
 //           gating ("softmax" | "sigmoid" | "softmax_after_topk"), normalize (0/1),
-//           weight_scale (0: none), accuracy_level (MatMulNBits').
-//   output: Y [..., hidden] = sum over the row's k experts of w * down(silu(gate(x)) * up(x)).
+//           weight_scale (0: none), accuracy_level (MatMulNBits'), activation ("silu" |
+//           "swiglu_oai", with activation_alpha (1.702) and swiglu_limit (7): kernels/expert_ffn.h).
+//   output: Y [..., hidden] = sum over the row's k experts of w * down(act(gate(x), up(x))).
 // Routing: kernels/expert_routing.h; the experts: kernels/expert_ffn.h. Each expert matrix is
 // packed at load by the MatMulNBits dispatch point, like any other weight.
 #include <cmath>
@@ -33,11 +36,13 @@ class MixtureOfExpertsOp final : public Op {
   MixtureOfExpertsOp(std::string where, kernels::ExpertRouting routing,
                      std::vector<std::unique_ptr<kernels::PackedMatMul>> packed,
                      std::vector<kernels::ExpertMatrices> experts, int64_t hidden, int64_t inter,
+                     kernels::ExpertActivation act, std::vector<float> biases,
                      std::vector<graph::MatMulNBitsInfo> info)
       : where_(std::move(where)),
         routing_(routing),
         packed_(std::move(packed)),
-        ffn_(std::move(experts), hidden, inter),
+        biases_(std::move(biases)),
+        ffn_(std::move(experts), hidden, inter, act),
         hidden_(hidden),
         info_(std::move(info)) {
     for (const auto& p : packed_) bytes_ += p->packed_bytes();
@@ -80,6 +85,7 @@ class MixtureOfExpertsOp final : public Op {
   std::string where_;
   kernels::ExpertRouting routing_;
   std::vector<std::unique_ptr<kernels::PackedMatMul>> packed_;
+  std::vector<float> biases_;  // the experts' biases (ffn_'s matrices point into it; moved, not copied)
   kernels::ExpertFfn ffn_;
   int64_t hidden_;
   std::vector<graph::MatMulNBitsInfo> info_;
@@ -107,6 +113,17 @@ std::unique_ptr<Op> make_mixture_of_experts(OpBuild& b) {
   b.check(std::isfinite(routing.scale), "weight_scale must be finite");
   b.require_type(0, {DType::kF32}, "X");
   b.require_type(1, {DType::kF32}, "router_logits");
+  kernels::ExpertActivation act;
+  const std::string activation = n.attr_string("activation", "silu");
+  b.check(activation == "silu" || activation == "swiglu_oai", "activation '", activation,
+          "' is not supported (silu, swiglu_oai)");
+  if (activation == "swiglu_oai") {
+    act.kind = kernels::ExpertActivation::Kind::kSwigluOai;
+    act.alpha = n.attr_float("activation_alpha", act.alpha);
+    act.limit = n.attr_float("swiglu_limit", act.limit);
+    b.check(std::isfinite(act.alpha) && act.alpha > 0 && std::isfinite(act.limit) && act.limit > 0,
+            "activation_alpha=", act.alpha, " and swiglu_limit=", act.limit, " must be finite and positive");
+  }
   const int level = b.options.accuracy_level.value_or(static_cast<int>(n.attr_int("accuracy_level", 4)));
   const auto compute = level == 4 ? kernels::Compute::kInt8 : kernels::Compute::kFp32;
 
@@ -161,9 +178,31 @@ std::unique_ptr<Op> make_mixture_of_experts(OpBuild& b) {
     info.push_back(std::move(i));
   }
 
+  // Optional biases, [n_expert, N] of each projection, copied into the op.
+  std::vector<kernels::ExpertMatrices> experts(static_cast<size_t>(E));
+  std::vector<float> biases;
+  size_t offset[3] = {};
+  for (int p = 0; p < 3; ++p) {
+    const size_t in = 14 + static_cast<size_t>(p);
+    offset[p] = biases.size();
+    if (!b.has_input(in)) continue;
+    const Tensor& t = b.constant(in, "expert biases");
+    b.require_type(in, {DType::kF32}, "expert biases");
+    b.check(t.numel() == E * proj[p].N, proj[p].name, " biases '", n.inputs[in], "' hold ", t.numel(),
+            " values, expected n_expert=", E, " x ", proj[p].N);
+    biases.insert(biases.end(), t.as<const float>(), t.as<const float>() + t.numel());
+  }
+  for (int p = 0; p < 3; ++p) {
+    if (!b.has_input(14 + static_cast<size_t>(p))) continue;
+    for (int64_t e = 0; e < E; ++e) {
+      const float* v = biases.data() + offset[p] + e * proj[p].N;
+      kernels::ExpertMatrices& x = experts[static_cast<size_t>(e)];
+      (p == 0 ? x.gate_bias : p == 1 ? x.up_bias : x.down_bias) = v;
+    }
+  }
+
   // Each expert's slice of each projection, packed (the slices' source pages released as packed).
   std::vector<std::unique_ptr<kernels::PackedMatMul>> packed;
-  std::vector<kernels::ExpertMatrices> experts(static_cast<size_t>(E));
   kernels::PackOptions options;
   options.fp16_scales = b.options.fp16_scales;
   options.pool = b.pool;
@@ -197,7 +236,7 @@ std::unique_ptr<Op> make_mixture_of_experts(OpBuild& b) {
   }
   b.set_outputs(DType::kF32);
   return std::make_unique<MixtureOfExpertsOp>(b.where(), routing, std::move(packed), std::move(experts),
-                                              hidden, inter, std::move(info));
+                                              hidden, inter, act, std::move(biases), std::move(info));
 }
 
 }  // namespace nbits::ops

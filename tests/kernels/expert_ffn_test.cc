@@ -158,91 +158,118 @@ double dequant(const QuantizedMatrix& w, int64_t n, int64_t k) {
   return (w.code(n, k) - static_cast<double>(w.zero_point(n, b))) * w.scale(n, b) + w.block_min(n, b);
 }
 
+// oai: gpt-oss's experts (biases on gate, up and down; the clamped SwiGLU, its limit low enough
+// that the clamps bite on these values).
 TEST(ExpertFfn, EqualsFloat64ReferenceAndRowsAreIndependent) {
   const int64_t E = 6, hidden = 72, inter = 40;
   std::mt19937 rng(11);
-  for (int bits : {4, 8})
-    for (bool mins : {false, true}) {
-      Weights gate = make_weights(E, inter, hidden, bits, mins, rng),
-              up = make_weights(E, inter, hidden, bits, mins, rng),
-              down = make_weights(E, hidden, inter, bits, mins, rng);
-      for (Compute compute : {Compute::kFp32, Compute::kInt8}) {
-        std::vector<std::unique_ptr<PackedMatMul>> packed;
-        std::vector<ExpertMatrices> experts;
-        for (int64_t e = 0; e < E; ++e) {
-          ExpertMatrices x;
-          packed.push_back(make_matmul_nbits(gate.w[static_cast<size_t>(e)], compute));
-          x.gate = packed.back().get();
-          packed.push_back(make_matmul_nbits(up.w[static_cast<size_t>(e)], compute));
-          x.up = packed.back().get();
-          packed.push_back(make_matmul_nbits(down.w[static_cast<size_t>(e)], compute));
-          x.down = packed.back().get();
-          experts.push_back(x);
+  for (bool oai : {false, true})
+    for (int bits : {4, 8})
+      for (bool mins : {false, true}) {
+        ExpertActivation act;
+        if (oai) {
+          act.kind = ExpertActivation::Kind::kSwigluOai;
+          act.limit = 0.6f;
         }
-        const ExpertFfn ffn(experts, hidden, inter);
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          for (int64_t k : {1, 2, 6})
-            for (int64_t rows : {1, 2, 7, 40}) {
-              SCOPED_TRACE("bits " + std::to_string(bits) + " mins " + std::to_string(mins) + " int8 " +
-                           std::to_string(compute == Compute::kInt8) + " threads " + std::to_string(threads) +
-                           " k " + std::to_string(k) + " rows " + std::to_string(rows));
-              std::normal_distribution<float> d(0.0f, 1.0f);
-              std::vector<float> x(static_cast<size_t>(rows * hidden)), logits(static_cast<size_t>(rows * E));
-              for (float& v : x) v = d(rng);
-              for (float& v : logits) v = d(rng);
-              std::vector<int32_t> ids(static_cast<size_t>(rows * k));
-              std::vector<float> w(static_cast<size_t>(rows * k)), y(static_cast<size_t>(rows * hidden));
-              route_experts({E, k, ExpertGating::kSoftmax, true, 0.0f}, logits.data(), rows, ids.data(),
-                            w.data());
-              ffn.run(x.data(), rows, ids.data(), w.data(), k, y.data(), pool);
-              double worst = 0, scale = 0;
-              for (int64_t r = 0; r < rows; ++r) {
-                std::vector<double> want(static_cast<size_t>(hidden), 0.0);
-                for (int64_t j = 0; j < k; ++j) {
-                  const size_t e = static_cast<size_t>(ids[static_cast<size_t>(r * k + j)]);
-                  std::vector<double> h(static_cast<size_t>(inter));
-                  for (int64_t n = 0; n < inter; ++n) {
-                    double g = 0, u = 0;
-                    for (int64_t c = 0; c < hidden; ++c) {
-                      const double a = x[static_cast<size_t>(r * hidden + c)];
-                      g += a * dequant(gate.w[e], n, c);
-                      u += a * dequant(up.w[e], n, c);
+        std::normal_distribution<float> bd(0.0f, 0.3f);
+        std::vector<float> bias_g(static_cast<size_t>(E * inter)), bias_u(bias_g.size()),
+            bias_d(static_cast<size_t>(E * hidden));
+        for (auto* v : {&bias_g, &bias_u, &bias_d})
+          for (float& b : *v) b = oai ? bd(rng) : 0.0f;
+        Weights gate = make_weights(E, inter, hidden, bits, mins, rng),
+                up = make_weights(E, inter, hidden, bits, mins, rng),
+                down = make_weights(E, hidden, inter, bits, mins, rng);
+        for (Compute compute : {Compute::kFp32, Compute::kInt8}) {
+          std::vector<std::unique_ptr<PackedMatMul>> packed;
+          std::vector<ExpertMatrices> experts;
+          for (int64_t e = 0; e < E; ++e) {
+            ExpertMatrices x;
+            packed.push_back(make_matmul_nbits(gate.w[static_cast<size_t>(e)], compute));
+            x.gate = packed.back().get();
+            packed.push_back(make_matmul_nbits(up.w[static_cast<size_t>(e)], compute));
+            x.up = packed.back().get();
+            packed.push_back(make_matmul_nbits(down.w[static_cast<size_t>(e)], compute));
+            x.down = packed.back().get();
+            if (oai) {
+              x.gate_bias = bias_g.data() + e * inter;
+              x.up_bias = bias_u.data() + e * inter;
+              x.down_bias = bias_d.data() + e * hidden;
+            }
+            experts.push_back(x);
+          }
+          const ExpertFfn ffn(experts, hidden, inter, act);
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            for (int64_t k : {1, 2, 6})
+              for (int64_t rows : {1, 2, 7, 40}) {
+                SCOPED_TRACE("oai " + std::to_string(oai) + " bits " + std::to_string(bits) + " mins " +
+                             std::to_string(mins) + " int8 " + std::to_string(compute == Compute::kInt8) +
+                             " threads " + std::to_string(threads) + " k " + std::to_string(k) + " rows " +
+                             std::to_string(rows));
+                std::normal_distribution<float> d(0.0f, 1.0f);
+                std::vector<float> x(static_cast<size_t>(rows * hidden)),
+                    logits(static_cast<size_t>(rows * E));
+                for (float& v : x) v = d(rng);
+                for (float& v : logits) v = d(rng);
+                std::vector<int32_t> ids(static_cast<size_t>(rows * k));
+                std::vector<float> w(static_cast<size_t>(rows * k)), y(static_cast<size_t>(rows * hidden));
+                route_experts({E, k, ExpertGating::kSoftmax, true, 0.0f}, logits.data(), rows, ids.data(),
+                              w.data());
+                ffn.run(x.data(), rows, ids.data(), w.data(), k, y.data(), pool);
+                double worst = 0, scale = 0;
+                for (int64_t r = 0; r < rows; ++r) {
+                  std::vector<double> want(static_cast<size_t>(hidden), 0.0);
+                  for (int64_t j = 0; j < k; ++j) {
+                    const size_t e = static_cast<size_t>(ids[static_cast<size_t>(r * k + j)]);
+                    std::vector<double> h(static_cast<size_t>(inter));
+                    for (int64_t n = 0; n < inter; ++n) {
+                      double g = bias_g[e * inter + static_cast<size_t>(n)],
+                             u = bias_u[e * inter + static_cast<size_t>(n)];
+                      for (int64_t c = 0; c < hidden; ++c) {
+                        const double a = x[static_cast<size_t>(r * hidden + c)];
+                        g += a * dequant(gate.w[e], n, c);
+                        u += a * dequant(up.w[e], n, c);
+                      }
+                      if (oai) {
+                        const double lim = act.limit, gc = std::min(g, lim), uc = std::clamp(u, -lim, lim);
+                        h[static_cast<size_t>(n)] = gc / (1 + std::exp(-double(act.alpha) * gc)) * (uc + 1);
+                      } else {
+                        h[static_cast<size_t>(n)] = g / (1 + std::exp(-g)) * u;
+                      }
                     }
-                    h[static_cast<size_t>(n)] = g / (1 + std::exp(-g)) * u;
+                    for (int64_t n = 0; n < hidden; ++n) {
+                      double o = bias_d[e * hidden + static_cast<size_t>(n)];
+                      for (int64_t c = 0; c < inter; ++c)
+                        o += h[static_cast<size_t>(c)] * dequant(down.w[e], n, c);
+                      want[static_cast<size_t>(n)] += w[static_cast<size_t>(r * k + j)] * o;
+                    }
                   }
                   for (int64_t n = 0; n < hidden; ++n) {
-                    double o = 0;
-                    for (int64_t c = 0; c < inter; ++c)
-                      o += h[static_cast<size_t>(c)] * dequant(down.w[e], n, c);
-                    want[static_cast<size_t>(n)] += w[static_cast<size_t>(r * k + j)] * o;
+                    scale = std::max(scale, std::fabs(want[static_cast<size_t>(n)]));
+                    worst = std::max(worst, std::fabs(y[static_cast<size_t>(r * hidden + n)] -
+                                                      want[static_cast<size_t>(n)]));
+                  }
+                  // The row alone: the same bits with int8 activations (each row quantized by itself;
+                  // CompFp32's one-row kernels sum in another order than its GEMM: equal to rounding).
+                  std::vector<float> alone(static_cast<size_t>(hidden));
+                  ffn.run(x.data() + r * hidden, 1, ids.data() + r * k, w.data() + r * k, k, alone.data(),
+                          pool);
+                  if (compute == Compute::kInt8) {
+                    EXPECT_EQ(std::memcmp(alone.data(), y.data() + r * hidden, alone.size() * sizeof(float)),
+                              0)
+                        << "row " << r;
+                  } else {
+                    for (int64_t n = 0; n < hidden; ++n)
+                      EXPECT_NEAR(alone[static_cast<size_t>(n)], y[static_cast<size_t>(r * hidden + n)],
+                                  1e-5 * (1 + std::fabs(want[static_cast<size_t>(n)])));
                   }
                 }
-                for (int64_t n = 0; n < hidden; ++n) {
-                  scale = std::max(scale, std::fabs(want[static_cast<size_t>(n)]));
-                  worst = std::max(worst, std::fabs(y[static_cast<size_t>(r * hidden + n)] -
-                                                    want[static_cast<size_t>(n)]));
-                }
-                // The row alone: the same bits with int8 activations (each row quantized by itself;
-                // CompFp32's one-row kernels sum in another order than its GEMM: equal to rounding).
-                std::vector<float> alone(static_cast<size_t>(hidden));
-                ffn.run(x.data() + r * hidden, 1, ids.data() + r * k, w.data() + r * k, k, alone.data(),
-                        pool);
-                if (compute == Compute::kInt8) {
-                  EXPECT_EQ(std::memcmp(alone.data(), y.data() + r * hidden, alone.size() * sizeof(float)), 0)
-                      << "row " << r;
-                } else {
-                  for (int64_t n = 0; n < hidden; ++n)
-                    EXPECT_NEAR(alone[static_cast<size_t>(n)], y[static_cast<size_t>(r * hidden + n)],
-                                1e-5 * (1 + std::fabs(want[static_cast<size_t>(n)])));
-                }
+                // fp32: rounding only; int8 activations: ~1% per product, through two products.
+                EXPECT_LE(worst, (compute == Compute::kFp32 ? 1e-5 : 3e-2) * scale) << "max|y| " << scale;
               }
-              // fp32: rounding only; int8 activations: ~1% per product, through two products.
-              EXPECT_LE(worst, (compute == Compute::kFp32 ? 1e-5 : 3e-2) * scale) << "max|y| " << scale;
-            }
+          }
         }
       }
-    }
 }
 
 TEST(ExpertFfn, RefusesExpertIdsOutOfRange) {

@@ -1,6 +1,7 @@
 // nbits.internal MixtureOfExperts (ops/moe.cc) through small written models: 3 rows routed to
 // the top-2 of 4 experts (4-bit, block 32, hidden 32, inter 64) equal a float64 forward of the
-// same codes at accuracy level 0; malformed nodes fail at load with one line naming the node and
+// same codes at accuracy level 0, SwiGLU experts and gpt-oss's (biases, clamped SwiGLU, softmax
+// after top-k); malformed nodes fail at load with one line naming the node and
 // what is wrong.
 #include <gtest/gtest.h>
 
@@ -22,6 +23,10 @@ struct MoeSpec {
   int64_t code_bytes_cut = 0;  // bytes taken off the gate codes
   std::string gating = "softmax";
   DataType scales_type = DataType::kFloat;
+  // gpt-oss: biases on every projection, activation swiglu_oai (limit 0.5, so the clamps bite).
+  bool oai = false;
+  std::string activation = "";  // "" : swiglu_oai when oai, else the attribute left out
+  int64_t bias_cut = 0;         // values taken off the down biases
 };
 
 // codes: [E * N][K / 2] bytes of pseudo-random nibbles; scales one per block.
@@ -38,12 +43,13 @@ std::vector<float> scales(int64_t n, uint32_t seed) {
 
 struct Built {
   onnx::ModelWriter w;
-  std::vector<std::vector<uint8_t>> c;  // gate, up, down codes
-  std::vector<std::vector<float>> s;    // their scales
+  std::vector<std::vector<uint8_t>> c;   // gate, up, down codes
+  std::vector<std::vector<float>> s;     // their scales
+  std::vector<std::vector<float>> bias;  // their biases (oai), [E, N]
 };
 
 Built write(const MoeSpec& p) {
-  Built b{onnx::ModelWriter{}, {}, {}};
+  Built b{onnx::ModelWriter{}, {}, {}, {}};
   b.w.add_opset("", 21);
   b.w.add_opset("nbits.internal", 1);
   b.w.add_input("x", DataType::kFloat, {dim_value(p.rows), dim_value(p.H)});
@@ -64,12 +70,33 @@ Built write(const MoeSpec& p) {
                           std::vector<uint8_t>(static_cast<size_t>(p.E * N * K / 32 * 4), 0));  // int32
     in.insert(in.end(), {n + "_codes", n + "_scales", "", ""});
   }
+  in.resize(17);
+  for (int i = 0; i < 3 && p.oai; ++i) {
+    const int64_t N = i < 2 ? p.F : p.H;
+    b.bias.push_back(random_floats(static_cast<size_t>(p.E * N - (i == 2 ? p.bias_cut : 0)), 30 + i));
+    for (float& v : b.bias.back()) v *= 0.3f;
+    const std::string n = std::string(names[i]) + "_bias";
+    b.w.add_initializer(n, DataType::kFloat, {static_cast<int64_t>(b.bias.back().size())},
+                        bytes_of(b.bias.back()));
+    in[14 + static_cast<size_t>(i)] = n;
+  }
   while (in.back().empty()) in.pop_back();
-  b.w.add_node("MixtureOfExperts", "nbits.internal", "experts", in, {"y"},
-               {int_attr("n_expert", p.E), int_attr("k", p.k), int_attr("hidden_size", p.H),
-                int_attr("inter_size", p.F), int_attr("normalize", 1), onnx::string_attr("gating", p.gating),
-                int_attr("gate_bits", 4), int_attr("gate_block_size", 32), int_attr("up_bits", 4),
-                int_attr("up_block_size", 32), int_attr("down_bits", 4), int_attr("down_block_size", 32)});
+  std::vector<onnx::WriterAttr> at = {int_attr("n_expert", p.E),
+                                      int_attr("k", p.k),
+                                      int_attr("hidden_size", p.H),
+                                      int_attr("inter_size", p.F),
+                                      int_attr("normalize", p.oai ? 0 : 1),
+                                      onnx::string_attr("gating", p.oai ? "softmax_after_topk" : p.gating),
+                                      int_attr("gate_bits", 4),
+                                      int_attr("gate_block_size", 32),
+                                      int_attr("up_bits", 4),
+                                      int_attr("up_block_size", 32),
+                                      int_attr("down_bits", 4),
+                                      int_attr("down_block_size", 32)};
+  const std::string act = p.activation.empty() && p.oai ? "swiglu_oai" : p.activation;
+  if (!act.empty()) at.push_back(onnx::string_attr("activation", act));
+  if (p.oai) at.push_back(onnx::float_attr("swiglu_limit", 0.5f));
+  b.w.add_node("MixtureOfExperts", "nbits.internal", "experts", in, {"y"}, at);
   b.w.add_output("y", DataType::kFloat, {dim_value(p.rows), dim_value(p.H)});
   return b;
 }
@@ -83,8 +110,7 @@ std::string load_error(const MoeSpec& p) {
   return "(no error)";
 }
 
-TEST(MixtureOfExperts, EqualsFloat64ForwardOfTheSameCodes) {
-  const MoeSpec p;
+void check_forward(const MoeSpec& p) {
   Built b = write(p);
   graph::SessionOptions o;
   o.accuracy_level = 0;
@@ -123,14 +149,20 @@ TEST(MixtureOfExperts, EqualsFloat64ForwardOfTheSameCodes) {
         const int64_t e = order[static_cast<size_t>(j)];
         double acc = 0;
         for (int64_t f = 0; f < p.F; ++f) {
-          double g = 0, u = 0;
+          double g = p.oai ? b.bias[0][e * p.F + f] : 0, u = p.oai ? b.bias[1][e * p.F + f] : 0;
           for (int64_t c = 0; c < p.H; ++c) {
             g += x[r * p.H + c] * weight(0, e, f, c);
             u += x[r * p.H + c] * weight(1, e, f, c);
           }
-          acc += g / (1 + std::exp(-g)) * u * weight(2, e, n, f);
+          if (p.oai) {  // min(g, 0.5) sigmoid(1.702 min(g, 0.5)) (clamp(u, +-0.5) + 1)
+            const double gc = std::min(g, 0.5), uc = std::clamp(u, -0.5, 0.5);
+            acc += gc / (1 + std::exp(-1.702 * gc)) * (uc + 1) * weight(2, e, n, f);
+          } else {
+            acc += g / (1 + std::exp(-g)) * u * weight(2, e, n, f);
+          }
         }
-        want += pr[e] / wsum * acc;  // renormalised top-2
+        if (p.oai) acc += b.bias[2][e * p.H + n];
+        want += pr[e] / wsum * acc;  // renormalised top-2 (oai: the softmax of the top-2)
       }
       scale = std::max(scale, std::fabs(want));
       worst = std::max(worst, std::fabs(y.as<float>()[r * p.H + n] - want));
@@ -140,6 +172,9 @@ TEST(MixtureOfExperts, EqualsFloat64ForwardOfTheSameCodes) {
   EXPECT_GT(scale, 1e-3);
 }
 
+TEST(MixtureOfExperts, EqualsFloat64ForwardOfTheSameCodes) { check_forward({}); }
+TEST(MixtureOfExperts, GptOssExpertsEqualFloat64Forward) { check_forward({.oai = true}); }
+
 TEST(MixtureOfExperts, MalformedNodesRefusedWithOneLine) {
   EXPECT_EQ(load_error(MoeSpec{}), "(no error)");
   expect_error(load_error(MoeSpec{.k = 5}), {"experts", "MixtureOfExperts", "k=5", "n_expert=4"});
@@ -148,6 +183,10 @@ TEST(MixtureOfExperts, MalformedNodesRefusedWithOneLine) {
   expect_error(load_error(MoeSpec{.gating = "sparsemixer"}), {"experts", "gating 'sparsemixer'", "softmax"});
   expect_error(load_error(MoeSpec{.code_bytes_cut = 16}), {"experts", "gate codes", "n_expert=4", "N=64"});
   expect_error(load_error(MoeSpec{.scales_type = DataType::kInt32}), {"experts", "expert scales"});
+  EXPECT_EQ(load_error(MoeSpec{.oai = true}), "(no error)");
+  expect_error(load_error(MoeSpec{.oai = true, .activation = "gelu"}),
+               {"experts", "activation 'gelu'", "swiglu_oai"});
+  expect_error(load_error(MoeSpec{.oai = true, .bias_cut = 3}), {"experts", "down biases", "n_expert=4"});
 }
 
 }  // namespace
