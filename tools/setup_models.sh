@@ -78,8 +78,9 @@ fi
 # Llama 3 rope scaling (rope_freqs), YaRN (qwen3), mistral3 (YaRN, attention temperature), ernie4_5 and exaone
 # (llama with optional biases; exaone NEOX), qwen2vl / qwen3vl (text; multimodal rope sections), exaone4 (post-norms), stablelm (LayerNorms), internlm2, gemma2 (softcaps,
 # alternating windows), granite (multipliers), gemma (1), smollm3 (NoPE layers), olmo2 (post-norms only,
-# sliding windows), lfm2 (gated short convolutions) and the mixture-of-experts architectures.
-for m in quants iquants llama3 yarn mistral3 ernie4_5 exaone qwen2vl qwen3vl exaone4 stablelm internlm2 gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe; do
+# sliding windows), lfm2 (gated short convolutions) and the mixture-of-experts architectures (gpt-oss: MXFP4
+# experts with biases, attention sinks).
+for m in quants iquants llama3 yarn mistral3 ernie4_5 exaone qwen2vl qwen3vl exaone4 stablelm internlm2 gemma2 granite gemma smollm3 olmo2 lfm2 qwen3moe qwen2moe olmoe mixtral granitemoe gpt-oss; do
   [ -f "$tiny/$m.llama_cpp.json" ] && continue
   bash bench/peers/install.sh >/dev/null
   "$venv/bin/python" tools/gguf/make_tiny_models.py "$smol" "$tiny" "$m"

@@ -77,6 +77,14 @@ void GraphBuilder::attr(onnx::Node& n, const std::string& key, std::vector<int64
   n.attributes.push_back(std::move(a));
 }
 
+void GraphBuilder::attr(onnx::Node& n, const std::string& key, std::string v) {
+  onnx::Attribute a;
+  a.name = key;
+  a.type = onnx::AttrType::kString;
+  a.s = std::move(v);
+  n.attributes.push_back(std::move(a));
+}
+
 namespace {
 onnx::ValueInfo value_info(const std::string& name, onnx::DataType dt, std::vector<onnx::Dim> dims) {
   onnx::ValueInfo v;

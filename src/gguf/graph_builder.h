@@ -36,6 +36,7 @@ class GraphBuilder {
   static void attr(onnx::Node& n, const std::string& key, int64_t v);
   static void attr(onnx::Node& n, const std::string& key, float v);
   static void attr(onnx::Node& n, const std::string& key, std::vector<int64_t> v);
+  static void attr(onnx::Node& n, const std::string& key, std::string v);
 
   // Graph inputs/outputs; dims < 0 are symbolic with the given parameter names.
   void input(const std::string& name, onnx::DataType dt, std::vector<onnx::Dim> dims);

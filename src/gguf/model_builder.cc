@@ -107,7 +107,7 @@ Hyperparams read_hyperparams(const File& f) {
   static const char* const kArchs[] = {
       "llama",    "qwen2",  "qwen3",   "phi3",     "gemma",    "gemma2",   "gemma3",     "granite",
       "smollm3",  "olmo2",  "lfm2",    "qwen2moe", "qwen3moe", "olmoe",    "granitemoe", "mistral3",
-      "ernie4_5", "exaone", "qwen2vl", "qwen3vl",  "exaone4",  "stablelm", "internlm2"};
+      "ernie4_5", "exaone", "qwen2vl", "qwen3vl",  "exaone4",  "stablelm", "internlm2",  "gpt-oss"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     std::string list;
     for (const char* a : kArchs) list += std::string(list.empty() ? "" : ", ") + a;
@@ -174,20 +174,22 @@ Hyperparams read_hyperparams(const File& f) {
                         hp.arch == "internlm2";
   // q/k/v biases: always (qwen2), or where the file has them (ernie4_5, exaone: llama's graph with
   // optional biases).
-  const bool optional_biases = hp.arch == "ernie4_5" || hp.arch == "exaone" || hp.arch == "stablelm";
+  const bool optional_biases =
+      hp.arch == "ernie4_5" || hp.arch == "exaone" || hp.arch == "stablelm" || hp.arch == "gpt-oss";
   hp.qkv_bias = hp.arch == "qwen2" || hp.arch == "qwen2moe" || hp.arch == "qwen2vl" ||
                 (optional_biases && f.tensor("blk.0.attn_q.bias") != nullptr);
   hp.qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3vl" || hp.arch == "gemma3" || hp.arch == "qwen3moe" ||
                hp.arch == "olmoe" || hp.arch == "olmo2" || hp.arch == "lfm2" || hp.arch == "exaone4";
   hp.qk_norm_full = hp.arch == "olmoe" || hp.arch == "olmo2";
   // Experts: llama.cpp's MoE architectures, and llama with expert_count > 0 (Mixtral).
-  const bool moe_arch =
-      hp.arch == "qwen2moe" || hp.arch == "qwen3moe" || hp.arch == "olmoe" || hp.arch == "granitemoe";
+  const bool moe_arch = hp.arch == "qwen2moe" || hp.arch == "qwen3moe" || hp.arch == "olmoe" ||
+                        hp.arch == "granitemoe" || hp.arch == "gpt-oss";
   hp.n_expert = f.get_int(key("expert_count")).value_or(0);
   hp.n_expert_used = f.get_int(key("expert_used_count")).value_or(0);
   if (!moe_arch && hp.arch != "llama" && hp.n_expert != 0)
     f.fail(key("expert_count") + " " + std::to_string(hp.n_expert) +
-           ": mixture-of-experts layers are supported for llama, qwen2moe, qwen3moe, olmoe and granitemoe");
+           ": mixture-of-experts layers are supported for llama, qwen2moe, qwen3moe, olmoe, granitemoe and "
+           "gpt-oss");
   if (hp.arch == "mistral3") read_attn_temperature(f, hp);
   if (moe_arch || hp.n_expert != 0) {
     if (hp.n_expert <= 0 || hp.n_expert > 4096)
@@ -196,6 +198,7 @@ Hyperparams read_hyperparams(const File& f) {
       f.fail(key("expert_used_count") + " " + std::to_string(hp.n_expert_used) +
              " must be in [1, expert_count " + std::to_string(hp.n_expert) + "]");
     hp.moe_normalize = hp.arch == "qwen3moe" || hp.arch == "granitemoe" || hp.arch == "llama";
+    hp.moe_oai = hp.arch == "gpt-oss";
   }
   hp.fused_gate_up = hp.arch == "phi3";
   hp.gemma = hp.arch == "gemma" || hp.arch == "gemma2" || hp.arch == "gemma3";
@@ -273,6 +276,14 @@ Hyperparams read_hyperparams(const File& f) {
     // 32B) its global layers have no rope, which nbits does not build.
     if (f.get_int(key("attention.sliding_window")).value_or(0) > 0)
       f.fail(key("attention.sliding_window") + " > 0 (EXAONE 4 with sliding-window layers) is not supported");
+  } else if (hp.arch == "gpt-oss") {
+    // llama.cpp's openai-moe: every other layer local (sliding_window_pattern 2: the even ones) with
+    // the global rope, YaRN included (its freq_scale_swa is the global one); attention sinks, a
+    // bias on every projection, and the FFN's pre-norm named post_attention_norm.
+    read_swa(2, hp.rope_base);
+    hp.swa_rope_scaled = true;
+    hp.o_bias = hp.attn_sinks = true;
+    hp.ffn_norm = "post_attention_norm.weight";
   } else if (hp.arch == "olmo2") {
     // llama.cpp's olmo2 (OLMo 3 files too): pattern 4 by default; its graph ropes the local layers
     // with the global base (as OLMo 3 does), whatever rope.freq_base_swa says, but unscaled.
@@ -745,6 +756,10 @@ std::string Builder::attention_core(int64_t l, const std::string& q, const std::
       temperature(q, l), k,         v, "past_key_values." + L + ".key", "past_key_values." + L + ".value",
       seqlens_k_,        total_len_};
   if (rope) in.insert(in.end(), {swa ? cos_swa_ : cos_, swa ? sin_swa_ : sin_});
+  if (hp_.attn_sinks) {  // head_sink, input 11
+    in.resize(11, "");
+    in.push_back(vec(need(blk(l, "attn_sinks.weight"), {hp_.n_head})));
+  }
   onnx::Node& n = g_.node("GroupQueryAttention", kMs, p + "GroupQueryAttention", in, 3);
   n.outputs[1] = "present." + L + ".key";
   n.outputs[2] = "present." + L + ".value";
@@ -756,7 +771,9 @@ std::string Builder::attention_core(int64_t l, const std::string& q, const std::
   GraphBuilder::attr(n, "rotary_interleaved", int64_t{hp_.rope_interleaved ? 1 : 0});
   if (hp_.attn_softcap > 0) GraphBuilder::attr(n, "softcap", static_cast<float>(hp_.attn_softcap));
   const std::string att = n.outputs[0];
-  return matmul(att, {&need(blk(l, "attn_output.weight"), {Nq, E})}, {}, p + "o_proj/MatMul");
+  std::vector<const TensorInfo*> bias;
+  if (hp_.o_bias) bias = {&need(blk(l, "attn_output.bias"), {E})};
+  return matmul(att, {&need(blk(l, "attn_output.weight"), {Nq, E})}, bias, p + "o_proj/MatMul");
 }
 
 std::string Builder::mlp(int64_t l, const std::string& x) {
@@ -808,14 +825,21 @@ std::string Builder::moe(int64_t l, const std::string& x) {
   const TensorInfo& gate = need(g->name, {E, F, X});
   const TensorInfo& up = need(blk(l, "ffn_up_exps.weight"), {E, F, X});
   const TensorInfo& down = need(blk(l, "ffn_down_exps.weight"), {F, E, X});
+  std::vector<const TensorInfo*> router_bias;
+  if (hp_.moe_oai) router_bias = {&need(blk(l, "ffn_gate_inp.bias"), {X})};
   const std::string logits =
-      matmul(x, {&need(blk(l, "ffn_gate_inp.weight"), {E, X})}, {}, p + "router/MatMul");
+      matmul(x, {&need(blk(l, "ffn_gate_inp.weight"), {E, X})}, router_bias, p + "router/MatMul");
   std::vector<std::string> in = {x, logits};
   std::vector<NBitsInits> w;
   const char* names[3] = {"gate", "up", "down"};
   for (const TensorInfo* t : {&gate, &up, &down}) {
     w.push_back(add_nbits(experts(*t), p + names[w.size()] + "_experts", false));
     in.insert(in.end(), {w.back().B, w.back().scales, w.back().zp, w.back().mins});
+  }
+  if (hp_.moe_oai) {  // biases [n_expert, N] of each projection, inputs 14..16
+    in.push_back(vec(need(blk(l, "ffn_gate_exps.bias"), {F, X})));
+    in.push_back(vec(need(blk(l, "ffn_up_exps.bias"), {F, X})));
+    in.push_back(vec(need(blk(l, "ffn_down_exps.bias"), {E, X})));
   }
   while (in.back().empty()) in.pop_back();
   onnx::Node& n = g_.node("MixtureOfExperts", "nbits.internal", p + "MixtureOfExperts", in);
@@ -824,6 +848,12 @@ std::string Builder::moe(int64_t l, const std::string& x) {
   GraphBuilder::attr(n, "hidden_size", E);
   GraphBuilder::attr(n, "inter_size", F);
   GraphBuilder::attr(n, "normalize", int64_t{hp_.moe_normalize ? 1 : 0});
+  if (hp_.moe_oai) {
+    GraphBuilder::attr(n, "gating", std::string("softmax_after_topk"));
+    GraphBuilder::attr(n, "activation", std::string("swiglu_oai"));
+    GraphBuilder::attr(n, "activation_alpha", 1.702f);
+    GraphBuilder::attr(n, "swiglu_limit", 7.0f);
+  }
   GraphBuilder::attr(n, "accuracy_level", static_cast<int64_t>(level_));
   for (size_t i = 0; i < 3; ++i) {
     GraphBuilder::attr(n, std::string(names[i]) + "_bits", static_cast<int64_t>(w[i].bits));
@@ -893,7 +923,10 @@ void Builder::build() {
 
   mask_inputs();
   std::tie(cos_, sin_) = rope_caches("", hp_.rope_base, true);
-  if (hp_.swa_window > 0) std::tie(cos_swa_, sin_swa_) = rope_caches("swa_", hp_.rope_base_swa, false);
+  if (hp_.swa_window > 0 && hp_.swa_rope_scaled && hp_.rope_base_swa == hp_.rope_base)
+    std::tie(cos_swa_, sin_swa_) = std::tie(cos_, sin_);
+  else if (hp_.swa_window > 0)
+    std::tie(cos_swa_, sin_swa_) = rope_caches("swa_", hp_.rope_base_swa, hp_.swa_rope_scaled);
   std::string residual = embedding();
   if (hp_.gemma) {  // the embedding scaled by sqrt(n_embd) in fp32, as llama.cpp does
     const float scale = std::sqrt(static_cast<float>(hp_.n_embd));
@@ -918,8 +951,8 @@ void Builder::build() {
     std::string h, sum;
     if (hp_.pre_norms)
       std::tie(h, sum) =
-          skip_norm(residual, att, vec(need(blk(l, "ffn_norm.weight"), {E})), p + "/post_attention_layernorm",
-                    true, norm_bias(blk(l, "ffn_norm.weight")));
+          skip_norm(residual, att, vec(need(blk(l, hp_.ffn_norm.c_str()), {E})),
+                    p + "/post_attention_layernorm", true, norm_bias(blk(l, hp_.ffn_norm.c_str())));
     else
       h = sum = g_.node("Add", "", p + "/attn/residual_add", {residual, att}).outputs[0];
     std::string down = mlp(l, h);

@@ -7,9 +7,9 @@
 // (sliding-window layers, extra norms, GELU gate, softcaps), granite (multipliers), smollm3 (NoPE
 // layers), olmo2 (norms after attention and FFN only, q/k norms over all heads), lfm2 (gated
 // short convolutions between attention layers, nbits.internal ShortConv) and the
-// mixture-of-experts qwen3moe, qwen2moe, olmoe, granitemoe and Mixtral-style llama
-// (nbits.internal MixtureOfExperts, ops/moe.cc), as llama.cpp computes them; anything else is
-// refused by name.
+// mixture-of-experts qwen3moe, qwen2moe, olmoe, granitemoe, Mixtral-style llama and gpt-oss
+// (nbits.internal MixtureOfExperts, ops/moe.cc; gpt-oss's attention sinks through
+// GroupQueryAttention's head_sink), as llama.cpp computes them; anything else is refused by name.
 #pragma once
 
 #include <cstdint>
@@ -54,8 +54,9 @@ struct Hyperparams {
   // l % swa_period < swa_period - 1, with rope base rope_base_swa and no rope scaling.
   int64_t swa_window = 0, swa_period = 0;
   double rope_base_swa = 10000.0;
-  double final_softcap = 0.0;  // > 0: logits = c * tanh(logits / c)
-  double attn_softcap = 0.0;   // > 0: q.k scores = c * tanh(scores / c) (gemma2)
+  bool swa_rope_scaled = false;  // gpt-oss: the local layers' rope scaled (YaRN) as the global ones'
+  double final_softcap = 0.0;    // > 0: logits = c * tanh(logits / c)
+  double attn_softcap = 0.0;     // > 0: q.k scores = c * tanh(scores / c) (gemma2)
   // granite's multipliers (1: none): the embedding, each block's attention and FFN output before
   // its residual add, and the logits (divided by logit_scale).
   double embedding_scale = 1.0, residual_scale = 1.0, logit_scale = 1.0;
@@ -65,6 +66,13 @@ struct Hyperparams {
   // (qwen2moe, olmoe); qwen2moe adds a shared expert with a sigmoid gate, granitemoe one without.
   int64_t n_expert = 0, n_expert_used = 0;
   bool moe_normalize = false;
+  // gpt-oss: the router's top-k logits soft-maxed among themselves, biases on the router and every
+  // expert projection, the clamped SwiGLU (alpha 1.702, limit 7: llama.cpp's constants).
+  bool moe_oai = false;
+  // gpt-oss: a bias on the attention output, a sink logit per head (attn_sinks), and the FFN's
+  // pre-norm named post_attention_norm.
+  bool o_bias = false, attn_sinks = false;
+  std::string ffn_norm = "ffn_norm.weight";
   bool qk_norm_full = false;      // olmoe, olmo2: q and k RMS-normed over all heads at once
   double rope_attn_factor = 1.0;  // cos/sin scale (rope.scaling.attn_factor; LongRoPE's magnitude fix)
   // LongRoPE (phi3 128k): per-frequency divisors rope_factors_long/short.weight; llama.cpp takes

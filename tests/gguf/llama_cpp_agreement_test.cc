@@ -131,10 +131,10 @@ double llama_cpp_against_exact(const std::string& llama_ref_path, const std::str
 // nbits 1.8e-1; the two runtimes 6e-2 apart).
 TEST(GgufExact, TinyModelsOfEveryArchitectureEqualExactMath) {
   for (const char* arch :
-       {"llama",    "qwen2",     "qwen3",    "phi3",     "gemma",   "gemma2",  "gemma3",
-        "granite",  "smollm3",   "olmo2",    "lfm2",     "quants",  "iquants", "llama3",
-        "yarn",     "mistral3",  "ernie4_5", "exaone",   "qwen2vl", "qwen3vl", "exaone4",
-        "stablelm", "internlm2", "qwen3moe", "qwen2moe", "olmoe",   "mixtral", "granitemoe"}) {
+       {"llama",    "qwen2",  "qwen3",   "phi3",       "gemma",   "gemma2",   "gemma3",    "granite",
+        "smollm3",  "olmo2",  "lfm2",    "quants",     "iquants", "llama3",   "yarn",      "mistral3",
+        "ernie4_5", "exaone", "qwen2vl", "qwen3vl",    "exaone4", "stablelm", "internlm2", "qwen3moe",
+        "qwen2moe", "olmoe",  "mixtral", "granitemoe", "gpt-oss"}) {
     SCOPED_TRACE(arch);
     const std::string path = test::tiny_model(arch), ref = test::tiny_ref(arch, "exact");
     NBITS_REQUIRE_SHARED(path);
@@ -271,10 +271,10 @@ TEST(GgufLlamaCpp, SmolLM2Q4_1AgreesWithLlamaCpp) {
 // step is off by 7.6e-2 (llama), 6.3e-3 (qwen2), 3.2e-2 (qwen3) and nbits' by 7.7e-2, 6.2e-3,
 // 2.6e-2; divergences measured at margins up to 4e-2 * max|logit|.
 TEST(GgufLlamaCpp, TinyModelsOfEveryArchitectureAgreeWithLlamaCpp) {
-  for (const char* arch : {"llama",    "qwen2",    "qwen3",    "phi3",    "gemma",     "gemma2",  "gemma3",
-                           "granite",  "smollm3",  "olmo2",    "lfm2",    "quants",    "iquants", "llama3",
-                           "yarn",     "mistral3", "ernie4_5", "exaone",  "qwen2vl",   "qwen3vl", "stablelm",
-                           "qwen3moe", "qwen2moe", "olmoe",    "mixtral", "granitemoe"}) {
+  for (const char* arch : {"llama",    "qwen2",    "qwen3",    "phi3",    "gemma",      "gemma2",  "gemma3",
+                           "granite",  "smollm3",  "olmo2",    "lfm2",    "quants",     "iquants", "llama3",
+                           "yarn",     "mistral3", "ernie4_5", "exaone",  "qwen2vl",    "qwen3vl", "stablelm",
+                           "qwen3moe", "qwen2moe", "olmoe",    "mixtral", "granitemoe", "gpt-oss"}) {
     SCOPED_TRACE(arch);
     NBITS_REQUIRE_SHARED(test::tiny_model(arch));
     NBITS_REQUIRE_SHARED(test::tiny_ref(arch, "llama_cpp"));

@@ -31,7 +31,7 @@ TEST(GgufModelBuilder, OtherArchitecturesRefusedByName) {
   EXPECT_EQ(error_of(g),
             "m.gguf: architecture 'mlama' is not supported (supported: llama, qwen2, qwen3, phi3, gemma, "
             "gemma2, gemma3, granite, smollm3, olmo2, lfm2, qwen2moe, qwen3moe, olmoe, granitemoe, mistral3, "
-            "ernie4_5, exaone, qwen2vl, qwen3vl, exaone4, stablelm, internlm2)");
+            "ernie4_5, exaone, qwen2vl, qwen3vl, exaone4, stablelm, internlm2, gpt-oss)");
 }
 
 TEST(GgufModelBuilder, MissingHyperparameterNamed) {
@@ -249,6 +249,23 @@ TEST(GgufModelBuilder, BadExpertCountsAndTensorsRefusedByName) {
   EXPECT_EQ(with_value<uint32_t>(mixtral, "llama.expert_count", 4, 0),
             "m.gguf: missing tensor 'blk.0.ffn_gate.weight'");
   EXPECT_EQ(with_value<uint32_t>(m, "qwen3moe.expert_count", 4, 8), "(built)");  // unchanged: loads
+}
+
+// gpt-oss's own tensors: the sinks (one per head), the router and expert biases (one row per expert).
+TEST(GgufModelBuilder, BadGptOssTensorsRefusedByName) {
+  const std::string m = test::tiny_model("gpt-oss");
+  NBITS_REQUIRE_SHARED(m);
+  EXPECT_EQ(with_dim(m, "blk.0.attn_sinks.weight", 0, 3),
+            "m.gguf: tensor 'blk.0.attn_sinks.weight' has shape [3], expected [4]");
+  EXPECT_EQ(with_dim(m, "blk.1.ffn_gate_inp.bias", 0, 7),
+            "m.gguf: tensor 'blk.1.ffn_gate_inp.bias' has shape [7], expected [8]");
+  EXPECT_EQ(with_dim(m, "blk.0.ffn_down_exps.bias", 1, 4),
+            "m.gguf: tensor 'blk.0.ffn_down_exps.bias' has shape [256, 4], expected [256, 8]");
+  EXPECT_EQ(with_dim(m, "blk.0.attn_output.bias", 0, 128),
+            "m.gguf: tensor 'blk.0.attn_output.bias' has shape [128], expected [256]");
+  EXPECT_EQ(with_value<uint32_t>(m, "gpt-oss.expert_used_count", 4, 9),
+            "m.gguf: gpt-oss.expert_used_count 9 must be in [1, expert_count 8]");
+  EXPECT_EQ(with_value<uint32_t>(m, "gpt-oss.expert_used_count", 4, 2), "(built)");
 }
 
 TEST(GgufModelBuilder, GgufPaths) {

@@ -1,8 +1,8 @@
 // Mixture-of-experts layers in batched decode (llm::Generator::append_pending: B sessions of one
 // load stepped as one run, rows grouped by expert in kernels::ExpertFfn) give each row the tokens
-// and logits it gets stepped alone, on the tiny qwen3moe and qwen2moe (shared expert) files, at 1
-// and 2 threads: a row's experts are added in expert-index order and each row's int8 activations
-// are quantized by themselves, so the bound is fp32-exact (asserted 1e-6 of max|logit|).
+// and logits it gets stepped alone, on the tiny qwen3moe, qwen2moe (shared expert) and gpt-oss (biases,
+// sinks, windows) files, at 1 and 2 threads: a row's experts are added in expert-index order and each row's
+// int8 activations are quantized by themselves, so the bound is fp32-exact (asserted 1e-6 of max|logit|).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -61,7 +61,7 @@ std::vector<Trace> decode(const std::string& path, size_t B, bool batched, int t
 }
 
 TEST(GgufMoeBatch, BatchedRowsEqualEachRowAlone) {
-  for (const char* arch : {"qwen3moe", "qwen2moe"})
+  for (const char* arch : {"qwen3moe", "qwen2moe", "gpt-oss"})
     for (int threads : {1, 2}) {
       SCOPED_TRACE(std::string(arch) + " threads " + std::to_string(threads));
       const std::string path = test::tiny_model(arch);

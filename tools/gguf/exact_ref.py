@@ -1,6 +1,7 @@
 """Exact reference for tests/gguf: a float64 numpy forward pass of a GGUF llama / qwen2 / qwen3 /
 phi3 / gemma / gemma2 / gemma3 / granite / smollm3 / olmo2 / lfm2 / mistral3 / ernie4_5 / exaone / qwen2vl / qwen3vl (text) / exaone4 / stablelm / internlm2 model, or a mixture-of-experts one (qwen3moe, qwen2moe, olmoe,
-granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
+granitemoe, llama with experts: softmax router, top-k by probability, ties to the lower index; gpt-oss: biased
+router, top-k logits soft-maxed, biased experts with the clamped SwiGLU, attention sinks) on its weights as gguf-py dequantizes them (gguf.quants.dequantize), so it holds the
 quantized model's own math without any activation rounding. Writes, for the prompts of
 tools/gguf/llamacpp_logits_ref.mjs (or --prompts JSON), the first-step logits of each.
 Usage: python exact_ref.py MODEL.gguf OUT.json [--prompts '[[1,2,3], ...]'] [--context N]
@@ -77,9 +78,13 @@ def main():
     # gemma3, olmo2: every swa_period-th layer is global, the others see the last `window` keys
     # (llama.cpp's LLAMA_SWA_TYPE_STANDARD) with their own rope base (olmo2: the global one) and no
     # rope scaling. phi3's window is off in llama.cpp.
-    window = val(arch + ".attention.sliding_window", 0) if arch in ("gemma3", "olmo2") else 0
-    swa_period = val(arch + ".attention.sliding_window_pattern", 6 if arch == "gemma3" else 4)
+    window = val(arch + ".attention.sliding_window", 0) if arch in ("gemma3", "olmo2", "gpt-oss") else 0
+    swa_period = val(arch + ".attention.sliding_window_pattern", {"gemma3": 6, "gpt-oss": 2}.get(arch, 4))
     base_swa = val(arch + ".rope.freq_base_swa", 10000.0) if arch == "gemma3" else base
+    # gpt-oss (llama.cpp's openai-moe): the local layers rope as the global ones, YaRN included; attention
+    # sinks, biases on o / router / experts, the FFN's pre-norm named post_attention_norm, the clamped
+    # SwiGLU (alpha 1.702, limit 7) and the top-k router logits soft-maxed among themselves.
+    oai = arch == "gpt-oss"
     softcap = val(arch + ".final_logit_softcapping", 0.0)
     attn_softcap = 0.0
     gemma = arch in ("gemma", "gemma2", "gemma3")  # embedding * sqrt(E), GELU gate
@@ -162,7 +167,7 @@ def main():
         moe = p + "ffn_gate_inp.weight" in T
         conv = p + "shortconv.in_proj.weight" in T  # lfm2's gated short convolution instead of attention
         names = (["shortconv.in_proj", "shortconv.conv", "shortconv.out_proj"] if conv else ["attn_output"]) + \
-            (["attn_norm", "ffn_norm"] if pre_norms else [])
+            (["attn_norm"] + ([] if oai else ["ffn_norm"]) if pre_norms else [])
         names += ["ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"] if moe else ["ffn_up", "ffn_down"]
         names += [k for k in ("ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp")
                   if p + k + ".weight" in T]
@@ -170,6 +175,11 @@ def main():
         names += ["ffn_gate"] if p + "ffn_gate.weight" in T else []
         names += ["post_attention_norm", "post_ffw_norm"] if post_norms else []
         d = {k: w(p + k + ".weight") for k in names}
+        if oai:
+            d["ffn_norm"] = w(p + "post_attention_norm.weight")
+            for k in ("attn_output", "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"):
+                d[k + ".bias"] = w(p + k + ".bias")
+            d["attn_sinks"] = w(p + "attn_sinks.weight").reshape(-1)
         if "attn_qkv" in d:
             d["attn_q"], d["attn_k"], d["attn_v"] = np.split(d.pop("attn_qkv"), [Nq, Nq + Nkv])
         if not moe and "ffn_gate" not in d:  # phi3: ffn_up holds gate then up
@@ -204,15 +214,23 @@ def main():
         a = h @ g.T
         return (a / (1 + np.exp(-a)) * (h @ u.T)) @ dn.T
 
+    def oai_ffn(h, d, e):  # gpt-oss's expert e: biased projections, clamped SwiGLU
+        g = np.minimum(h @ d["ffn_gate_exps"][e].T + d["ffn_gate_exps.bias"][e], 7.0)
+        u = np.clip(h @ d["ffn_up_exps"][e].T + d["ffn_up_exps.bias"][e], -7.0, 7.0)
+        return (g / (1 + np.exp(-1.702 * g)) * (u + 1)) @ d["ffn_down_exps"][e].T + d["ffn_down_exps.bias"][e]
+
     def experts(h, d):  # the routed experts (+ the shared one)
-        lg = h @ d["ffn_gate_inp"].T
+        lg = h @ d["ffn_gate_inp"].T + d.get("ffn_gate_inp.bias", 0.0)
         pr = np.exp(lg - lg.max(-1, keepdims=True))
         pr /= pr.sum(-1, keepdims=True)
         f = np.zeros_like(h)
         for s in range(h.shape[0]):
             top = np.argsort(-pr[s], kind="stable")[:n_used]
-            wt = pr[s, top] / (pr[s, top].sum() if moe_norm else 1.0)
+            wt = pr[s, top] / (pr[s, top].sum() if moe_norm or oai else 1.0)  # oai: softmax of the top-k
             for j, e in enumerate(top):
+                if oai:
+                    f[s] += wt[j] * oai_ffn(h[s], d, e)
+                    continue
                 f[s] += wt[j] * silu_ffn(h[s], d["ffn_gate_exps"][e], d["ffn_up_exps"][e], d["ffn_down_exps"][e])
         if "ffn_up_shexp" in d:
             sh = silu_ffn(h, d["ffn_gate_shexp"], d["ffn_up_shexp"], d["ffn_down_shexp"])
@@ -232,7 +250,7 @@ def main():
         v = (h @ d["attn_v"].T + d["attn_v.bias"]).reshape(S, nkv, H)
         if d["attn_q_norm"] is not None and not full_norm:
             q, k = rms(q, d["attn_q_norm"]), rms(k, d["attn_k_norm"])
-        b, scale = (base_swa, 1.0) if d["swa"] else (base, factor)
+        b, scale = (base_swa, factor if oai else 1.0) if d["swa"] else (base, factor)
         if d["rope"]:
             q, k = rope(q, pos, b, scale), rope(k, pos, b, scale)
         if temp_scale:
@@ -243,9 +261,15 @@ def main():
         if attn_softcap:
             sc = attn_softcap * np.tanh(sc / attn_softcap)
         sc = sc + mask
-        sc = np.exp(sc - sc.max(-1, keepdims=True))
-        sc /= sc.sum(-1, keepdims=True)
-        return np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T
+        if oai:  # a sink logit per head: an extra exp(sink) in each softmax denominator
+            sk = np.broadcast_to(d["attn_sinks"][:, None, None], sc.shape[:2] + (1,))
+            mx = np.maximum(sc.max(-1, keepdims=True), sk)
+            sc = np.exp(sc - mx)
+            sc /= sc.sum(-1, keepdims=True) + np.exp(sk - mx)
+        else:
+            sc = np.exp(sc - sc.max(-1, keepdims=True))
+            sc /= sc.sum(-1, keepdims=True)
+        return np.einsum("hst,thd->shd", sc, v).reshape(S, nh * H) @ d["attn_output"].T + d.get("attn_output.bias", 0.0)
 
     def short_conv(h, d):  # lfm2: c * conv(b * x), causal, depthwise, taps oldest first, zeros before the start
         b_, c_, x_ = np.split(h @ d["shortconv.in_proj"].T, 3, axis=-1)

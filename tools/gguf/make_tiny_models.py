@@ -62,8 +62,12 @@ Mixture-of-experts models (8 experts of FFN 256, F32 routers; each made alone, i
                        by n_embd), top-2 not renormalised, experts Q4_0, untied output
   tiny_mixtral.gguf    llama with expert tensors (Mixtral), top-2 renormalised, experts Q4_K / Q5_K
   tiny_granitemoe.gguf granite's multipliers, top-2 renormalised, experts IQ4_NL / Q8_0
+  tiny_gpt-oss.gguf    gpt-oss: MXFP4 experts with biases (gate/up large enough that the clamped
+                       SwiGLU's limit 7 bites), a router bias, top-2 soft-maxed among themselves,
+                       q/k/v/o biases, a sink logit per head, layer 0 local (window 4), YaRN
+                       (factor 4, original context 64) on both layers, untied Q6_K output
 Usage: python make_tiny_models.py SMOLLM2.gguf OUTDIR
-       [quants|iquants|q1|llama3|ernie4_5|exaone|qwen2vl|qwen3vl|exaone4|stablelm|internlm2|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe]   (one model only; the models
+       [quants|iquants|q1|llama3|ernie4_5|exaone|qwen2vl|qwen3vl|exaone4|stablelm|internlm2|yarn|mistral3|gemma2|granite|gemma|smollm3|olmo2|lfm2|qwen3moe|qwen2moe|olmoe|mixtral|granitemoe|gpt-oss]   (one model only; the models
 after the first five have their own random streams, so each is the same file either way)"""
 import os
 import sys
@@ -466,12 +470,12 @@ if only in (None, "lfm2"):
     finish(w)
 
 
-def experts(w, name, n, rows, cols, t):
+def experts(w, name, n, rows, cols, t, scale=0.05):
     """n experts' [rows, cols] matrices as one [n, rows, cols] tensor (ggml: ne = [cols, rows, n])."""
     if t in RANDOM_BLOCKS:
         w.add_tensor(name, kquant(n * rows, cols, t).reshape(n, rows, -1), raw_dtype=t)
         return
-    x = (rng.standard_normal((n, rows, cols)) * 0.05).astype(np.float32)
+    x = (rng.standard_normal((n, rows, cols)) * scale).astype(np.float32)
     w.add_tensor(name, gguf.quants.quantize(x, t), raw_dtype=t)
 
 
@@ -527,3 +531,40 @@ for i, (name, make) in enumerate((
     rng = np.random.default_rng(9000 + i)
     if only == name:
         make()
+
+
+def gpt_oss(n_exp=8, used=2, ffe=256):
+    w = gguf.GGUFWriter(os.path.join(out, "tiny_gpt-oss.gguf"), "gpt-oss")
+    header(w, "gpt-oss", ff=ffe)
+    w.add_expert_count(n_exp)
+    w.add_expert_used_count(used)
+    w.add_expert_feed_forward_length(ffe)
+    w.add_sliding_window(4)
+    yarn_keys("gpt-oss", 4.0, 64)(w)
+    w.add_rope_freq_base(150000.0)
+    weight(w, "token_embd.weight", V, E, T.Q8_0)
+    norm(w, "output_norm.weight", E)
+    weight(w, "output.weight", V, E, T.Q6_K)
+    for l in range(L):
+        p = "blk.%d." % l
+        norm(w, p + "attn_norm.weight", E)
+        norm(w, p + "post_attention_norm.weight", E)
+        for name, rows, cols in (("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
+                                 ("attn_output", E, NH * HD)):
+            weight(w, p + name + ".weight", rows, cols, T.Q8_0)
+            w.add_tensor(p + name + ".bias", (0.1 * rng.standard_normal(rows)).astype(np.float32))
+        # Sink logits on the scores' scale: some heads give much of their weight to the sink.
+        w.add_tensor(p + "attn_sinks.weight", (1.5 * rng.standard_normal(NH)).astype(np.float32))
+        w.add_tensor(p + "ffn_gate_inp.weight", (0.15 * rng.standard_normal((n_exp, E))).astype(np.float32))
+        w.add_tensor(p + "ffn_gate_inp.bias", (0.5 * rng.standard_normal(n_exp)).astype(np.float32))
+        # gate/up of about N(0, 6) (the limit 7 clamps some), a small down to keep the residual in scale.
+        for name, rows, cols, sc in (("ffn_gate_exps", ffe, E, 0.4), ("ffn_up_exps", ffe, E, 0.4),
+                                     ("ffn_down_exps", E, ffe, 0.004)):
+            experts(w, p + name + ".weight", n_exp, rows, cols, T.MXFP4, sc)
+            w.add_tensor(p + name + ".bias", (0.3 * rng.standard_normal((n_exp, rows))).astype(np.float32))
+    finish(w)
+
+
+rng = np.random.default_rng(9100)
+if only in (None, "gpt-oss"):
+    gpt_oss()
