@@ -172,7 +172,20 @@ json inspect_model(const std::string& path, const std::function<onnx::Model()>& 
           row.kernel = it->second.kernel;
           row.prefill_kernel = it->second.prefill_kernel;
           row.packed_bytes = static_cast<int64_t>(it->second.packed_bytes);
+          infos.erase(it);
         }
+      // Packed weights of other ops (a MixtureOfExperts node's experts, one row per projection).
+      for (const auto& [node, i] : infos) {
+        NBitsRow row;
+        row.node = node;
+        row.K = i.K, row.N = i.N, row.bits = i.bits, row.block_size = i.block_size;
+        row.accuracy_level = i.accuracy_level;
+        row.zero_points = i.zero_points;
+        row.kernel = i.kernel;
+        row.prefill_kernel = i.prefill_kernel;
+        row.packed_bytes = static_cast<int64_t>(i.packed_bytes);
+        rows.push_back(row);
+      }
       std::map<std::pair<std::string, std::string>, int64_t> plan;  // (op type, kernel) -> nodes
       const auto entries = session->profile();
       for (const auto& e : entries) plan[{e.op_type, e.kernel.empty() ? "-" : e.kernel}]++;
@@ -468,16 +481,19 @@ void print_text(const json& r) {
   }
   const json& t = r["matmul_nbits"];
   if (!t.empty()) {
+    int width = 44;  // the node column: the longest name
+    for (const auto& row : t) width = std::max(width, static_cast<int>(str(row["node"]).size()));
     std::printf(
-        "\nMatMulNBits (%zu; bits/w: as packed, scales and headers included):\n  %-44s %6s %6s %4s %5s "
+        "\nMatMulNBits (%zu; bits/w: as packed, scales and headers included):\n  %-*s %6s %6s %4s %5s "
         "%4s %3s %6s  %-28s %s\n",
-        t.size(), "node", "K", "N", "bits", "block", "acc", "zp", "bits/w", "kernel (decode)", "prefill");
+        t.size(), width, "node", "K", "N", "bits", "block", "acc", "zp", "bits/w", "kernel (decode)",
+        "prefill");
     for (const auto& row : t) {
       const double bpw = row["packed_bits_per_weight"].get<double>();
       char packed[16] = "-";
       if (bpw > 0) std::snprintf(packed, sizeof packed, "%.2f", bpw);
       std::printf(
-          "  %-44s %6lld %6lld %4lld %5lld %4lld %3s %6s  %-28s %s\n", str(row["node"]).c_str(),
+          "  %-*s %6lld %6lld %4lld %5lld %4lld %3s %6s  %-28s %s\n", width, str(row["node"]).c_str(),
           row["K"].get<long long>(), row["N"].get<long long>(), row["bits"].get<long long>(),
           row["block_size"].get<long long>(), row["accuracy_level"].get<long long>(),
           row["zero_points"].get<bool>() ? "y" : "n", packed, str(row["kernel"]).c_str(),
