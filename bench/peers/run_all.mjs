@@ -35,6 +35,9 @@ const MODELS = {
   // Random weights of OLMoE-1B-7B's shapes (mixture of experts, 64 x top-8): tools/gguf/make_moe_bench_model.py.
   'olmoe-1b-7b-random-q4_k_m': { file: path.join(cache, 'moe-bench/olmoe-1b-7b-random-q4_k_m.gguf'), gguf: 'Q4_K_M',
     make: 'tools/gguf/make_moe_bench_model.py' },
+  // gpt-oss-20b's shapes (32 x top-4, MXFP4 experts, sinks, windows; SmolLM2's vocabulary), about 11 GB.
+  'gpt-oss-20b-random-mxfp4': { file: path.join(cache, 'moe-bench/gpt-oss-20b-random-mxfp4.gguf'), gguf: 'MXFP4',
+    make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'gpt-oss'] },
   'qwen-int4-b32': { arch: 'qwen2.5-0.5b', bits: 4, block: 32, tok: 'qwen2.5', gguf: 'Q4_0' },
   'qwen-int4-b128': { arch: 'qwen2.5-0.5b', bits: 4, block: 128, tok: 'qwen2.5', gguf: null },
   'qwen-int8-b32': { arch: 'qwen2.5-0.5b', bits: 8, block: 32, tok: 'qwen2.5', gguf: 'Q8_0' },
@@ -72,7 +75,8 @@ for (const key of models) {
     const p = m.dir || m.file;
     if (!fs.existsSync(p) && m.make) {
       log(`making ${key}`);
-      run(venvPython, [path.join(root, m.make), path.join(cache, 'smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'), p]);
+      run(venvPython, [path.join(root, m.make), path.join(cache, 'smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'), p,
+        ...(m.makeArgs || [])]);
     }
     if (!fs.existsSync(p)) { console.error(`${key}: ${p} is missing (run bash tools/setup_models.sh)`); process.exit(2); }
     continue;

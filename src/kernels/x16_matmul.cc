@@ -43,7 +43,7 @@ void evict_bytes(const uint8_t* p, size_t bytes) {
 // The packed format, as the choice's key names it: "q4x16h b32 sym mins".
 std::string format_key(const quant::PackedX16& p) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "q%dx16%s%s b%d %s%s", p.bits, p.scales_fp16 ? "h" : "",
+  std::snprintf(buf, sizeof buf, "q%d%sx16%s%s b%d %s%s", p.bits, p.lut4 ? "l" : "", p.scales_fp16 ? "h" : "",
                 p.super_blocks > 0 ? "k" : "", p.block, p.has_zp ? "asym" : "sym", p.has_mins ? " mins" : "");
   std::string k = buf;
   if (p.bits == 8 && p.code_span_bits() < 8) {
@@ -165,9 +165,9 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
 
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
                                             X16Int8Kernels (*pick)(const quant::PackedX16&),
-                                            bool fold_uniform_zp, bool int5) {
+                                            bool fold_uniform_zp, bool int5, bool lut4) {
   quant::PackedX16 p = quant::pack_x16(w, fp16_scales(w, options), options.rows_consumed, options.pool,
-                                       fold_uniform_zp, int5, options.super_scales, options.int6);
+                                       fold_uniform_zp, int5, options.super_scales, options.int6, lut4);
   const X16Int8Kernels k = options.kernel_choice ? choose_x16_int8(p, pick(p)) : pick(p);
   return make_panel_int8(std::move(p), k);
 }

@@ -50,9 +50,10 @@ std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const Pack
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const PackOptions& options,
                                             const X16Fp32Kernels& k32, const X16Fp32Kernels& k16);
 // The same with the micro-kernels chosen from the packed weight (its scale format, its codes' span);
-// int5: see quant::pack_x16; PackOptions::super_scales and int6 are honoured.
+// int5 and lut4: see quant::pack_x16; PackOptions::super_scales and int6 are honoured.
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const PackOptions& options,
                                             X16Int8Kernels (*pick)(const quant::PackedX16&),
-                                            bool fold_uniform_zp = false, bool int5 = false);
+                                            bool fold_uniform_zp = false, bool int5 = false,
+                                            bool lut4 = false);
 
 }  // namespace nbits::kernels

@@ -113,6 +113,8 @@ bool super_rows(const float* v, int64_t kb, int blocks, int64_t supers, int64_t 
 CodeRange pack_rows(const kernels::QuantizedMatrix& w, const SuperScales& sup, PackedX16& p, int64_t n0,
                     int64_t n1) {
   const int64_t blob = w.blob_bytes(), kb = p.k_blocks, BL = w.block_size;
+  uint8_t index[256] = {};  // lut4: a code's index in p.lut
+  for (int i = 15; i >= 0 && p.lut4; --i) index[p.lut[i]] = static_cast<uint8_t>(i);
   CodeRange range;
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t pi = n / 16, c = n % 16;
@@ -139,7 +141,13 @@ CodeRange pack_rows(const kernels::QuantizedMatrix& w, const SuperScales& sup, P
       const uint8_t* src = w.codes + (n * kb + b) * blob;
       uint8_t* codes = blk + p.header_bytes;
       const int64_t valid = std::min<int64_t>(BL, w.K - b * BL);  // codes past K stay 0
-      if (w.bits == 4) {
+      if (p.lut4) {  // 8-bit codes as their indices in p.lut, in bits 4's layout
+        auto q = [&](int64_t j) -> uint8_t { return j < valid ? index[src[j]] : 0; };
+        for (int64_t g = 0; g < BL / 8; ++g)
+          for (int i = 0; i < 4; ++i)
+            codes[g * 64 + 4 * c + i] = static_cast<uint8_t>(q(8 * g + i) | (q(8 * g + 4 + i) << 4));
+        for (int64_t j = 0; j < valid; ++j) range.add(src[j]);
+      } else if (w.bits == 4) {
         auto q = [&](int64_t j) -> uint8_t { return j < valid ? (src[j / 2] >> ((j & 1) * 4)) & 0xf : 0; };
         for (int64_t g = 0; g < BL / 8; ++g)
           for (int i = 0; i < 4; ++i)
@@ -199,6 +207,27 @@ CodeRange code_range(const kernels::QuantizedMatrix& w) {
   return r;
 }
 
+std::vector<uint8_t> distinct_codes(const kernels::QuantizedMatrix& w, size_t most) {
+  bool seen[256] = {};
+  size_t n = 0;
+  const int64_t kb = w.k_blocks(), blob = w.blob_bytes();
+  for (int64_t r = 0; r < w.N; ++r)
+    for (int64_t b = 0; b < kb; ++b) {
+      const uint8_t* src = w.codes + (r * kb + b) * blob;
+      const int64_t valid = std::min<int64_t>(w.block_size, w.K - b * w.block_size);
+      for (int64_t j = 0; j < valid; ++j) {
+        const int c = w.bits == 4 ? (src[j / 2] >> ((j & 1) * 4)) & 0xf : src[j];
+        if (seen[c]) continue;
+        seen[c] = true;
+        if (++n > most) return {};
+      }
+    }
+  std::vector<uint8_t> r;
+  for (int c = 0; c < 256; ++c)
+    if (seen[c]) r.push_back(static_cast<uint8_t>(c));
+  return r;
+}
+
 SuperScales find_super_scales(const kernels::QuantizedMatrix& w, ThreadPool* pool) {
   SuperScales s;
   const int64_t kb = w.k_blocks();
@@ -238,6 +267,8 @@ PackedX16 PackedX16::with_panels(int64_t n) const {
   r.bits = bits, r.block = block, r.K = K, r.k_blocks = k_blocks;
   r.has_zp = has_zp, r.scales_fp16 = scales_fp16, r.has_mins = has_mins, r.uniform_zp = uniform_zp;
   r.code_lo = code_lo, r.code_hi = code_hi;
+  r.lut4 = lut4;
+  std::memcpy(r.lut, lut, sizeof lut);
   r.mins_offset = mins_offset, r.zp_offset = zp_offset, r.header_bytes = header_bytes;
   r.block_stride = block_stride, r.panel_stride = panel_stride;
   r.super_blocks = super_blocks, r.super_shift = super_shift, r.super_stride = super_stride;
@@ -253,14 +284,20 @@ PackedX16 PackedX16::with_panels(int64_t n) const {
 
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
                    const std::function<void(int64_t)>& rows_consumed, ThreadPool* pool, bool fold_uniform_zp,
-                   bool int5, bool super, bool int6) {
+                   bool int5, bool super, bool int6, bool lut4) {
   NBITS_ASSERT(x16_packable(w));
   PackedX16 p;
   const SuperScales sup = super ? find_super_scales(w, pool) : SuperScales{};
   p.bits = w.bits;
-  if ((int5 || int6) && w.bits == 8 && w.block_size % 16 == 0) {
+  if ((int5 || int6 || lut4) && w.bits == 8 && w.block_size % 16 == 0) {
     const CodeRange r = code_range(w);
-    if (int5 && r.hi - r.lo <= 31 && w.block_size % 32 == 0) {
+    std::vector<uint8_t> distinct;
+    if (lut4 && r.hi - r.lo <= 31) distinct = distinct_codes(w, 16);
+    if (!distinct.empty()) {
+      p.bits = 4, p.lut4 = true, p.code_lo = r.lo;
+      std::fill(std::begin(p.lut), std::end(p.lut), static_cast<uint8_t>(r.lo));
+      std::copy(distinct.begin(), distinct.end(), p.lut);
+    } else if (int5 && r.hi - r.lo <= 31 && w.block_size % 32 == 0) {
       p.bits = 5, p.code_lo = r.lo;
     } else if (int6 && r.hi - r.lo <= 63) {
       p.bits = 6, p.code_lo = r.lo;

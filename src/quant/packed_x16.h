@@ -23,6 +23,10 @@
 //     bits 6 (codes spanning at most 64 values, blocks of 16k: GGUF Q6_K at the file's size): the
 //             same with block / 16 planes of 4 steps each: plane j's byte (as above) has, in bits
 //             2(s - 4j) and 2(s - 4j) + 1, bits 4 and 5 of the code at k = 4s + i.
+//     lut4 (bits 4 with lut4 set: int8 weights with at most 16 distinct codes spanning at most 32
+//             values, packed so when asked: GGUF MXFP4 / NVFP4's e2m1 levels at 4 bits, as the file
+//             has them): bits 4's layout of 4-bit indices, code = lut[index]; the zero point and
+//             code_lo / code_hi are the 8-bit codes' (default_zp() 128).
 // Super-block scales (GGUF's K-quants, packed so when asked and exact): every `super_blocks`
 // consecutive blocks of a column (256 elements) share one fp16 scale D (and one fp16 min scale),
 // and each block's scale is D times an int8 (min: Dmin times an int8), both products exact in
@@ -93,6 +97,9 @@ struct PackedX16 {
   // is not counted). GGUF's 5- and 6-bit types held as 8-bit codes span 32 or 64 values
   // (Q5_0: 112..143), which kernels can multiply unsigned after subtracting code_lo.
   int code_lo = 0, code_hi = 255;
+  // lut4: the 4-bit codes index lut, the 8-bit codes they stand for (unused entries: code_lo).
+  bool lut4 = false;
+  uint8_t lut[16] = {};
   size_t mins_offset = 0;   // offset of the mins in a block (= bytes of scales)
   size_t zp_offset = 0;     // offset of the zero points in a block (scales + mins)
   size_t header_bytes = 0;  // scales (+ zero points)
@@ -114,8 +121,10 @@ struct PackedX16 {
   int group_k() const { return bits == 8 ? 4 : 8; }
   // Offset of the high-bit planes of a block (bits 5 and 6), after its block / 8 nibble groups.
   size_t high_planes_offset() const { return header_bytes + static_cast<size_t>(block) * 8; }
-  // The implicit zero point: 2^(bits-1) of the source's codes (int5 / int6 come from int8: 128).
-  int default_zp() const { return uniform_zp >= 0 ? uniform_zp : bits == 4 ? 8 : 128; }
+  // The implicit zero point: 2^(bits-1) of the source's codes (int5 / int6 / lut4 come from int8: 128).
+  int default_zp() const { return uniform_zp >= 0 ? uniform_zp : bits == 4 && !lut4 ? 8 : 128; }
+  // A plain int4 / int8 format every set's tiles read (no super-block scales, int5 / int6 or lut4).
+  bool plain() const { return super_blocks == 0 && !lut4 && (bits == 4 || bits == 8); }
   // A weight of this format with `n` full panels, panel i a copy of panel i % panels (timing a
   // kernel on a larger weight of the model's own panels: kernels/kernel_choice.h).
   PackedX16 with_panels(int64_t n) const;
@@ -143,6 +152,9 @@ struct CodeRange {
 };
 CodeRange code_range(const kernels::QuantizedMatrix& w);
 
+// The distinct codes of `w`'s real elements, ascending; empty when there are more than `most`.
+std::vector<uint8_t> distinct_codes(const kernels::QuantizedMatrix& w, size_t most);
+
 // True when every scale of `w` is 0 or a normal fp16 number in magnitude
 // (2^-14 <= |s| <= 65504), so rounding it to fp16 costs at most 2^-11 relative.
 bool scales_fit_fp16(const kernels::QuantizedMatrix& w);
@@ -159,12 +171,14 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
 // that are all equal are not stored (uniform_zp; for kernels reading default_zp()).
 // int5: an int8 weight whose codes span at most 32 values, with blocks a multiple of 32, is
 // packed as bits 5; int6: one whose codes span at most 64 values, with blocks a multiple of 16, as
-// bits 6 (for kernels that read them; others leave them false).
+// bits 6 (for kernels that read them; others leave them false); lut4: one with at most 16 distinct
+// codes spanning at most 32 values as 4-bit indices into PackedX16::lut (ahead of int5).
 // super: scales (and mins) that are exactly fp16 super-block scales times int8 (GGUF K-quants:
 // find_super_scales) are packed so (super_blocks > 0; for kernels that read it), ahead of fp16.
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,
                    const std::function<void(int64_t)>& rows_consumed = {}, ThreadPool* pool = nullptr,
-                   bool fold_uniform_zp = false, bool int5 = false, bool super = false, bool int6 = false);
+                   bool fold_uniform_zp = false, bool int5 = false, bool super = false, bool int6 = false,
+                   bool lut4 = false);
 
 // A weight's block scales (and mins) as super-block scales: for each column and each run of
 // `blocks` consecutive blocks (256 elements), an fp16 D and int8 q with (float)q * D == the

@@ -589,8 +589,9 @@ TEST(MatMulNBitsKernels, Avx2BitExactOnDenseMGrid) {
 
 // GGUF's 5- and 6-bit types held as 8-bit codes take the AVX2 kernels for their span: a span of
 // at most 5 bits in blocks of 32k is packed as int5 (q5x16), others read their 8-bit codes (q8n5,
-// q8n6, q8n7) unless PackOptions::int6 packs spans of at most 6 bits as int6 (q6x16); full-range
-// int8 codes take the sign-trick int8 kernels.
+// q8n6, q8n7) unless PackOptions::int6 packs spans of at most 6 bits as int6 (q6x16); at most 16
+// distinct codes within 32 values are packed as lut4 (q4lx16); full-range int8 codes take the
+// sign-trick int8 kernels.
 TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
   const MatMulNBitsKernel* k = find_kernel_set("x16_avx2_int8");
   if (k == nullptr) GTEST_SKIP() << "x16_avx2_int8 is not built for this architecture";
@@ -600,8 +601,8 @@ TEST(MatMulNBitsKernels, Avx2NarrowInt8CodesTakeTheSpanKernels) {
   const struct {
     int span, lo, block;
     const char *gemv, *gemm;
-  } cases[] = {{5, 112, 32, "qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2"},  // packed as int5
-               {3, 0, 64, "qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2"},
+  } cases[] = {{5, 112, 32, "qgemv_q5x16_avx2", "qgemm_q5x16_4x16_avx2"},      // packed as int5
+               {3, 0, 64, "qgemv_q4lx16_avx2", "qgemm_q4lx16_4x16_avx2"},      // 8 codes: lut4
                {5, 112, 16, "qgemv_q8n5x16_avx2", "qgemm_q8n5x16_4x16_avx2"},  // int5 needs blocks of 32k
                {6, 96, 16, "qgemv_q8n6x16_avx2", "qgemm_q8n6x16_4x16_avx2"},
                {7, 128, 32, "qgemv_q8n7x16_avx2", "qgemm_q8n7x16_4x16_avx2"},
@@ -648,7 +649,8 @@ TEST(MatMulNBitsKernels, YmmAvx512VnniBitExactOnDenseMGrid) {
 // Every micro-kernel the measured choice may pick (x16_int8_alternatives: other sets' kernels on a
 // set's packed format, and the VNNI GEMMs on int5 / int6 panels widened to int8) gives the
 // reference's bits, on every format the AVX2 set packs: int4 / int8 codes with and without zero
-// points, block mins, fp16 scales, int5 and int6 panels, super-block scales; M from 1 past the tiles.
+// points, block mins, fp16 scales, int5, int6 and lut4 panels, super-block scales; M from 1 past the
+// tiles.
 TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
   ThreadPool pool(2);
   std::mt19937 rng(515);
@@ -657,8 +659,12 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
     int64_t K;
     bool asym, mins;
     int span_bits, code_lo;
-    bool int5, int6, super, fp16;
+    bool int5, int6, super, fp16, lut4 = false;
   };
+  // MXFP4's levels as 8-bit codes (15 values spanning 25), and a set of 16 spanning 32.
+  const std::vector<int> fp4 = {116, 120, 122, 124, 125, 126, 127, 128, 129, 130, 131, 132, 134, 136, 140},
+                         wide16 = {100, 101, 103, 104, 106, 108, 110, 111,
+                                   113, 116, 119, 121, 124, 126, 130, 131};
   const Case cases[] = {
       {4, 32, 32 * 7 + 5, false, false, 8, 0, false, false, false, false},
       {4, 32, 32 * 7 + 5, true, false, 8, 0, false, false, false, true},
@@ -676,15 +682,22 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {4, 32, 256 + 32 * 5 + 3, true, false, 8, 0, false, false, true, false},  // zero points, no mins
       {8, 16, 256 + 16 * 5 + 7, false, false, 6, 96, false, true, true, false},
       {8, 32, 256 + 32 * 2 + 11, false, true, 5, 0, true, false, true, false},
+      // lut4 (GGUF MXFP4 / NVFP4): super-block scales, fp16, fp32 with zero points and mins.
+      {8, 32, 256 * 2 + 32 * 3 + 7, false, false, 8, 0, true, false, true, false, true},
+      {8, 16, 16 * 9 + 5, false, false, 8, 0, false, false, false, true, true},
+      {8, 64, 64 * 3 + 21, true, true, 8, 0, true, false, false, false, true},
   };
   int checked = 0;
   for (const Case& c : cases) {
     RandomWeight rw(c.bits, c.block, c.K, 16 * 13 + 5, c.asym, rng, c.span_bits, c.code_lo);
     if (c.mins) rw.add_mins(false, rng);
     if (c.super) rw.make_super(rng, c.bits == 4 ? 0 : -128, c.bits == 4 ? 63 : 127, 0, 63);
+    if (c.lut4) rw.use_levels(c.asym ? wide16 : fp4, rng);
     const bool fold = !c.asym;
-    const quant::PackedX16 probe = quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6);
+    const quant::PackedX16 probe =
+        quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6, c.lut4);
     ASSERT_EQ(probe.super_blocks > 0, c.super);
+    ASSERT_EQ(probe.lut4, c.lut4);
     const auto alts = x16_int8_alternatives(probe);
     for (size_t a = 0; a < alts.size(); ++a)
       for (const int64_t M : {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 40}) {
@@ -693,7 +706,7 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
         const Fp16Rounded rounded(rw.w);
         matmul_nbits_ref_int8(c.fp16 ? rounded.w : rw.w, A.data(), M, want.data(), nullptr);
         auto packed = make_panel_int8(
-            quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6), alts[a]);
+            quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6, c.lut4), alts[a]);
         packed->run(A.data(), M, got.data(), nullptr, pool);
         for (size_t i = 0; i < want.size(); ++i)
           ASSERT_EQ(got[i], want[i]) << packed->kernel_name(M) << " bits " << probe.bits << " block "
@@ -704,6 +717,34 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
   const CpuFeatures& cpu = cpu_features();
   if (!(cpu.avx2 && cpu.fma && cpu.f16c) && !cpu.neon) GTEST_SKIP() << "no x16 int8 set on this CPU";
   EXPECT_GT(checked, 0);
+}
+
+// lut4 takes int8 weights of at most 16 distinct codes spanning at most 32 values (ahead of int5):
+// 17 codes, or 16 spanning 33, stay int5 / int8; the table holds the codes ascending.
+TEST(MatMulNBitsKernels, Lut4OnlyForSixteenCodesWithinThirtyTwo) {
+  std::mt19937 rng(77);
+  std::vector<int> levels;
+  for (int i = 0; i < 17; ++i) levels.push_back(110 + i);
+  RandomWeight rw(8, 32, 32 * 4, 16 * 3, false, rng);
+  rw.use_levels(levels, rng);  // 17 codes
+  EXPECT_FALSE(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true).lut4);
+  EXPECT_EQ(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true).bits, 5);
+  levels.pop_back();
+  levels.back() = 142;  // 16 codes spanning 33
+  rw.use_levels(levels, rng);
+  EXPECT_FALSE(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true).lut4);
+  levels.back() = 141;  // spanning 32
+  rw.use_levels(levels, rng);
+  const quant::PackedX16 p = quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true);
+  ASSERT_TRUE(p.lut4);
+  EXPECT_EQ(p.bits, 4);
+  EXPECT_EQ(p.code_lo, 110);
+  EXPECT_EQ(p.code_hi, 141);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(p.lut[i], levels[static_cast<size_t>(i)]);
+  EXPECT_EQ(p.default_zp(), 128);
+  EXPECT_FALSE(p.plain());
+  // Not asked: int5.
+  EXPECT_FALSE(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, false).lut4);
 }
 
 // The AMX set: 16-row tiles with and without the rows past them (which run on the VNNI tile),

@@ -45,6 +45,16 @@ struct RandomWeight {
     w.zero_points = asym ? zp.data() : nullptr;
   }
 
+  // Every real code (k < K) drawn from `levels` instead (int8 only): GGUF MXFP4 / NVFP4 held as
+  // 8-bit codes take the 15 values 128 + {0, +-1, +-2, +-3, +-4, +-6, +-8, +-12}.
+  void use_levels(const std::vector<int>& levels, std::mt19937& rng) {
+    const int64_t kb = w.k_blocks();
+    for (int64_t n = 0; n < w.N; ++n)
+      for (int64_t k = 0; k < w.K; ++k)
+        codes[static_cast<size_t>(n * kb * w.block_size + k)] =
+            static_cast<uint8_t>(levels[rng() % levels.size()]);
+  }
+
   // GGUF-style block mins (Q4_1: around -8 * scale); zero_zp: explicit zero points, all 0 (Q4_1, Q4_K).
   void add_mins(bool zero_zp, std::mt19937& rng) {
     mins.resize(scales.size());

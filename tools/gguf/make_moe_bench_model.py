@@ -1,10 +1,15 @@
 """A mixture-of-experts GGUF of a real model's shapes with random weights, for benchmarks (not
-tests): OLMoE-1B-7B (16 layers, hidden 2048, 16 heads of 128 (MHA), 64 experts of FFN 1024, top-8,
-llama.cpp's olmoe graph) in a Q4_K_M-like recipe: attention and expert gate/up Q4_K, expert down
-Q6_K, embedding Q4_K, output Q6_K, F32 routers; SmolLM2's vocabulary (49152 tokens; OLMoE's is
-50304). Router weights of std 0.02 (trained routers spread tokens over the experts; these are
-random, so each token's top-8 is a fresh draw). About 4.2 GB, written once into the cache.
-Usage: python make_moe_bench_model.py SMOLLM2.gguf OUT.gguf [--layers N]"""
+tests), written once into the cache; SmolLM2's vocabulary (49152 tokens) in both.
+--arch olmoe (default): OLMoE-1B-7B (16 layers, hidden 2048, 16 heads of 128 (MHA), 64 experts of FFN
+1024, top-8, llama.cpp's olmoe graph) in a Q4_K_M-like recipe: attention and expert gate/up Q4_K,
+expert down Q6_K, embedding Q4_K, output Q6_K, F32 routers (OLMoE's vocabulary is 50304). About 4.2 GB.
+--arch gpt-oss: gpt-oss-20b (24 layers, hidden 2880, 64 query / 8 KV heads of 64, 32 experts of FFN
+2880, top-4, every other layer a 128-token window, YaRN 32 over 4096, attention sinks, biases) with
+MXFP4 experts as the released file has them and Q8_0 elsewhere (its vocabulary is 201088, so its
+embedding and output are 4x these). About 11 GB.
+Router weights of std 0.02 (trained routers spread tokens over the experts; these are random, so
+each token's top-k is a fresh draw).
+Usage: python make_moe_bench_model.py SMOLLM2.gguf OUT.gguf [--arch olmoe|gpt-oss] [--layers N]"""
 import argparse
 import os
 
@@ -16,9 +21,14 @@ from gguf.constants import GGML_QUANT_SIZES
 ap = argparse.ArgumentParser()
 ap.add_argument("smollm2")
 ap.add_argument("out")
-ap.add_argument("--layers", type=int, default=16)
+ap.add_argument("--arch", choices=("olmoe", "gpt-oss"), default="olmoe")
+ap.add_argument("--layers", type=int, default=0)
 args = ap.parse_args()
-E, NH, HD, NEXP, USED, FFE, L = 2048, 16, 128, 64, 8, 1024, args.layers
+oss = args.arch == "gpt-oss"
+if oss:
+    E, NH, NKV, HD, NEXP, USED, FFE, L = 2880, 64, 8, 64, 32, 4, 2880, args.layers or 24
+else:
+    E, NH, NKV, HD, NEXP, USED, FFE, L = 2048, 16, 16, 128, 64, 8, 1024, args.layers or 16
 rng = np.random.default_rng(77)
 r = gguf.GGUFReader(args.smollm2)
 V = len(r.fields["tokenizer.ggml.tokens"].data)
@@ -33,22 +43,34 @@ def blocks(rows, cols, t):
     if t == T.Q4_K:
         b[:, 0:2] = half(np.full(n, 8e-5))
         b[:, 2:4] = half(np.full(n, 8e-5))
+    elif t == T.Q8_0:
+        b[:, 0:2] = half(np.full(n, 1.5e-4))
+    elif t == T.MXFP4:  # e8m0 2^(e - 128) times the doubled e2m1 levels (up to 12)
+        b[:, 0] = 120
     else:  # Q6_K: d at the end
         b[:, 208:210] = half(np.full(n, 5e-6))
     return b.reshape(rows, -1)
 
 
-w = gguf.GGUFWriter(args.out + ".tmp", "olmoe")
+w = gguf.GGUFWriter(args.out + ".tmp", args.arch)
 w.add_block_count(L)
-w.add_context_length(4096)
+w.add_context_length(131072 if oss else 4096)
 w.add_embedding_length(E)
 w.add_feed_forward_length(FFE)
 w.add_head_count(NH)
-w.add_head_count_kv(NH)
+w.add_head_count_kv(NKV)
+w.add_key_length(HD)
+w.add_value_length(HD)
 w.add_layer_norm_rms_eps(1e-5)
-w.add_rope_freq_base(10000.0)
+w.add_rope_freq_base(150000.0 if oss else 10000.0)
 w.add_expert_count(NEXP)
 w.add_expert_used_count(USED)
+if oss:
+    w.add_expert_feed_forward_length(FFE)
+    w.add_sliding_window(128)
+    w.add_string("gpt-oss.rope.scaling.type", "yarn")
+    w.add_float32("gpt-oss.rope.scaling.factor", 32.0)
+    w.add_uint32("gpt-oss.rope.scaling.original_context_length", 4096)
 w.add_vocab_size(V)
 for f in r.fields.values():
     if not f.name.startswith("tokenizer."):
@@ -63,18 +85,32 @@ for f in r.fields.values():
         v = f.parts[f.data[0]]
         w.add_key_value(f.name, bytes(v).decode() if vt == gguf.GGUFValueType.STRING else v.item(), vt)
 ones = lambda n: (1 + 0.05 * rng.standard_normal(n)).astype(np.float32)
-w.add_tensor("token_embd.weight", blocks(V, E, T.Q4_K), raw_dtype=T.Q4_K)
+small = lambda *shape: (0.02 * rng.standard_normal(shape)).astype(np.float32)
+dense, emb_t, out_t = (T.Q8_0, T.Q8_0, T.Q8_0) if oss else (T.Q4_K, T.Q4_K, T.Q6_K)
+w.add_tensor("token_embd.weight", blocks(V, E, emb_t), raw_dtype=emb_t)
 w.add_tensor("output_norm.weight", ones(E))
-w.add_tensor("output.weight", blocks(V, E, T.Q6_K), raw_dtype=T.Q6_K)
+w.add_tensor("output.weight", blocks(V, E, out_t), raw_dtype=out_t)
 for l in range(L):
     p = "blk.%d." % l
-    for n in ("attn_norm", "ffn_norm"):
+    for n in ("attn_norm", "post_attention_norm" if oss else "ffn_norm"):
         w.add_tensor(p + n + ".weight", ones(E))
-    for n in ("attn_q_norm", "attn_k_norm"):
-        w.add_tensor(p + n + ".weight", ones(E))
-    for n in ("attn_q", "attn_k", "attn_v", "attn_output"):
-        w.add_tensor(p + n + ".weight", blocks(E, E, T.Q4_K), raw_dtype=T.Q4_K)
-    w.add_tensor(p + "ffn_gate_inp.weight", (0.02 * rng.standard_normal((NEXP, E))).astype(np.float32))
+    if not oss:
+        for n in ("attn_q_norm", "attn_k_norm"):
+            w.add_tensor(p + n + ".weight", ones(E))
+    for n, rows, cols in (("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
+                          ("attn_output", E, NH * HD)):
+        w.add_tensor(p + n + ".weight", blocks(rows, cols, dense), raw_dtype=dense)
+        if oss:
+            w.add_tensor(p + n + ".bias", small(rows))
+    w.add_tensor(p + "ffn_gate_inp.weight", small(NEXP, E))
+    if oss:
+        w.add_tensor(p + "attn_sinks.weight", small(NH))
+        w.add_tensor(p + "ffn_gate_inp.bias", small(NEXP))
+        for n, rows, cols in (("ffn_gate_exps", FFE, E), ("ffn_up_exps", FFE, E), ("ffn_down_exps", E, FFE)):
+            w.add_tensor(p + n + ".weight", blocks(NEXP * rows, cols, T.MXFP4).reshape(NEXP, rows, -1),
+                         raw_dtype=T.MXFP4)
+            w.add_tensor(p + n + ".bias", small(NEXP, rows))
+        continue
     for n in ("ffn_gate_exps", "ffn_up_exps"):
         w.add_tensor(p + n + ".weight", blocks(NEXP * FFE, E, T.Q4_K).reshape(NEXP, FFE, -1), raw_dtype=T.Q4_K)
     w.add_tensor(p + "ffn_down_exps.weight", blocks(NEXP * E, FFE, T.Q6_K).reshape(NEXP, E, -1), raw_dtype=T.Q6_K)

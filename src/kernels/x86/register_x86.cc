@@ -76,11 +76,21 @@ X16Int8Kernels avx2_q56_int8() {
           qgemm_q6x16_4x16_avx2<kAsym, kSc>};
 }
 
-// The AVX2 kernels for a packed weight in scale format kSc: int5 / int6 panels their kernels; int8
+// lut4 panels (GGUF MXFP4 / NVFP4 at 4 bits).
+template <bool kAsym, int kSc>
+X16Int8Kernels avx2_lut4_int8() {
+  static const std::string gemv = std::string("qgemv_q4lx16") + kScTag[kSc] + "_avx2",
+                           gemm = std::string("qgemm_q4lx16") + kScTag[kSc] + "_4x16_avx2";
+  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q4lx16_avx2<kAsym, kSc>,
+          qgemm_q4lx16_4x16_avx2<kAsym, kSc>};
+}
+
+// The AVX2 kernels for a packed weight in scale format kSc: lut4 / int5 / int6 panels their kernels; int8
 // codes that span at most 7 bits (GGUF's 5- and 6-bit types when not packed narrow) take the q8n kernels (no
 // sign trick, int16 sums: about 2x the int8 kernels' MACs per cycle), others the int4 / int8 kernels above.
 template <bool kAsym, int kSc>
 X16Int8Kernels avx2_int8_sc(const quant::PackedX16& p) {
+  if (p.lut4) return avx2_lut4_int8<kAsym, kSc>();
   if (p.bits == 5) return avx2_q56_int8<5, kAsym, kSc>();
   if (p.bits == 6) return avx2_q56_int8<6, kAsym, kSc>();
   if (p.bits == 8) {
@@ -175,18 +185,24 @@ constexpr auto pack_ymm_avx512vnni_int8_with = NBITS_PACK_INT8(ymm_avx512vnni);
 
 // GGUF's 5-bit types packed as int5 (the file's bytes) unless NBITS_INT5=0 keeps their 8-bit codes
 // (the q8n kernels: more bytes a step, less unpacking a row; docs/PERFORMANCE.md compares them).
+// Likewise MXFP4 / NVFP4 as lut4 unless NBITS_LUT4=0 (then int5 where that is on).
+bool env_on(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::string_view(e) != "0";
+}
 bool avx2_int5() {
-  static const bool on = [] {
-    const char* e = std::getenv("NBITS_INT5");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
+  static const bool on = env_on("NBITS_INT5");
+  return on;
+}
+bool avx2_lut4() {
+  static const bool on = env_on("NBITS_LUT4");
   return on;
 }
 
 std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
-    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5());
-  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5());
+    return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5(), avx2_lut4());
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(), avx2_lut4());
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
@@ -241,11 +257,11 @@ const char* intern(const std::string& name) {
 X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, const quant::PackedX16& p,
                        const char* tile_isa) {
   k.gemm = gemm;
-  std::string name = "qgemm_q" + std::to_string(p.bits) + "x16";
+  std::string name = "qgemm_q" + std::to_string(p.bits) + (p.lut4 ? "l" : "") + "x16";
   if (p.super_blocks > 0) name += "k";
   if (p.scales_fp16) name += "h";
   // The tile reads int4 with super-block scales and no zero points as it is (x16_vnni_tile_inl.h).
-  name += p.super_blocks > 0 && p.bits == 4 && !p.has_zp ? "_" : "_widen_";
+  name += p.super_blocks > 0 && p.bits == 4 && !p.lut4 && !p.has_zp ? "_" : "_widen_";
   name += tile_isa;
   k.gemm_name = intern(name);
   return k;
@@ -253,7 +269,7 @@ X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, co
 
 template <bool kAsym, bool kF16>
 void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vector<X16Int8Kernels>& r) {
-  const bool plain = p.super_blocks == 0 && (p.bits == 4 || p.bits == 8);
+  const bool plain = p.plain();
   const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
   if (plain && cpu.amx_int8 && avx512 && cpu.avx512vnni && !p.has_zp &&
       (p.bits == 4 || p.default_zp() == 128))
@@ -275,11 +291,12 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
   if (plain && cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni)
     r.push_back(avxvnni_int8<kAsym, kF16>(p.bits));
   // The formats only the AVX2 kernels read: its GEMV, and the VNNI GEMMs on widened panels.
-  if ((p.super_blocks > 0 || p.bits == 5 || p.bits == 6) && cpu.avx2 && cpu.fma && cpu.f16c) {
+  if (!plain && cpu.avx2 && cpu.fma && cpu.f16c) {
     const X16Int8Kernels narrow = avx2_int8_for<kAsym>(p);
     // int4 with super-block scales (GGUF Q4_K) and int5 / int6 without zero points: VNNI GEMVs
     // read them too (qgemv_q4x16k_*, qgemv_q56x16_1p_*).
-    const bool q4k = p.super_blocks > 0 && p.bits == 4, q56 = (p.bits == 5 || p.bits == 6) && !kAsym;
+    const bool q4k = p.super_blocks > 0 && p.bits == 4 && !p.lut4,
+               q56 = (p.bits == 5 || p.bits == 6) && !kAsym;
     const int sc = p.super_blocks > 0 ? 2 : kF16 ? 1 : 0;
     // The int5 / int6 GEMV of one set in scale format sc, named as the AVX2 one with the set's suffix.
     using Gemv = decltype(X16Int8Kernels::gemv);

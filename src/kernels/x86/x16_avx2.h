@@ -33,7 +33,7 @@ using quant::PackedX16;
 
 // Panels [p, p + n) of `w` as an n-panel PackedX16 in a plain format (its buffer grows as needed):
 // per-block fp32 scales and mins where `w` has super-block scales (exactly the source's), int8
-// codes code_lo + 0..2^bits - 1 where it has int5 / int6 ones. The input of any set's int4 / int8
+// codes code_lo + 0..2^bits - 1 where it has int5 / int6 / lut4 ones. The input of any set's int4 / int8
 // tiles: the VNNI GEMMs widen the formats only the AVX2 kernels read so. Needs avx2.
 void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& out);
 
@@ -82,6 +82,15 @@ void qgemv_q6x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* 
 template <bool kAsym, int kSc>
 void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
+
+// CompInt8 on lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4 at the file's 4 bits): the int4
+// kernels' steps with each index looked up in the weight's table, for every row of a 4 x 16 tile.
+template <bool kAsym, int kSc>
+void qgemv_q4lx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                       const int32_t* qsum, float* y, const float* bias);
+template <bool kAsym, int kSc>
+void qgemm_q4lx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
 // CompFp32, M = 1 (dequantize on the fly, fp32 FMA).
 template <bool kAsym, bool kF16>

@@ -343,6 +343,28 @@ struct Q6Steps {
   }
 };
 
+// lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4's e2m1 levels): step s = the int4 step's
+// indices, looked up (pshufb, the table in both lanes) as lut[index] - code_lo, below 32.
+struct Lut4Steps {
+  static constexpr int kI16Steps = 32767 / (2 * 31 * 128);  // 4
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  __m256i table;
+  int lo;
+  explicit Lut4Steps(const PackedX16& w) : lo(w.code_lo) {
+    alignas(16) uint8_t t[16];
+    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(w.lut[i] - w.code_lo);
+    table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+  }
+  int offset() const { return lo; }
+  static const uint8_t* group(const uint8_t* codes, int64_t s) { return codes + 64 * (s >> 1); }
+  void load(const uint8_t* codes, int64_t s, __m256i& c0, __m256i& c1) const {
+    c0 = load_codes(codes + 64 * (s >> 1)), c1 = load_codes(codes + 64 * (s >> 1) + 32);
+    if ((s & 1) != 0) c0 = _mm256_srli_epi16(c0, 4), c1 = _mm256_srli_epi16(c1, 4);
+    c0 = _mm256_shuffle_epi8(table, _mm256_and_si256(c0, m4));
+    c1 = _mm256_shuffle_epi8(table, _mm256_and_si256(c1, m4));
+  }
+};
+
 // int8 codes that span fewer than kSpanBits bits (PackedX16::code_lo / code_hi: GGUF Q5_0, Q5_1,
 // Q5_K, Q6_K, MXFP4 held as 8-bit codes): step s = group s minus code_lo, unsigned below
 // 2^kSpanBits (the zero padding wraps to larger values in lanes no row keeps: columns past N,

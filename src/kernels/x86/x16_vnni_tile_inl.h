@@ -252,8 +252,8 @@ void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8
   }
 }
 
-// The GEMM on the formats the tile does not read (int5 / int6 codes, super-block scales with zero
-// points): each group of PT panels widened to a plain format once (widen_x16_panels_avx2), then the
+// The GEMM on the formats the tile does not read (int5 / int6 / lut4 codes, super-block scales with
+// zero points): each group of PT panels widened to a plain format once (widen_x16_panels_avx2), then the
 // int4 / int8 tile for every row tile. Below 4 rows the widening costs more than it saves: the AVX2
 // kernels read those panels directly. int4 with super-block scales and no zero points (GGUF Q4_K)
 // goes to the tile as it is.
@@ -262,7 +262,7 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
                  const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   // int4 with super-block scales and no zero points (GGUF Q4_K): the tile reads it directly.
   if constexpr (!kAsym)
-    if (w.super_blocks > 0 && w.bits == 4)
+    if (w.super_blocks > 0 && w.bits == 4 && !w.lut4)
       return run_tiles<V, 4, RT, PT, false, false, false, false, -1, true>(w, p0, p1, M, qa, sa, qsum, Y, ldy,
                                                                            bias);
   // int5 / int6 without zero points, in one row tile (small M: a speculative verify step): the tile
@@ -280,6 +280,13 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
       return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     }
   if (M < 4) {
+    if (w.lut4) {
+      const int sc = w.super_blocks > 0 ? 2 : w.scales_fp16 ? 1 : 0;
+      const auto f = sc == 2   ? qgemm_q4lx16_4x16_avx2<kAsym, 2>
+                     : sc == 1 ? qgemm_q4lx16_4x16_avx2<kAsym, 1>
+                               : qgemm_q4lx16_4x16_avx2<kAsym, 0>;
+      return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+    }
     if (w.super_blocks > 0 && w.bits == 4)
       return qgemm_q4x16_4x16_avx2<kAsym, 2>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     if (w.bits == 5 || w.bits == 6) {

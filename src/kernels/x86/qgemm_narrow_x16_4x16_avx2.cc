@@ -1,14 +1,16 @@
-// CompInt8 GEMV and 4x16 GEMM on int5 and int6 x16 panels, AVX2: avx2::qgemm_steps with Q5Steps /
-// Q6Steps (x16_twins_avx2_inl.h). Above one row tile, each panel is first widened once into a
-// per-thread int8 panel (codes code_lo + 0..2^bits - 1) that the q8n tile reads for every row tile,
-// so the unpacking is paid once per panel instead of once per 4 rows.
+// CompInt8 GEMV and 4x16 GEMM on the formats only the AVX2 set reads narrow (int5, int6 and lut4
+// x16 panels): avx2::qgemm_steps with Q5Steps / Q6Steps / Lut4Steps (x16_twins_avx2_inl.h). Above
+// one row tile, each panel is first widened once into a per-thread int8 panel (codes code_lo +
+// 0..2^bits - 1) that the q8n tile reads for every row tile, so the unpacking is paid once per panel
+// instead of once per 4 rows. Also widen_x16_panels_avx2 (x16_avx2.h), the VNNI GEMMs' input.
 #include "base/error.h"
 #include "kernels/x86/x16_twins_avx2_inl.h"
 
 namespace nbits::kernels {
 namespace {
 
-// One block's int5 / int6 codes (Steps: Q5Steps / Q6Steps) as int8 codes code_lo + 0..2^bits - 1.
+// One block's int5 / int6 / lut4 codes (Steps: Q5Steps / Q6Steps / Lut4Steps) as int8 codes
+// code_lo + 0..2^bits - 1.
 template <class Steps>
 void widen_codes(const Steps& st, const PackedX16& w, const uint8_t* src, uint8_t* dst) {
   const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
@@ -20,11 +22,11 @@ void widen_codes(const Steps& st, const PackedX16& w, const uint8_t* src, uint8_
   }
 }
 
-// Panels [p, p + n) of int5 / int6 `w` (Steps: Q5Steps / Q6Steps) as an n-panel int8 PackedX16
-// (same headers) in `out`, for the q8n tile below.
+// Panels [p, p + n) of int5 / int6 / lut4 `w` (Steps: Q5Steps / Q6Steps / Lut4Steps) as an n-panel
+// int8 PackedX16 (same headers) in `out`, for the q8n tile below.
 template <class Steps>
 void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
-  out.bits = 8, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = n;
+  out.bits = 8, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = n, out.lut4 = false;
   out.has_zp = w.has_zp, out.scales_fp16 = w.scales_fp16, out.has_mins = w.has_mins;
   out.uniform_zp = w.uniform_zp, out.code_lo = w.code_lo, out.code_hi = w.code_hi;
   out.mins_offset = w.mins_offset, out.zp_offset = w.zp_offset, out.header_bytes = w.header_bytes;
@@ -48,7 +50,8 @@ void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
   }
 }
 
-// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps), widened to int8 codes of Bits' span.
+// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps / Lut4Steps), widened to int8 codes of
+// Bits' span.
 template <class Steps, int Bits, bool kAsym, int kSc>
 void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                  const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
@@ -66,10 +69,11 @@ void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
 
 // Panels [p, p + n) of `w` in a plain format any int8 tile reads: fp32 scales (and mins) per block
 // where `w` has super-block scales ((float)q * D: the source's scales exactly), int8 codes where
-// it has int5 / int6 ones; the rest as `w` has it.
+// it has int5 / int6 / lut4 ones; the rest as `w` has it.
 void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
-  const bool narrow = w.bits == 5 || w.bits == 6, super = w.super_blocks > 0;
+  const bool narrow = w.bits == 5 || w.bits == 6 || w.lut4, super = w.super_blocks > 0;
   out.bits = narrow ? 8 : w.bits, out.block = w.block, out.K = w.K, out.k_blocks = w.k_blocks, out.panels = n;
+  out.lut4 = false;
   out.has_zp = w.has_zp, out.scales_fp16 = w.scales_fp16 && !super, out.has_mins = w.has_mins;
   out.uniform_zp = w.uniform_zp, out.code_lo = w.code_lo, out.code_hi = w.code_hi;
   out.super_blocks = out.super_shift = 0, out.super_stride = out.super_bytes = 0;
@@ -84,6 +88,7 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
   if (out.data.size() < bytes) out.data = quant::AlignedBytes::scratch(bytes);
   const avx2::Q5Steps q5(w);
   const avx2::Q6Steps q6(w);
+  const avx2::Lut4Steps l4(w);
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* src = w.panel(p + j);
     uint8_t* dst = out.data.data() + static_cast<size_t>(j) * out.panel_stride;
@@ -100,7 +105,9 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
       } else {
         std::memcpy(dst, src, w.header_bytes);  // the same header layout
       }
-      if (w.bits == 5)
+      if (w.lut4)
+        widen_codes(l4, w, src + w.header_bytes, dst + out.header_bytes);
+      else if (w.bits == 5)
         widen_codes(q5, w, src + w.header_bytes, dst + out.header_bytes);
       else if (w.bits == 6)
         widen_codes(q6, w, src + w.header_bytes, dst + out.header_bytes);
@@ -134,6 +141,18 @@ void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M
   narrow_gemm<avx2::Q6Steps, 6, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
+template <bool kAsym, int kSc>
+void qgemv_q4lx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
+                       const int32_t* qsum, float* y, const float* bias) {
+  narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+}
+
+template <bool kAsym, int kSc>
+void qgemm_q4lx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
+                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+
 NBITS_X16_INT8_INSTANTIATE(qgemv_q5x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
                            const int32_t*, float*, const float*);
 NBITS_X16_INT8_INSTANTIATE(qgemm_q5x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
@@ -141,6 +160,10 @@ NBITS_X16_INT8_INSTANTIATE(qgemm_q5x16_4x16_avx2, const PackedX16&, int64_t, int
 NBITS_X16_INT8_INSTANTIATE(qgemv_q6x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
                            const int32_t*, float*, const float*);
 NBITS_X16_INT8_INSTANTIATE(qgemm_q6x16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
+                           const float*, const int32_t*, float*, int64_t, const float*);
+NBITS_X16_INT8_INSTANTIATE(qgemv_q4lx16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,
+                           const int32_t*, float*, const float*);
+NBITS_X16_INT8_INSTANTIATE(qgemm_q4lx16_4x16_avx2, const PackedX16&, int64_t, int64_t, int64_t, const int8_t*,
                            const float*, const int32_t*, float*, int64_t, const float*);
 
 }  // namespace nbits::kernels
