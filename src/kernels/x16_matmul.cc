@@ -46,7 +46,7 @@ std::string format_key(const quant::PackedX16& p) {
   std::snprintf(buf, sizeof buf, "q%d%sx16%s%s b%d %s%s", p.bits, p.lut4 ? "l" : "", p.scales_fp16 ? "h" : "",
                 p.super_blocks > 0 ? "k" : "", p.block, p.has_zp ? "asym" : "sym", p.has_mins ? " mins" : "");
   std::string k = buf;
-  if (p.bits == 8 && p.code_span_bits() < 8) {
+  if ((p.bits == 8 || p.lut4) && p.code_span_bits() < 8) {
     std::snprintf(buf, sizeof buf, " span%d", p.code_span_bits());
     k += buf;
   }

@@ -292,12 +292,12 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   if ((int5 || int6 || lut4) && w.bits == 8 && w.block_size % 16 == 0) {
     const CodeRange r = code_range(w);
     std::vector<uint8_t> distinct;
-    if (lut4 && r.hi - r.lo <= 31) distinct = distinct_codes(w, 16);
+    if (lut4) distinct = distinct_codes(w, 16);
     if (!distinct.empty()) {
       p.bits = 4, p.lut4 = true, p.code_lo = r.lo;
       std::fill(std::begin(p.lut), std::end(p.lut), static_cast<uint8_t>(r.lo));
       std::copy(distinct.begin(), distinct.end(), p.lut);
-    } else if (int5 && r.hi - r.lo <= 31 && w.block_size % 32 == 0) {
+    } else if (int5 && r.hi - r.lo <= 31 && w.block_size % 32 == 0) {  // more than 16 codes
       p.bits = 5, p.code_lo = r.lo;
     } else if (int6 && r.hi - r.lo <= 63) {
       p.bits = 6, p.code_lo = r.lo;

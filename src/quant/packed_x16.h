@@ -23,10 +23,11 @@
 //     bits 6 (codes spanning at most 64 values, blocks of 16k: GGUF Q6_K at the file's size): the
 //             same with block / 16 planes of 4 steps each: plane j's byte (as above) has, in bits
 //             2(s - 4j) and 2(s - 4j) + 1, bits 4 and 5 of the code at k = 4s + i.
-//     lut4 (bits 4 with lut4 set: int8 weights with at most 16 distinct codes spanning at most 32
-//             values, packed so when asked: GGUF MXFP4 / NVFP4's e2m1 levels at 4 bits, as the file
-//             has them): bits 4's layout of 4-bit indices, code = lut[index]; the zero point and
-//             code_lo / code_hi are the 8-bit codes' (default_zp() 128).
+//     lut4 (bits 4 with lut4 set: int8 weights with at most 16 distinct codes, packed so when
+//             asked: GGUF MXFP4 / NVFP4's e2m1 levels, IQ4_NL / IQ4_XS's levels and the IQ1 / IQ2 /
+//             IQ3 lattices' values at 4 bits): bits 4's layout of 4-bit indices, code =
+//             lut[index]; the zero point and code_lo / code_hi are the 8-bit codes' (default_zp()
+//             128).
 // Super-block scales (GGUF's K-quants, packed so when asked and exact): every `super_blocks`
 // consecutive blocks of a column (256 elements) share one fp16 scale D (and one fp16 min scale),
 // and each block's scale is D times an int8 (min: Dmin times an int8), both products exact in
@@ -172,7 +173,7 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
 // int5: an int8 weight whose codes span at most 32 values, with blocks a multiple of 32, is
 // packed as bits 5; int6: one whose codes span at most 64 values, with blocks a multiple of 16, as
 // bits 6 (for kernels that read them; others leave them false); lut4: one with at most 16 distinct
-// codes spanning at most 32 values as 4-bit indices into PackedX16::lut (ahead of int5).
+// codes as 4-bit indices into PackedX16::lut (ahead of int5).
 // super: scales (and mins) that are exactly fp16 super-block scales times int8 (GGUF K-quants:
 // find_super_scales) are packed so (super_blocks > 0; for kernels that read it), ahead of fp16.
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,

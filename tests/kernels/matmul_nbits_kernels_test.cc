@@ -661,10 +661,13 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
     int span_bits, code_lo;
     bool int5, int6, super, fp16, lut4 = false;
   };
-  // MXFP4's levels as 8-bit codes (15 values spanning 25), and a set of 16 spanning 32.
+  // MXFP4's levels as 8-bit codes (15 values spanning 25), a set of 16 spanning 32 (both unsigned
+  // tables), IQ4_NL's levels + 128 and a set with both ends of the int8 range (signed tables).
   const std::vector<int> fp4 = {116, 120, 122, 124, 125, 126, 127, 128, 129, 130, 131, 132, 134, 136, 140},
                          wide16 = {100, 101, 103, 104, 106, 108, 110, 111,
-                                   113, 116, 119, 121, 124, 126, 130, 131};
+                                   113, 116, 119, 121, 124, 126, 130, 131},
+                         iq4 = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241},
+                         ends = {0, 1, 64, 127, 128, 129, 200, 254, 255};
   const Case cases[] = {
       {4, 32, 32 * 7 + 5, false, false, 8, 0, false, false, false, false},
       {4, 32, 32 * 7 + 5, true, false, 8, 0, false, false, false, true},
@@ -686,13 +689,16 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {8, 32, 256 * 2 + 32 * 3 + 7, false, false, 8, 0, true, false, true, false, true},
       {8, 16, 16 * 9 + 5, false, false, 8, 0, false, false, false, true, true},
       {8, 64, 64 * 3 + 21, true, true, 8, 0, true, false, false, false, true},
+      {8, 32, 256 * 2 + 32 * 3 + 7, false, false, 8, 1, true, false, true, false, true},  // IQ4_XS-like
+      {8, 16, 16 * 7 + 3, false, true, 8, 1, false, false, false, true, true},
+      {8, 32, 32 * 5 + 13, true, false, 8, 2, false, false, false, false, true},  // the int8 range's ends
   };
   int checked = 0;
   for (const Case& c : cases) {
     RandomWeight rw(c.bits, c.block, c.K, 16 * 13 + 5, c.asym, rng, c.span_bits, c.code_lo);
     if (c.mins) rw.add_mins(false, rng);
     if (c.super) rw.make_super(rng, c.bits == 4 ? 0 : -128, c.bits == 4 ? 63 : 127, 0, 63);
-    if (c.lut4) rw.use_levels(c.asym ? wide16 : fp4, rng);
+    if (c.lut4) rw.use_levels(c.code_lo == 1 ? iq4 : c.code_lo == 2 ? ends : c.asym ? wide16 : fp4, rng);
     const bool fold = !c.asym;
     const quant::PackedX16 probe =
         quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6, c.lut4);
@@ -719,9 +725,9 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
   EXPECT_GT(checked, 0);
 }
 
-// lut4 takes int8 weights of at most 16 distinct codes spanning at most 32 values (ahead of int5):
-// 17 codes, or 16 spanning 33, stay int5 / int8; the table holds the codes ascending.
-TEST(MatMulNBitsKernels, Lut4OnlyForSixteenCodesWithinThirtyTwo) {
+// lut4 takes int8 weights of at most 16 distinct codes (ahead of int5): 17 codes stay int5; the
+// table holds the codes ascending; a table within 32 values is read unsigned, a wider one signed.
+TEST(MatMulNBitsKernels, Lut4ForAtMostSixteenCodes) {
   std::mt19937 rng(77);
   std::vector<int> levels;
   for (int i = 0; i < 17; ++i) levels.push_back(110 + i);
@@ -730,9 +736,11 @@ TEST(MatMulNBitsKernels, Lut4OnlyForSixteenCodesWithinThirtyTwo) {
   EXPECT_FALSE(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true).lut4);
   EXPECT_EQ(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true).bits, 5);
   levels.pop_back();
-  levels.back() = 142;  // 16 codes spanning 33
+  levels.back() = 250;  // 16 codes spanning 141
   rw.use_levels(levels, rng);
-  EXPECT_FALSE(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true).lut4);
+  const quant::PackedX16 wide = quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true);
+  EXPECT_TRUE(wide.lut4);
+  EXPECT_EQ(wide.code_span_bits(), 8);
   levels.back() = 141;  // spanning 32
   rw.use_levels(levels, rng);
   const quant::PackedX16 p = quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, true);

@@ -13,7 +13,7 @@ namespace {
 // code_lo + 0..2^bits - 1.
 template <class Steps>
 void widen_codes(const Steps& st, const PackedX16& w, const uint8_t* src, uint8_t* dst) {
-  const __m256i lo = _mm256_set1_epi8(static_cast<char>(w.code_lo));
+  const __m256i lo = _mm256_set1_epi8(static_cast<char>(st.offset()));
   for (int64_t s = 0; s < w.block / 4; ++s) {
     __m256i c0, c1;
     st.load(src, s, c0, c1);
@@ -50,18 +50,26 @@ void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
   }
 }
 
-// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps / Lut4Steps), widened to int8 codes of
-// Bits' span.
+// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps / Lut4Steps / Lut4SignedSteps), widened
+// to int8 codes of Bits' span (8: any, the sign-trick int8 tile).
 template <class Steps, int Bits, bool kAsym, int kSc>
 void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                  const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   if (M <= 4) return avx2::qgemm_steps<Steps, kAsym, kSc>(w, p0, p1, M, Steps(w), qa, sa, qsum, Y, ldy, bias);
   thread_local PackedX16 wide;
-  const avx2::NarrowQ8Steps<Bits> st(w.code_lo);
-  for (int64_t p = p0; p < p1; ++p) {
-    widen_panels<Steps>(w, p, 1, wide);
-    avx2::qgemm_steps<avx2::NarrowQ8Steps<Bits>, kAsym, kSc>(wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy,
-                                                             bias != nullptr ? bias + 16 * p : nullptr);
+  if constexpr (Bits == 8) {
+    for (int64_t p = p0; p < p1; ++p) {
+      widen_panels<Steps>(w, p, 1, wide);
+      avx2::qgemm_x16<8, kAsym, kSc>(wide, 0, 1, M, qa, sa, qsum, Y + 16 * p, ldy,
+                                     bias != nullptr ? bias + 16 * p : nullptr);
+    }
+  } else {
+    const avx2::NarrowQ8Steps<Bits> st(w.code_lo);
+    for (int64_t p = p0; p < p1; ++p) {
+      widen_panels<Steps>(w, p, 1, wide);
+      avx2::qgemm_steps<avx2::NarrowQ8Steps<Bits>, kAsym, kSc>(
+          wide, 0, 1, M, st, qa, sa, qsum, Y + 16 * p, ldy, bias != nullptr ? bias + 16 * p : nullptr);
+    }
   }
 }
 
@@ -89,6 +97,7 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
   const avx2::Q5Steps q5(w);
   const avx2::Q6Steps q6(w);
   const avx2::Lut4Steps l4(w);
+  const avx2::Lut4SignedSteps l4s(w);
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* src = w.panel(p + j);
     uint8_t* dst = out.data.data() + static_cast<size_t>(j) * out.panel_stride;
@@ -105,7 +114,9 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
       } else {
         std::memcpy(dst, src, w.header_bytes);  // the same header layout
       }
-      if (w.lut4)
+      if (w.lut4 && w.code_span_bits() > 5)
+        widen_codes(l4s, w, src + w.header_bytes, dst + out.header_bytes);
+      else if (w.lut4)
         widen_codes(l4, w, src + w.header_bytes, dst + out.header_bytes);
       else if (w.bits == 5)
         widen_codes(q5, w, src + w.header_bytes, dst + out.header_bytes);
@@ -141,16 +152,21 @@ void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M
   narrow_gemm<avx2::Q6Steps, 6, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
+// lut4: a table within 32 values unsigned, any other with the sign trick (the weight's span).
 template <bool kAsym, int kSc>
 void qgemv_q4lx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                        const int32_t* qsum, float* y, const float* bias) {
-  narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+  if (w.code_span_bits() <= 5)
+    return narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+  narrow_gemm<avx2::Lut4SignedSteps, 8, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
 }
 
 template <bool kAsym, int kSc>
 void qgemm_q4lx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                             const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  if (w.code_span_bits() <= 5)
+    return narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  narrow_gemm<avx2::Lut4SignedSteps, 8, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
 NBITS_X16_INT8_INSTANTIATE(qgemv_q5x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,

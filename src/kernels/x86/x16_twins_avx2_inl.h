@@ -253,9 +253,11 @@ void qgemm_q8x16_tile8(const PackedX16& w, int64_t p, int h, const int8_t* qa, c
 // of a block is k = 4s..4s+3 of its 16 columns as two 8-column vectors (dword i = column i).
 // offset(): what the steps subtracted from the codes (the zero-point term's offset).
 // kI16Steps: steps whose int16 maddubs sums cannot saturate (each pair sum is at most
-// 2 x (largest code) x 128 in magnitude).
+// 2 x (largest code) x 128 in magnitude). kSigned: the codes are signed int8 (code - offset()), which
+// the tile multiplies with the sign trick (maddubs(|c|, sign(a, c))).
 struct Q4Steps {  // int4: step s = the low (s even) or high (s odd) nibbles of group s / 2
   static constexpr int kI16Steps = 32767 / (2 * 15 * 128);  // 8
+  static constexpr bool kSigned = false;
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   static int offset() { return 0; }
   static const uint8_t* group(const uint8_t* codes, int64_t s) { return codes + 64 * (s >> 1); }
@@ -271,6 +273,7 @@ struct Q4Steps {  // int4: step s = the low (s even) or high (s odd) nibbles of 
 // bits a shift carries across a byte boundary land outside the 0x10 mask).
 struct Q5Steps {
   static constexpr int kI16Steps = 32767 / (2 * 31 * 128);  // 4
+  static constexpr bool kSigned = false;
   const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
   int lo;
   size_t planes;  // high-bit planes' offset from the codes
@@ -314,6 +317,7 @@ struct Q5Steps {
 // mask).
 struct Q6Steps {
   static constexpr int kI16Steps = 32767 / (2 * 63 * 128);  // 2
+  static constexpr bool kSigned = false;
   const __m256i m4 = _mm256_set1_epi8(0x0f), b45 = _mm256_set1_epi8(0x30);
   int lo;
   size_t planes;  // high-bit planes' offset from the codes
@@ -343,16 +347,20 @@ struct Q6Steps {
   }
 };
 
-// lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4's e2m1 levels): step s = the int4 step's
-// indices, looked up (pshufb, the table in both lanes) as lut[index] - code_lo, below 32.
-struct Lut4Steps {
-  static constexpr int kI16Steps = 32767 / (2 * 31 * 128);  // 4
+// lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4's e2m1 levels, IQ1 / IQ3_S lattices): step s =
+// the int4 step's indices, looked up (pshufb, the table in both lanes) as lut[index] - code_lo,
+// below 32. kSignedLut: a table of any span (IQ4_NL / IQ4_XS levels, IQ2 / IQ3_XXS lattices) as
+// signed lut[index] - 128, multiplied with the sign trick, one step per int16 sum.
+template <bool kSignedLut>
+struct Lut4StepsT {
+  static constexpr int kI16Steps = kSignedLut ? 1 : 32767 / (2 * 31 * 128);  // 1 or 4
+  static constexpr bool kSigned = kSignedLut;
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   __m256i table;
   int lo;
-  explicit Lut4Steps(const PackedX16& w) : lo(w.code_lo) {
+  explicit Lut4StepsT(const PackedX16& w) : lo(kSignedLut ? 128 : w.code_lo) {
     alignas(16) uint8_t t[16];
-    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(w.lut[i] - w.code_lo);
+    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(w.lut[i] - lo);
     table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
   }
   int offset() const { return lo; }
@@ -364,6 +372,8 @@ struct Lut4Steps {
     c1 = _mm256_shuffle_epi8(table, _mm256_and_si256(c1, m4));
   }
 };
+using Lut4Steps = Lut4StepsT<false>;
+using Lut4SignedSteps = Lut4StepsT<true>;
 
 // int8 codes that span fewer than kSpanBits bits (PackedX16::code_lo / code_hi: GGUF Q5_0, Q5_1,
 // Q5_K, Q6_K, MXFP4 held as 8-bit codes): step s = group s minus code_lo, unsigned below
@@ -373,6 +383,7 @@ template <int kSpanBits>
 struct NarrowQ8Steps {
   static_assert(kSpanBits >= 5 && kSpanBits <= 7);
   static constexpr int kI16Steps = 32767 / (2 * ((1 << kSpanBits) - 1) * 128);  // 5: 4, 6: 2, 7: 1
+  static constexpr bool kSigned = false;
   int lo;
   __m256i vlo;
   explicit NarrowQ8Steps(int code_lo) : lo(code_lo), vlo(_mm256_set1_epi8(static_cast<char>(code_lo))) {}
@@ -413,9 +424,14 @@ void qgemm_steps_tile16(const PackedX16& w, int64_t p, const Steps& st, bool str
           _mm_prefetch(reinterpret_cast<const char*>(Steps::group(codes, s)) + kPrefetchBytes, _MM_HINT_T0);
         __m256i c0, c1;
         st.load(codes, s, c0, c1);
+        // Signed codes: |c| against the activations given c's sign (the int8 kernels' sign trick).
+        const __m256i u0 = Steps::kSigned ? _mm256_abs_epi8(c0) : c0,
+                      u1 = Steps::kSigned ? _mm256_abs_epi8(c1) : c1;
         for (int r = 0; r < R; ++r) {
           const __m256i a = bcast4(q + r * kp + 4 * s);
-          const __m256i m0 = _mm256_maddubs_epi16(c0, a), m1 = _mm256_maddubs_epi16(c1, a);
+          const __m256i a0 = Steps::kSigned ? _mm256_sign_epi8(a, c0) : a,
+                        a1 = Steps::kSigned ? _mm256_sign_epi8(a, c1) : a;
+          const __m256i m0 = _mm256_maddubs_epi16(u0, a0), m1 = _mm256_maddubs_epi16(u1, a1);
           if constexpr (decltype(first)::value) {
             s16a[r] = m0, s16b[r] = m1;
           } else {
