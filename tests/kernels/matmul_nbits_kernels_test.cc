@@ -667,7 +667,8 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
                          wide16 = {100, 101, 103, 104, 106, 108, 110, 111,
                                    113, 116, 119, 121, 124, 126, 130, 131},
                          iq4 = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241},
-                         ends = {0, 1, 64, 127, 128, 129, 200, 254, 255};
+                         ends = {0, 1, 64, 127, 128, 129, 200, 254, 255},
+                         iq2 = {85, 103, 120, 136, 153, 171};  // 128 +- {8, 25, 43}: a 7-bit span
   const Case cases[] = {
       {4, 32, 32 * 7 + 5, false, false, 8, 0, false, false, false, false},
       {4, 32, 32 * 7 + 5, true, false, 8, 0, false, false, false, true},
@@ -692,13 +693,21 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {8, 32, 256 * 2 + 32 * 3 + 7, false, false, 8, 1, true, false, true, false, true},  // IQ4_XS-like
       {8, 16, 16 * 7 + 3, false, true, 8, 1, false, false, false, true, true},
       {8, 32, 32 * 5 + 13, true, false, 8, 2, false, false, false, false, true},  // the int8 range's ends
+      {8, 32, 256 + 32 * 3 + 19, false, false, 8, 3, true, false, true, false, true},  // IQ2_XXS-like
+      {8, 16, 16 * 5 + 9, true, true, 8, 3, false, false, false, true, true},
   };
   int checked = 0;
   for (const Case& c : cases) {
     RandomWeight rw(c.bits, c.block, c.K, 16 * 13 + 5, c.asym, rng, c.span_bits, c.code_lo);
     if (c.mins) rw.add_mins(false, rng);
     if (c.super) rw.make_super(rng, c.bits == 4 ? 0 : -128, c.bits == 4 ? 63 : 127, 0, 63);
-    if (c.lut4) rw.use_levels(c.code_lo == 1 ? iq4 : c.code_lo == 2 ? ends : c.asym ? wide16 : fp4, rng);
+    if (c.lut4)
+      rw.use_levels(c.code_lo == 1   ? iq4
+                    : c.code_lo == 2 ? ends
+                    : c.code_lo == 3 ? iq2
+                    : c.asym         ? wide16
+                                     : fp4,
+                    rng);
     const bool fold = !c.asym;
     const quant::PackedX16 probe =
         quant::pack_x16(rw.w, c.fp16, {}, nullptr, fold, c.int5, c.super, c.int6, c.lut4);

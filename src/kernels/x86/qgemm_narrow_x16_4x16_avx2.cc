@@ -50,8 +50,8 @@ void widen_panels(const PackedX16& w, int64_t p, int64_t n, PackedX16& out) {
   }
 }
 
-// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps / Lut4Steps / Lut4SignedSteps), widened
-// to int8 codes of Bits' span (8: any, the sign-trick int8 tile).
+// The GEMV and GEMM on panels of Steps (Q5Steps / Q6Steps / Lut4Steps), widened to int8 codes of
+// Bits' span above 4 rows (the q8n tile; 8: any span, the sign-trick int8 tile).
 template <class Steps, int Bits, bool kAsym, int kSc>
 void narrow_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                  const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
@@ -96,8 +96,7 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
   if (out.data.size() < bytes) out.data = quant::AlignedBytes::scratch(bytes);
   const avx2::Q5Steps q5(w);
   const avx2::Q6Steps q6(w);
-  const avx2::Lut4Steps l4(w);
-  const avx2::Lut4SignedSteps l4s(w);
+  const avx2::Lut4Steps<5> l4(w);  // any table: the 8-bit sums wrap back to the codes
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* src = w.panel(p + j);
     uint8_t* dst = out.data.data() + static_cast<size_t>(j) * out.panel_stride;
@@ -114,9 +113,7 @@ void widen_x16_panels_avx2(const PackedX16& w, int64_t p, int64_t n, PackedX16& 
       } else {
         std::memcpy(dst, src, w.header_bytes);  // the same header layout
       }
-      if (w.lut4 && w.code_span_bits() > 5)
-        widen_codes(l4s, w, src + w.header_bytes, dst + out.header_bytes);
-      else if (w.lut4)
+      if (w.lut4)
         widen_codes(l4, w, src + w.header_bytes, dst + out.header_bytes);
       else if (w.bits == 5)
         widen_codes(q5, w, src + w.header_bytes, dst + out.header_bytes);
@@ -152,21 +149,33 @@ void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M
   narrow_gemm<avx2::Q6Steps, 6, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
-// lut4: a table within 32 values unsigned, any other with the sign trick (the weight's span).
+namespace {
+
+// lut4 by the span of its codes: within 32 values (MXFP4, IQ3_S, IQ1) or 128 (IQ2, IQ3_XXS) unsigned,
+// wider (IQ4_NL / IQ4_XS) signed.
+template <bool kAsym, int kSc>
+void lut4_gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
+               const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  const int span = w.code_span_bits();
+  if (span <= 5)
+    return narrow_gemm<avx2::Lut4Steps<5>, 5, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  if (span <= 7)
+    return narrow_gemm<avx2::Lut4Steps<7>, 7, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  narrow_gemm<avx2::Lut4Steps<8>, 8, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+
+}  // namespace
+
 template <bool kAsym, int kSc>
 void qgemv_q4lx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                        const int32_t* qsum, float* y, const float* bias) {
-  if (w.code_span_bits() <= 5)
-    return narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
-  narrow_gemm<avx2::Lut4SignedSteps, 8, kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
+  lut4_gemm<kAsym, kSc>(w, p0, p1, 1, qa, sa, qsum, y, 0, bias);
 }
 
 template <bool kAsym, int kSc>
 void qgemm_q4lx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                             const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
-  if (w.code_span_bits() <= 5)
-    return narrow_gemm<avx2::Lut4Steps, 5, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
-  narrow_gemm<avx2::Lut4SignedSteps, 8, kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  lut4_gemm<kAsym, kSc>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
 NBITS_X16_INT8_INSTANTIATE(qgemv_q5x16_avx2, const PackedX16&, int64_t, int64_t, const int8_t*, const float*,

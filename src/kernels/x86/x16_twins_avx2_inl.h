@@ -347,18 +347,20 @@ struct Q6Steps {
   }
 };
 
-// lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4's e2m1 levels, IQ1 / IQ3_S lattices): step s =
-// the int4 step's indices, looked up (pshufb, the table in both lanes) as lut[index] - code_lo,
-// below 32. kSignedLut: a table of any span (IQ4_NL / IQ4_XS levels, IQ2 / IQ3_XXS lattices) as
-// signed lut[index] - 128, multiplied with the sign trick, one step per int16 sum.
-template <bool kSignedLut>
-struct Lut4StepsT {
-  static constexpr int kI16Steps = kSignedLut ? 1 : 32767 / (2 * 31 * 128);  // 1 or 4
-  static constexpr bool kSigned = kSignedLut;
+// lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4's e2m1 levels, IQ4_NL / IQ4_XS's levels, the IQ
+// lattices): step s = the int4 step's indices looked up with one pshufb (the table in both lanes).
+// A table whose codes span fewer than kSpanBits bits (5, 6 or 7) gives unsigned lut[index] - code_lo
+// (int16 sums for 4, 2 or 1 steps: NarrowQ8Steps' bounds); kSpanBits 8 (IQ4_NL's 1..241) gives
+// signed lut[index] - 128, which the tile multiplies with the sign trick, one step per int16 sum.
+template <int kSpanBits>
+struct Lut4Steps {
+  static_assert(kSpanBits >= 5 && kSpanBits <= 8);
+  static constexpr bool kSigned = kSpanBits == 8;
+  static constexpr int kI16Steps = kSigned ? 1 : 32767 / (2 * ((1 << kSpanBits) - 1) * 128);
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   __m256i table;
   int lo;
-  explicit Lut4StepsT(const PackedX16& w) : lo(kSignedLut ? 128 : w.code_lo) {
+  explicit Lut4Steps(const PackedX16& w) : lo(kSigned ? 128 : w.code_lo) {
     alignas(16) uint8_t t[16];
     for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(w.lut[i] - lo);
     table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
@@ -372,8 +374,6 @@ struct Lut4StepsT {
     c1 = _mm256_shuffle_epi8(table, _mm256_and_si256(c1, m4));
   }
 };
-using Lut4Steps = Lut4StepsT<false>;
-using Lut4SignedSteps = Lut4StepsT<true>;
 
 // int8 codes that span fewer than kSpanBits bits (PackedX16::code_lo / code_hi: GGUF Q5_0, Q5_1,
 // Q5_K, Q6_K, MXFP4 held as 8-bit codes): step s = group s minus code_lo, unsigned below
