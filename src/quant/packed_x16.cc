@@ -292,7 +292,9 @@ PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales,
   if ((int5 || int6 || lut4) && w.bits == 8 && w.block_size % 16 == 0) {
     const CodeRange r = code_range(w);
     std::vector<uint8_t> distinct;
-    if (lut4) distinct = distinct_codes(w, 16);
+    // lut4 only where no zero points are stored (the GGUF types: none, or one folded value).
+    const bool no_zp = w.zero_points == nullptr || (fold_uniform_zp && uniform_zero_point(w) >= 0);
+    if (lut4 && no_zp) distinct = distinct_codes(w, 16);
     if (!distinct.empty()) {
       p.bits = 4, p.lut4 = true, p.code_lo = r.lo;
       std::fill(std::begin(p.lut), std::end(p.lut), static_cast<uint8_t>(r.lo));

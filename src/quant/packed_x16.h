@@ -173,7 +173,7 @@ bool scales_exact_fp16(const kernels::QuantizedMatrix& w);
 // int5: an int8 weight whose codes span at most 32 values, with blocks a multiple of 32, is
 // packed as bits 5; int6: one whose codes span at most 64 values, with blocks a multiple of 16, as
 // bits 6 (for kernels that read them; others leave them false); lut4: one with at most 16 distinct
-// codes as 4-bit indices into PackedX16::lut (ahead of int5).
+// codes and no zero points to store as 4-bit indices into PackedX16::lut (ahead of int5).
 // super: scales (and mins) that are exactly fp16 super-block scales times int8 (GGUF K-quants:
 // find_super_scales) are packed so (super_blocks > 0; for kernels that read it), ahead of fp16.
 PackedX16 pack_x16(const kernels::QuantizedMatrix& w, bool fp16_scales = false,

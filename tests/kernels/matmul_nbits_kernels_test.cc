@@ -686,15 +686,16 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {4, 32, 256 + 32 * 5 + 3, true, false, 8, 0, false, false, true, false},  // zero points, no mins
       {8, 16, 256 + 16 * 5 + 7, false, false, 6, 96, false, true, true, false},
       {8, 32, 256 + 32 * 2 + 11, false, true, 5, 0, true, false, true, false},
-      // lut4 (GGUF MXFP4 / NVFP4): super-block scales, fp16, fp32 with zero points and mins.
+      // lut4 (GGUF MXFP4 / NVFP4, IQ types; never with stored zero points): super-block scales, fp16,
+      // fp32 with mins.
       {8, 32, 256 * 2 + 32 * 3 + 7, false, false, 8, 0, true, false, true, false, true},
       {8, 16, 16 * 9 + 5, false, false, 8, 0, false, false, false, true, true},
-      {8, 64, 64 * 3 + 21, true, true, 8, 0, true, false, false, false, true},
+      {8, 64, 64 * 3 + 21, false, true, 8, 0, true, false, false, false, true},
       {8, 32, 256 * 2 + 32 * 3 + 7, false, false, 8, 1, true, false, true, false, true},  // IQ4_XS-like
       {8, 16, 16 * 7 + 3, false, true, 8, 1, false, false, false, true, true},
-      {8, 32, 32 * 5 + 13, true, false, 8, 2, false, false, false, false, true},  // the int8 range's ends
+      {8, 32, 32 * 5 + 13, false, false, 8, 2, false, false, false, false, true},  // the int8 range's ends
       {8, 32, 256 + 32 * 3 + 19, false, false, 8, 3, true, false, true, false, true},  // IQ2_XXS-like
-      {8, 16, 16 * 5 + 9, true, true, 8, 3, false, false, false, true, true},
+      {8, 16, 16 * 5 + 9, false, true, 8, 3, false, false, false, true, true},
   };
   int checked = 0;
   for (const Case& c : cases) {
@@ -705,7 +706,7 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       rw.use_levels(c.code_lo == 1   ? iq4
                     : c.code_lo == 2 ? ends
                     : c.code_lo == 3 ? iq2
-                    : c.asym         ? wide16
+                    : c.mins         ? wide16
                                      : fp4,
                     rng);
     const bool fold = !c.asym;
@@ -762,6 +763,10 @@ TEST(MatMulNBitsKernels, Lut4ForAtMostSixteenCodes) {
   EXPECT_FALSE(p.plain());
   // Not asked: int5.
   EXPECT_FALSE(quant::pack_x16(rw.w, false, {}, nullptr, true, true, false, false, false).lut4);
+  // Zero points that differ (kept): not lut4, whose kernels have no zero-point term.
+  RandomWeight asym(8, 32, 32 * 4, 16 * 3, true, rng);
+  asym.use_levels(levels, rng);
+  EXPECT_FALSE(quant::pack_x16(asym.w, false, {}, nullptr, true, true, false, false, true).lut4);
 }
 
 // The AMX set: 16-row tiles with and without the rows past them (which run on the VNNI tile),

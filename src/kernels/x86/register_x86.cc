@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
 #include "kernels/x16_matmul.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
@@ -76,13 +77,13 @@ X16Int8Kernels avx2_q56_int8() {
           qgemm_q6x16_4x16_avx2<kAsym, kSc>};
 }
 
-// lut4 panels (GGUF MXFP4 / NVFP4 at 4 bits).
-template <bool kAsym, int kSc>
+// lut4 panels (GGUF MXFP4 / NVFP4, IQ4 and the IQ lattices at 4 bits; no stored zero points).
+template <int kSc>
 X16Int8Kernels avx2_lut4_int8() {
   static const std::string gemv = std::string("qgemv_q4lx16") + kScTag[kSc] + "_avx2",
                            gemm = std::string("qgemm_q4lx16") + kScTag[kSc] + "_4x16_avx2";
-  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q4lx16_avx2<kAsym, kSc>,
-          qgemm_q4lx16_4x16_avx2<kAsym, kSc>};
+  return {gemv.c_str(), gemm.c_str(), quantize_row_blocks_avx2, qgemv_q4lx16_avx2<kSc>,
+          qgemm_q4lx16_4x16_avx2<kSc>};
 }
 
 // The AVX2 kernels for a packed weight in scale format kSc: lut4 / int5 / int6 panels their kernels; int8
@@ -90,7 +91,10 @@ X16Int8Kernels avx2_lut4_int8() {
 // sign trick, int16 sums: about 2x the int8 kernels' MACs per cycle), others the int4 / int8 kernels above.
 template <bool kAsym, int kSc>
 X16Int8Kernels avx2_int8_sc(const quant::PackedX16& p) {
-  if (p.lut4) return avx2_lut4_int8<kAsym, kSc>();
+  if (p.lut4) {
+    NBITS_CHECK(!kAsym && !p.has_zp, "a lut4 weight with stored zero points");
+    return avx2_lut4_int8<kSc>();
+  }
   if (p.bits == 5) return avx2_q56_int8<5, kAsym, kSc>();
   if (p.bits == 6) return avx2_q56_int8<6, kAsym, kSc>();
   if (p.bits == 8) {

@@ -83,12 +83,13 @@ template <bool kAsym, int kSc>
 void qgemm_q6x16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                            const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 
-// CompInt8 on lut4 panels (PackedX16::lut4: GGUF MXFP4 / NVFP4 at the file's 4 bits): the int4
-// kernels' steps with each index looked up in the weight's table, for every row of a 4 x 16 tile.
-template <bool kAsym, int kSc>
+// CompInt8 on lut4 panels (PackedX16::lut4, never with stored zero points: GGUF MXFP4 / NVFP4,
+// IQ4_NL / IQ4_XS and the IQ lattices at 4 bits): the int4 kernels' steps with each index looked up
+// in the weight's table, for every row of a 4 x 16 tile.
+template <int kSc>
 void qgemv_q4lx16_avx2(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                        const int32_t* qsum, float* y, const float* bias);
-template <bool kAsym, int kSc>
+template <int kSc>
 void qgemm_q4lx16_4x16_avx2(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa,
                             const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias);
 

@@ -280,11 +280,11 @@ void run_widened(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const in
       return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     }
   if (M < 4) {
-    if (w.lut4) {
+    if (w.lut4) {  // never with stored zero points (quant::pack_x16)
       const int sc = w.super_blocks > 0 ? 2 : w.scales_fp16 ? 1 : 0;
-      const auto f = sc == 2   ? qgemm_q4lx16_4x16_avx2<kAsym, 2>
-                     : sc == 1 ? qgemm_q4lx16_4x16_avx2<kAsym, 1>
-                               : qgemm_q4lx16_4x16_avx2<kAsym, 0>;
+      const auto f = sc == 2   ? qgemm_q4lx16_4x16_avx2<2>
+                     : sc == 1 ? qgemm_q4lx16_4x16_avx2<1>
+                               : qgemm_q4lx16_4x16_avx2<0>;
       return f(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
     }
     if (w.super_blocks > 0 && w.bits == 4)
