@@ -84,8 +84,8 @@ void arm64_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vec
 
 std::vector<X16Int8Kernels> arm64_int8_alternatives(const quant::PackedX16& p) {
   std::vector<X16Int8Kernels> r;
-  // Block mins, super-block scales, int5 / int6: formats only the x86 sets pack and read.
-  if ((p.bits != 4 && p.bits != 8) || p.super_blocks > 0 || p.has_mins) return r;
+  // Block mins, super-block scales, int5 / int6, lut4: formats only the x86 sets pack and read.
+  if (!p.plain() || p.has_mins) return r;
   const CpuFeatures& cpu = cpu_features();
   if (p.has_zp)
     p.scales_fp16 ? arm64_int8_sets<true, true>(p, cpu, r) : arm64_int8_sets<true, false>(p, cpu, r);
