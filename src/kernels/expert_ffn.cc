@@ -15,12 +15,12 @@ void expert_activation(const ExpertActivation& act, float* gate, float* up, floa
     vec_silu_mul(gate, up, h, n);
     return;
   }
-  // g' sigmoid(alpha g') (u' + 1) = silu(alpha g') * ((u' + 1) / alpha): vec_silu_mul's
+  // g' sigmoid(alpha g') (u' + beta) = silu(alpha g') * ((u' + beta) / alpha): vec_silu_mul's
   // vectorised sigmoid on the scaled gate.
-  const float a = act.alpha, lim = act.limit, inv = 1.0f / act.alpha;
+  const float a = act.alpha, b = act.beta, lim = act.limit, inv = 1.0f / act.alpha;
   for (int64_t i = 0; i < n; ++i) {
     gate[i] = a * std::min(gate[i], lim);
-    up[i] = (std::clamp(up[i], -lim, lim) + 1.0f) * inv;
+    up[i] = (std::clamp(up[i], -lim, lim) + b) * inv;
   }
   vec_silu_mul(gate, up, h, n);
 }

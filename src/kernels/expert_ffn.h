@@ -36,12 +36,13 @@ struct ExpertMatrices {
 };
 
 // The activation between gate/up and down: kSilu, h = silu(g) * u; kSwigluOai (gpt-oss,
-// ggml_swiglu_oai, ORT MoE's swiglu with activation_alpha / swiglu_limit), with
-// g' = min(g, limit) and u' = clamp(u, -limit, limit): h = g' * sigmoid(alpha * g') * (u' + 1).
+// ggml_swiglu_oai, ORT MoE's swiglu with activation_alpha / activation_beta / swiglu_limit), with
+// g' = min(g, limit) and u' = clamp(u, -limit, limit): h = g' * sigmoid(alpha * g') * (u' + beta)
+// (limit +inf: no clamp).
 struct ExpertActivation {
   enum class Kind { kSilu, kSwigluOai };
   Kind kind = Kind::kSilu;
-  float alpha = 1.702f, limit = 7.0f;
+  float alpha = 1.702f, beta = 1.0f, limit = 7.0f;
 };
 
 // h [n] from gate and up [n] by the activation (gate and up are overwritten as scratch).

@@ -159,7 +159,7 @@ double dequant(const QuantizedMatrix& w, int64_t n, int64_t k) {
 }
 
 // oai: gpt-oss's experts (biases on gate, up and down; the clamped SwiGLU, its limit low enough
-// that the clamps bite on these values).
+// that the clamps bite on these values; ORT's activation_beta 1, then another).
 TEST(ExpertFfn, EqualsFloat64ReferenceAndRowsAreIndependent) {
   const int64_t E = 6, hidden = 72, inter = 40;
   std::mt19937 rng(11);
@@ -170,6 +170,7 @@ TEST(ExpertFfn, EqualsFloat64ReferenceAndRowsAreIndependent) {
         if (oai) {
           act.kind = ExpertActivation::Kind::kSwigluOai;
           act.limit = 0.6f;
+          act.beta = bits == 4 ? 1.0f : 0.25f;
         }
         std::normal_distribution<float> bd(0.0f, 0.3f);
         std::vector<float> bias_g(static_cast<size_t>(E * inter)), bias_u(bias_g.size()),
@@ -232,7 +233,7 @@ TEST(ExpertFfn, EqualsFloat64ReferenceAndRowsAreIndependent) {
                       }
                       if (oai) {
                         const double lim = act.limit, gc = std::min(g, lim), uc = std::clamp(u, -lim, lim);
-                        h[static_cast<size_t>(n)] = gc / (1 + std::exp(-double(act.alpha) * gc)) * (uc + 1);
+                        h[static_cast<size_t>(n)] = gc / (1 + std::exp(-double(act.alpha) * gc)) * (uc + act.beta);
                       } else {
                         h[static_cast<size_t>(n)] = g / (1 + std::exp(-g)) * u;
                       }
