@@ -109,4 +109,30 @@ const std::vector<FloatX16Kernel>& float_x16_available() {
 
 const FloatX16Kernel& float_x16_best() { return float_x16_available().front(); }
 
+namespace {
+
+class FloatX16Matmul final : public PackedMatMul {
+ public:
+  explicit FloatX16Matmul(PackedFloatX16 w) : w_(std::move(w)), kernel_(float_x16_best()) {}
+  void run(const float* A, int64_t M, float* Y, const float* bias, ThreadPool& pool) const override {
+    pool.parallel_range(w_.panels, 1,
+                        [&](int64_t p0, int64_t p1) { kernel_.gemm(w_, p0, p1, M, A, w_.K, Y, w_.N); });
+    if (bias == nullptr) return;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < w_.N; ++n) Y[m * w_.N + n] += bias[n];
+  }
+  const char* kernel_name(int64_t /*M*/) const override { return kernel_.name(w_.elem); }
+  size_t packed_bytes() const override { return w_.data.size(); }
+
+ private:
+  PackedFloatX16 w_;
+  const FloatX16Kernel& kernel_;
+};
+
+}  // namespace
+
+std::unique_ptr<PackedMatMul> make_float_x16_matmul(PackedFloatX16 w) {
+  return std::make_unique<FloatX16Matmul>(std::move(w));
+}
+
 }  // namespace nbits::kernels

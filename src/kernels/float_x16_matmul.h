@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/matmul_nbits.h"
 #include "quant/packed_x16.h"
 
 namespace nbits::kernels {
@@ -58,5 +60,10 @@ struct FloatX16Kernel {
 const FloatX16Kernel& float_x16_ref();
 const std::vector<FloatX16Kernel>& float_x16_available();
 const FloatX16Kernel& float_x16_best();
+
+// Packed float weights behind the PackedMatMul interface (Y = A W^T + bias, panels split over the
+// pool, the best kernel's arithmetic): what float expert matrices (ORT's MoE op) give the routed
+// FFN, beside the quantized ones.
+std::unique_ptr<PackedMatMul> make_float_x16_matmul(PackedFloatX16 w);
 
 }  // namespace nbits::kernels
