@@ -18,6 +18,8 @@ std::unique_ptr<Op> make_matmul_nbits_group(OpBuild& b);
 std::unique_ptr<Op> make_matmul_nbits_silu_mul(OpBuild& b);
 // The routed feed-forward of a mixture-of-experts layer (ops/moe.cc).
 std::unique_ptr<Op> make_mixture_of_experts(OpBuild& b);
+std::unique_ptr<Op> make_ort_moe(OpBuild& b);
+std::unique_ptr<Op> make_ort_qmoe(OpBuild& b);
 // MatMul(A, B) with B a constant float [K, N] (element i: at(i); b_nk: stored [N, K]) re-quantized
 // at load to `bits` (8 or 4) symmetric blocks of 32 along K (SessionOptions::requantize_float).
 std::unique_ptr<Op> make_requantized_matmul(OpBuild& b, int64_t K, int64_t N,

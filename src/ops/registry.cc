@@ -13,6 +13,8 @@ OpFactory find_op(const std::string& domain, const std::string& op_type) {
   static constexpr std::string_view kOnnx = "", kMs = "com.microsoft", kInternal = "nbits.internal";
   static const Entry kTable[] = {
       {kMs, "MatMulNBits", ops::make_matmul_nbits},
+      {kMs, "MoE", ops::make_ort_moe},
+      {kMs, "QMoE", ops::make_ort_qmoe},
       {kMs, "GroupQueryAttention", ops::make_group_query_attention},
       {kMs, "SkipSimplifiedLayerNormalization", ops::make_skip_simplified_layer_norm},
       {kMs, "GatherBlockQuantized", ops::make_gather_block_quantized},

@@ -35,6 +35,8 @@ FAMILIES = {
     "qwen2tied": ("Qwen2Config", dict(tie_word_embeddings=True)),
     "gemma2": ("Gemma2Config", dict(head_dim=16, sliding_window=16)),
     "granite": ("GraniteConfig", dict()),
+    # gpt-oss: 8 experts, top 2 (MoE / QMoE ops), attention sinks, alternating 16-token windows.
+    "gptoss": ("GptOssConfig", dict(head_dim=16, num_local_experts=8, num_experts_per_tok=2, sliding_window=16)),
 }
 # case name -> (family, precision, extra_options), from cases.txt (shared with the C++ test).
 CASES = {}
@@ -84,10 +86,37 @@ def make_hf(family, out):
         for p in m.parameters():
             p.normal_(0.0, 0.25)
     m.save_pretrained(out)
+    if family == "gptoss":
+        add_mxfp4_experts(out)
     tok = os.path.join(SHARED, "tokenizers", "smollm2")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         with open(os.path.join(tok, f), "rb") as src, open(os.path.join(out, f), "wb") as dst:
             dst.write(src.read())
+
+
+def add_mxfp4_experts(out):
+    """gpt-oss checkpoints ship their experts as MXFP4 (`*_blocks` [E, N, K/32, 16] nibble pairs,
+    `*_scales` [E, N, K/32] e8m0): the builder's QMoE path reads only those. Adds them to the
+    saved model, quantized from its float experts ([E, K, N] in transformers)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(out, "model.safetensors")
+    t = load_file(path)
+    levels = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    for name in [n for n in t if n.endswith("mlp.experts.gate_up_proj") or n.endswith("mlp.experts.down_proj")]:
+        w = t[name].float().transpose(-1, -2).contiguous()  # [E, N, K]
+        E, N, K = w.shape
+        blocks = w.reshape(E, N, K // 32, 32)
+        amax = blocks.abs().amax(-1)
+        exp = torch.where(amax > 0, torch.ceil(torch.log2(amax / 6.0)), torch.zeros_like(amax)).clamp(-127, 127)
+        scale = torch.pow(2.0, exp)
+        x = (blocks / scale.unsqueeze(-1)).clamp(-6, 6)
+        idx = (x.abs().unsqueeze(-1) - levels).abs().argmin(-1).to(torch.uint8)
+        codes = idx | torch.where(x < 0, 8, 0).to(torch.uint8)
+        packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+        t[name + "_blocks"] = packed.contiguous()
+        t[name + "_scales"] = (exp + 127).to(torch.uint8).contiguous()
+    save_file(t, path, metadata={"format": "pt"})
 
 
 class NoReference(Exception):
