@@ -233,7 +233,8 @@ TEST(ExpertFfn, EqualsFloat64ReferenceAndRowsAreIndependent) {
                       }
                       if (oai) {
                         const double lim = act.limit, gc = std::min(g, lim), uc = std::clamp(u, -lim, lim);
-                        h[static_cast<size_t>(n)] = gc / (1 + std::exp(-double(act.alpha) * gc)) * (uc + act.beta);
+                        h[static_cast<size_t>(n)] =
+                            gc / (1 + std::exp(-double(act.alpha) * gc)) * (uc + act.beta);
                       } else {
                         h[static_cast<size_t>(n)] = g / (1 + std::exp(-g)) * u;
                       }
