@@ -735,6 +735,58 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
   EXPECT_GT(checked, 0);
 }
 
+// Every int8 x16 kernel set on int8 weights of at most 16 distinct codes and no zero points (the
+// GGUF table types: MXFP4's levels, IQ4_NL's, both ends of the int8 range): the sets that pack them
+// as lut4 (AVX2; NEON / dotprod / i8mm: q4lx16, TBL) and the others give the reference's bits, fp32
+// and fp16 scales, M from 1 past the tiles, odd K, N not a multiple of the panel.
+TEST(MatMulNBitsKernels, EverySetBitExactOnLut4Weights) {
+  const CpuFeatures& cpu = cpu_features();
+  std::mt19937 rng(616);
+  const std::vector<std::vector<int>> tables = {
+      {116, 120, 122, 124, 125, 126, 127, 128, 129, 130, 131, 132, 134, 136, 140},
+      {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241},
+      {0, 1, 64, 127, 128, 129, 200, 254, 255}};
+  ThreadPool pool1(1), pool2(2);
+  int checked = 0, lut4 = 0;
+  for (size_t t = 0; t < tables.size(); ++t)
+    for (int block : {16, 32, 64}) {
+      const int64_t K = block * 5 + 3 + 8 * static_cast<int64_t>(t), N = 16 * 7 + 5;
+      RandomWeight rw(8, block, K, N, false, rng);
+      rw.use_levels(tables[t], rng);
+      const Fp16Rounded rounded(rw.w);
+      for (const auto& k : matmul_nbits_kernels()) {
+        if (k.compute != Compute::kInt8 || std::string(k.name).rfind("x16_", 0) != 0 ||
+            !k.supports(rw.w, cpu))
+          continue;
+        for (bool fp16 : {false, true}) {
+          auto packed = pack_kernel(k, rw.w, scales_opts(fp16));
+          if (std::string(packed->kernel_name(1)).find("q4l") != std::string::npos) ++lut4;
+          for (const int64_t M : {1, 2, 3, 4, 5, 7, 9, 16, 17, 33}) {
+            const std::vector<float> A = random_a(M, K, rng);
+            std::vector<float> want(static_cast<size_t>(M * N)), y1(want.size(), NAN), y2(want.size(), NAN);
+            matmul_nbits_ref_int8(fp16 ? rounded.w : rw.w, A.data(), M, want.data(), nullptr);
+            packed->run(A.data(), M, y1.data(), nullptr, pool1);
+            packed->run(A.data(), M, y2.data(), nullptr, pool2);
+            for (size_t i = 0; i < want.size(); ++i) {
+              ASSERT_EQ(y1[i], want[i])
+                  << k.name << " via " << packed->kernel_name(M) << " table " << t << " block " << block
+                  << " M=" << M << (fp16 ? " fp16" : " fp32") << " at " << i;
+              ASSERT_EQ(y2[i], want[i]) << k.name << " 2 threads via " << packed->kernel_name(M);
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  if (!(cpu.avx2 && cpu.fma && cpu.f16c) && !cpu.neon) GTEST_SKIP() << "no x16 int8 set on this CPU";
+  EXPECT_GT(checked, 0);
+  // Every set that reads lut4 packs these weights as lut4 (NBITS_LUT4=0: none does).
+  const char* env = std::getenv("NBITS_LUT4");
+  if (env == nullptr || std::string(env) != "0") {
+    EXPECT_GT(lut4, 0) << "no set packed lut4";
+  }
+}
+
 // lut4 takes int8 weights of at most 16 distinct codes (ahead of int5): 17 codes stay int5; the
 // table holds the codes ascending; a table within 32 values is read unsigned, a wider one signed.
 TEST(MatMulNBitsKernels, Lut4ForAtMostSixteenCodes) {

@@ -25,11 +25,12 @@ inline int32x4_t pair_lanes(int32x4_t v, int c) {
   return vcombine_s32(x, x);
 }
 
-template <int R, int kBits, bool kAsym, bool kF16>
+// kLut (kBits 4): the nibbles index the weight's lut4 table of code - 128 (one TBL per 16).
+template <int R, int kBits, bool kLut, bool kAsym, bool kF16>
 void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa, const int32_t* qsum,
           float* Y, int64_t ldy, const float* bias) {
   constexpr int P = (R + 1) / 2;
-  constexpr int kDflt = kBits == 4 ? 8 : 128, kOff = kBits == 4 ? 0 : 128;
+  constexpr int kDflt = kBits == 4 && !kLut ? 8 : 128, kOff = kBits == 4 && !kLut ? 0 : 128;
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   int rows[2 * P];
   for (int i = 0; i < 2 * P; ++i) rows[i] = i < R ? i : R - 1;
@@ -38,6 +39,11 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
     for (int c = 0; c < 4; ++c) acc[pr][c] = vdupq_n_f32(0.0f);
   const uint8_t* blk = w.panel(p);
   const uint8x16_t m4 = vdupq_n_u8(0x0f), sign = vdupq_n_u8(0x80);
+  [[maybe_unused]] const int8x16_t table = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(w.lut), sign));
+  const auto lookup = [&](uint8x16_t idx) {
+    if constexpr (kLut) return vreinterpretq_u8_s8(vqtbl1q_s8(table, idx));
+    return idx;
+  };
   for (int64_t b = 0; b < w.k_blocks; ++b, blk += w.block_stride) {
     const uint8_t* codes = blk + w.header_bytes + 32 * h;
     int32x4_t d[P][4];
@@ -49,10 +55,10 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
       uint32x4_t lo0, hi0, lo1, hi1;  // (lo, hi) of columns 0..3 and 4..7 of the half
       if constexpr (kBits == 4) {
         const uint8x16_t x0 = vld1q_u8(codes + 64 * s), x1 = vld1q_u8(codes + 64 * s + 16);
-        lo0 = vreinterpretq_u32_u8(vandq_u8(x0, m4));
-        hi0 = vreinterpretq_u32_u8(vshrq_n_u8(x0, 4));
-        lo1 = vreinterpretq_u32_u8(vandq_u8(x1, m4));
-        hi1 = vreinterpretq_u32_u8(vshrq_n_u8(x1, 4));
+        lo0 = vreinterpretq_u32_u8(lookup(vandq_u8(x0, m4)));
+        hi0 = vreinterpretq_u32_u8(lookup(vshrq_n_u8(x0, 4)));
+        lo1 = vreinterpretq_u32_u8(lookup(vandq_u8(x1, m4)));
+        hi1 = vreinterpretq_u32_u8(lookup(vshrq_n_u8(x1, 4)));
       } else {
         const uint8_t* c2 = codes + 128 * s;
         lo0 = vreinterpretq_u32_u8(veorq_u8(vld1q_u8(c2), sign));
@@ -104,13 +110,13 @@ void tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* s
   }
 }
 
-template <int kBits, bool kAsym, bool kF16>
+template <int kBits, bool kLut, bool kAsym, bool kF16>
 void gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
           const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
   for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
-    tile<decltype(rows)::value, kBits, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
-                                                    Y + m * ldy, ldy, bias);
+    tile<decltype(rows)::value, kBits, kLut, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
+                                                          Y + m * ldy, ldy, bias);
   });
 }
 
@@ -118,14 +124,19 @@ void gemm(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* q
 
 template <bool kAsym, bool kF16>
 void qgemm_q4x16_4x8_i8mm(NBITS_A64_GEMM_ARGS) {
-  gemm<4, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  gemm<4, false, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 template <bool kAsym, bool kF16>
 void qgemm_q8x16_4x8_i8mm(NBITS_A64_GEMM_ARGS) {
-  gemm<8, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+  gemm<8, false, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+template <bool kF16>
+void qgemm_q4lx16_4x8_i8mm(NBITS_A64_GEMM_ARGS) {
+  gemm<4, true, false, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
 NBITS_A64_INSTANTIATE(qgemm_q4x16_4x8_i8mm, NBITS_A64_GEMM_ARGS);
 NBITS_A64_INSTANTIATE(qgemm_q8x16_4x8_i8mm, NBITS_A64_GEMM_ARGS);
+NBITS_A64_INSTANTIATE_LUT4(qgemm_q4lx16_4x8_i8mm, NBITS_A64_GEMM_ARGS);
 
 }  // namespace nbits::kernels

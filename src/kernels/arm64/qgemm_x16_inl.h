@@ -1,7 +1,8 @@
 // CompInt8 x16 GEMV / GEMM bodies shared by the SDOT (qgemm_x16_dotprod.cc) and the ARMv8.0
 // (qgemm_x16_neon.cc) kernels, templated on `Dot`: Dot::lane<L>(acc, w, a) adds to each int32 lane
 // c of acc the 4-term dot of bytes 4c..4c+3 of w with bytes 4L..4L+3 of a (what SDOT by element
-// does). Codes stay unsigned: int4 codes 0..15 are valid int8; int8 codes are flipped to q - 128.
+// does). Codes stay unsigned: int4 codes 0..15 are valid int8; int8 codes are flipped to q - 128;
+// lut4 indices become q - 128 of the codes they stand for by TBL.
 // Zero points are applied exactly per block with the activation sums (dot - (zp - off) * sum(qa)),
 // and blocks accumulate in the reference's order, so results equal the scalar reference bit for bit.
 #pragma once
@@ -14,12 +15,32 @@ inline int8x16_t nib_lo(uint8x16_t x) { return vreinterpretq_s8_u8(vandq_u8(x, v
 inline int8x16_t nib_hi(uint8x16_t x) { return vreinterpretq_s8_u8(vshrq_n_u8(x, 4)); }
 inline int8x16_t flip(uint8x16_t x) { return vreinterpretq_s8_u8(veorq_u8(x, vdupq_n_u8(0x80))); }
 
-// M = 1, int4: per 2 groups (16 k) one load of activations; lanes 0/1 are group g's low/high
-// nibbles (k 8g..8g+3, 8g+4..8g+7), lanes 2/3 group g+1's. Two dot chains per 4 columns.
-template <class Dot, bool kAsym, bool kF16>
+// How the int4 bodies read a panel's 4-bit codes: Nibbles, as unsigned 0..15 (the default zero
+// point 8 applied with the activation sums); Lut4, as indices into the weight's table of 8-bit
+// codes (PackedX16::lut4: GGUF MXFP4 / NVFP4, IQ4_NL / IQ4_XS, the IQ lattices), one TBL per 16
+// indices giving code - 128 (their zero point, so no correction): the dots equal the int8 bodies'
+// on the codes the table stands for.
+struct Nibbles {
+  static constexpr int kDflt = 8, kOff = 0;
+  explicit Nibbles(const PackedX16& /*w*/) {}
+  int8x16_t lo(uint8x16_t x) const { return nib_lo(x); }
+  int8x16_t hi(uint8x16_t x) const { return nib_hi(x); }
+};
+struct Lut4 {
+  static constexpr int kDflt = 128, kOff = 128;
+  int8x16_t table;
+  explicit Lut4(const PackedX16& w) : table(flip(vld1q_u8(w.lut))) {}
+  int8x16_t lo(uint8x16_t x) const { return vqtbl1q_s8(table, vandq_u8(x, vdupq_n_u8(0x0f))); }
+  int8x16_t hi(uint8x16_t x) const { return vqtbl1q_s8(table, vshrq_n_u8(x, 4)); }
+};
+
+// M = 1, int4 / lut4 (Dec): per 2 groups (16 k) one load of activations; lanes 0/1 are group g's
+// low/high nibbles (k 8g..8g+3, 8g+4..8g+7), lanes 2/3 group g+1's. Two dot chains per 4 columns.
+template <class Dot, bool kAsym, bool kF16, class Dec = Nibbles>
 inline void qgemv_q4(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* qa, const float* sa,
                      const int32_t* qsum, float* y, const float* bias) {
   const int64_t groups = w.block / 8;  // even: blocks are multiples of 16
+  const Dec dec(w);
   for (int64_t p = p0; p < p1; ++p) {
     const uint8_t* blk = w.panel(p);
     float32x4_t acc[4];
@@ -33,16 +54,16 @@ inline void qgemv_q4(const PackedX16& w, int64_t p0, int64_t p1, const int8_t* q
         const int8x16_t a = vld1q_s8(q);
         for (int j = 0; j < 4; ++j) {
           const uint8x16_t x0 = vld1q_u8(codes + 16 * j), x1 = vld1q_u8(codes + 64 + 16 * j);
-          dl[j] = Dot::template lane<0>(dl[j], nib_lo(x0), a);
-          dh[j] = Dot::template lane<1>(dh[j], nib_hi(x0), a);
-          dl[j] = Dot::template lane<2>(dl[j], nib_lo(x1), a);
-          dh[j] = Dot::template lane<3>(dh[j], nib_hi(x1), a);
+          dl[j] = Dot::template lane<0>(dl[j], dec.lo(x0), a);
+          dh[j] = Dot::template lane<1>(dh[j], dec.hi(x0), a);
+          dl[j] = Dot::template lane<2>(dl[j], dec.lo(x1), a);
+          dh[j] = Dot::template lane<3>(dh[j], dec.hi(x1), a);
         }
       }
       int32x4_t z[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
       if constexpr (kAsym) load_zp16(blk + w.zp_offset, z);
       for (int j = 0; j < 4; ++j) {
-        const int32x4_t d = correct<kAsym>(vaddq_s32(dl[j], dh[j]), z[j], 8, 0, qsum[b]);
+        const int32x4_t d = correct<kAsym>(vaddq_s32(dl[j], dh[j]), z[j], Dec::kDflt, Dec::kOff, qsum[b]);
         acc[j] = accumulate(acc[j], d, sa[b], load_scales4<kF16>(blk, j));
       }
     }
@@ -108,10 +129,11 @@ inline void tile_store(const PackedX16& w, int64_t p, int h, float* Y, int64_t l
   for (int r = 0; r < R; ++r) store_cols<2>(Y + r * ldy, bias, n0, w.N, acc[r]);
 }
 
-// M >= 2, int4: R rows x 8 columns (half h of panel p); each code group is unpacked once per tile.
-template <class Dot, int R, bool kAsym, bool kF16>
-inline void qgemm_q4_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa, const float* sa,
-                          const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+// M >= 2, int4 / lut4 (Dec): R rows x 8 columns (half h of panel p); each code group is unpacked
+// once per tile.
+template <class Dot, int R, bool kAsym, bool kF16, class Dec>
+inline void qgemm_q4_tile(const PackedX16& w, const Dec& dec, int64_t p, int h, const int8_t* qa,
+                          const float* sa, const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, groups = w.block / 8;
   float32x4_t acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = vdupq_n_f32(0.0f);
@@ -123,8 +145,8 @@ inline void qgemm_q4_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa
     for (int64_t g = 0; g < groups; g += 2, codes += 128) {
       const uint8x16_t x00 = vld1q_u8(codes), x01 = vld1q_u8(codes + 16);
       const uint8x16_t x10 = vld1q_u8(codes + 64), x11 = vld1q_u8(codes + 80);
-      const int8x16_t l00 = nib_lo(x00), h00 = nib_hi(x00), l01 = nib_lo(x01), h01 = nib_hi(x01);
-      const int8x16_t l10 = nib_lo(x10), h10 = nib_hi(x10), l11 = nib_lo(x11), h11 = nib_hi(x11);
+      const int8x16_t l00 = dec.lo(x00), h00 = dec.hi(x00), l01 = dec.lo(x01), h01 = dec.hi(x01);
+      const int8x16_t l10 = dec.lo(x10), h10 = dec.hi(x10), l11 = dec.lo(x11), h11 = dec.hi(x11);
       for (int r = 0; r < R; ++r) {
         const int8x16_t a = vld1q_s8(qa + r * kp + b * w.block + 8 * g);
         d[r][0] = Dot::template lane<0>(d[r][0], l00, a);
@@ -137,7 +159,7 @@ inline void qgemm_q4_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa
         d[r][1] = Dot::template lane<3>(d[r][1], h11, a);
       }
     }
-    tile_epilogue<R, kAsym, kF16>(w, blk, h, b, 8, 0, sa, qsum, d, acc);
+    tile_epilogue<R, kAsym, kF16>(w, blk, h, b, Dec::kDflt, Dec::kOff, sa, qsum, d, acc);
   }
   tile_store<R>(w, p, h, Y, ldy, bias, acc);
 }
@@ -175,13 +197,14 @@ inline void qgemm_q8_tile(const PackedX16& w, int64_t p, int h, const int8_t* qa
   tile_store<R>(w, p, h, Y, ldy, bias, acc);
 }
 
-template <class Dot, bool kAsym, bool kF16>
+template <class Dot, bool kAsym, bool kF16, class Dec = Nibbles>
 inline void qgemm_q4(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                      const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
   const int64_t kp = w.k_blocks * w.block, kb = w.k_blocks;
+  const Dec dec(w);
   for_each_tile_4x8(p0, p1, M, [&](int64_t p, int64_t m, int h, auto rows) {
-    qgemm_q4_tile<Dot, decltype(rows)::value, kAsym, kF16>(w, p, h, qa + m * kp, sa + m * kb, qsum + m * kb,
-                                                           Y + m * ldy, ldy, bias);
+    qgemm_q4_tile<Dot, decltype(rows)::value, kAsym, kF16>(w, dec, p, h, qa + m * kp, sa + m * kb,
+                                                           qsum + m * kb, Y + m * ldy, ldy, bias);
   });
 }
 

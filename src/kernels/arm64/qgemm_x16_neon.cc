@@ -34,9 +34,21 @@ void qgemm_q8x16_4x8_neon(NBITS_A64_GEMM_ARGS) {
   arm64::qgemm_q8<Smull, kAsym, kF16>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
 }
 
+template <bool kF16>
+void qgemv_q4lx16_neon(NBITS_A64_GEMV_ARGS) {
+  arm64::qgemv_q4<Smull, false, kF16, arm64::Lut4>(w, p0, p1, qa, sa, qsum, y, bias);
+}
+template <bool kF16>
+void qgemm_q4lx16_4x8_neon(NBITS_A64_GEMM_ARGS) {
+  arm64::qgemm_q4<Smull, false, kF16, arm64::Lut4>(w, p0, p1, M, qa, sa, qsum, Y, ldy, bias);
+}
+
 NBITS_A64_INSTANTIATE(qgemv_q4x16_neon, NBITS_A64_GEMV_ARGS);
 NBITS_A64_INSTANTIATE(qgemv_q8x16_neon, NBITS_A64_GEMV_ARGS);
 NBITS_A64_INSTANTIATE(qgemm_q4x16_4x8_neon, NBITS_A64_GEMM_ARGS);
 NBITS_A64_INSTANTIATE(qgemm_q8x16_4x8_neon, NBITS_A64_GEMM_ARGS);
+
+NBITS_A64_INSTANTIATE_LUT4(qgemv_q4lx16_neon, NBITS_A64_GEMV_ARGS);
+NBITS_A64_INSTANTIATE_LUT4(qgemm_q4lx16_4x8_neon, NBITS_A64_GEMM_ARGS);
 
 }  // namespace nbits::kernels

@@ -3,9 +3,11 @@
 //   x16_dotprod_int8 M = 1 SDOT GEMV, M >= 2 SDOT 4x8 GEMM   (HWCAP_ASIMDDP)
 //   x16_neon_int8    the same dots with SMULL (ARMv8.0)      (HWCAP_ASIMD)
 //   x16_neon_fp32    CompFp32, FMLA                          (HWCAP_ASIMD)
-// All quantize activations with quantize_row_blocks_neon and plug into the x16 driver.
+// All quantize activations with quantize_row_blocks_neon and plug into the x16 driver. The int8
+// sets read int4 / int8 panels, and lut4 panels (int8 weights of at most 16 codes, no zero points).
 #include "kernels/arm64/register_arm64.h"
 
+#include "base/error.h"
 #include "kernels/arm64/x16_arm64.h"
 #include "kernels/x16_matmul.h"
 
@@ -48,13 +50,46 @@ X16Int8Kernels int8_kernels(int bits) {
   }
 }
 
+// lut4 panels (no zero points): the int4 bodies through the weight's table.
+template <Level L, bool kF16>
+X16Int8Kernels lut4_kernels() {
+  if constexpr (L == Level::kNeon)
+    return {kF16 ? "qgemv_q4lx16h_neon" : "qgemv_q4lx16_neon",
+            kF16 ? "qgemm_q4lx16h_4x8_neon" : "qgemm_q4lx16_4x8_neon", quantize_row_blocks_neon,
+            qgemv_q4lx16_neon<kF16>, qgemm_q4lx16_4x8_neon<kF16>};
+  else if constexpr (L == Level::kDotprod)
+    return {kF16 ? "qgemv_q4lx16h_dotprod" : "qgemv_q4lx16_dotprod",
+            kF16 ? "qgemm_q4lx16h_4x8_dotprod" : "qgemm_q4lx16_4x8_dotprod", quantize_row_blocks_neon,
+            qgemv_q4lx16_dotprod<kF16>, qgemm_q4lx16_4x8_dotprod<kF16>};
+  else
+    return {kF16 ? "qgemv_q4lx16h_dotprod" : "qgemv_q4lx16_dotprod",
+            kF16 ? "qgemm_q4lx16h_4x8_i8mm" : "qgemm_q4lx16_4x8_i8mm", quantize_row_blocks_neon,
+            qgemv_q4lx16_dotprod<kF16>, qgemm_q4lx16_4x8_i8mm<kF16>};
+}
+
+// Level L's kernels for a packed weight without zero points: plain int4 / int8 or lut4 panels.
+template <Level L>
+X16Int8Kernels int8_kernels_for(const quant::PackedX16& p) {
+  NBITS_CHECK(
+      p.super_blocks == 0 && !p.has_mins && !p.has_zp && p.default_zp() == (p.bits == 4 && !p.lut4 ? 8 : 128),
+      "arm64: a packed format its kernels do not read");
+  if (p.lut4) return p.scales_fp16 ? lut4_kernels<L, true>() : lut4_kernels<L, false>();
+  return p.scales_fp16 ? int8_kernels<L, false, true>(p.bits) : int8_kernels<L, false, false>(p.bits);
+}
+
 NBITS_X16_FP32_SET(neon, 6x16)
 
 template <Level L>
 std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr)
     return make_x16_int8(w, o, int8_kernels<L, true, false>(w.bits), int8_kernels<L, true, true>(w.bits));
-  return make_x16_int8(w, o, int8_kernels<L, false, false>(w.bits), int8_kernels<L, false, true>(w.bits));
+  // Without zero points int8 weights of at most 16 distinct codes pack as lut4 (the GGUF 4-bit
+  // table types: half the bytes of their 8-bit codes). Super-block scales and int6 are x86 formats.
+  PackOptions plain = o;
+  plain.super_scales = false;
+  plain.int6 = false;
+  return make_x16_int8(w, plain, int8_kernels_for<L>, /*fold_uniform_zp=*/false, /*int5=*/false,
+                       x16_lut4_enabled());
 }
 
 template <Level L>
@@ -84,9 +119,15 @@ void arm64_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vec
 
 std::vector<X16Int8Kernels> arm64_int8_alternatives(const quant::PackedX16& p) {
   std::vector<X16Int8Kernels> r;
-  // Block mins, super-block scales, int5 / int6, lut4: formats only the x86 sets pack and read.
-  if (!p.plain() || p.has_mins) return r;
+  // Block mins, super-block scales, int5 / int6: formats only the x86 sets pack and read.
+  if (p.super_blocks > 0 || p.has_mins || (!p.plain() && !p.lut4)) return r;
   const CpuFeatures& cpu = cpu_features();
+  if (p.lut4) {
+    if (cpu.i8mm && cpu.dotprod) r.push_back(int8_kernels_for<Level::kI8mm>(p));
+    if (cpu.dotprod) r.push_back(int8_kernels_for<Level::kDotprod>(p));
+    if (cpu.neon) r.push_back(int8_kernels_for<Level::kNeon>(p));
+    return r;
+  }
   if (p.has_zp)
     p.scales_fp16 ? arm64_int8_sets<true, true>(p, cpu, r) : arm64_int8_sets<true, false>(p, cpu, r);
   else

@@ -19,6 +19,10 @@ using quant::PackedX16;
   template void fn<false, true>(__VA_ARGS__);  \
   template void fn<true, false>(__VA_ARGS__);  \
   template void fn<true, true>(__VA_ARGS__)
+// lut4 kernels (no zero points): both scale formats.
+#define NBITS_A64_INSTANTIATE_LUT4(fn, ...) \
+  template void fn<false>(__VA_ARGS__);     \
+  template void fn<true>(__VA_ARGS__)
 
 // CompInt8 activation quantization, bit-identical to quant::quantize_row_blocks (+ integer sums).
 void quantize_row_blocks_neon(const float* a, int64_t K, int block, int8_t* qa, float* sa, int32_t* qsum);
@@ -49,6 +53,19 @@ template <bool kAsym, bool kF16>
 void qgemm_q4x16_4x8_neon(NBITS_A64_GEMM_ARGS);
 template <bool kAsym, bool kF16>
 void qgemm_q8x16_4x8_neon(NBITS_A64_GEMM_ARGS);
+
+// lut4 panels (PackedX16::lut4; never with zero points): the int4 bodies reading each nibble
+// through the weight's table (TBL), so the dots are the int8 kernels' on the codes it stands for.
+template <bool kF16>
+void qgemv_q4lx16_dotprod(NBITS_A64_GEMV_ARGS);
+template <bool kF16>
+void qgemm_q4lx16_4x8_dotprod(NBITS_A64_GEMM_ARGS);
+template <bool kF16>
+void qgemv_q4lx16_neon(NBITS_A64_GEMV_ARGS);
+template <bool kF16>
+void qgemm_q4lx16_4x8_neon(NBITS_A64_GEMM_ARGS);
+template <bool kF16>
+void qgemm_q4lx16_4x8_i8mm(NBITS_A64_GEMM_ARGS);
 
 // CompInt8 M >= 2 GEMM with SMMLA (i8mm): tiles of 2 row pairs x 4 column pairs (4 rows x 8
 // columns); the x16 code groups are zipped into SMMLA's 2x8 column tiles in registers.
