@@ -118,7 +118,7 @@ class QuantizedSource {
  public:
   QuantizedSource(OpBuild& b, size_t w_in, size_t s_in, size_t zp_in, const char* fc, int64_t E, int64_t rows,
                   int64_t K, int bits, int64_t block)
-      : b_(b), E_(E), rows_(rows), K_(K), bits_(bits), row_bytes_(K * bits / 8) {
+      : b_(b), rows_(rows), K_(K), bits_(bits), row_bytes_(K * bits / 8) {
     const Tensor& W = b.constant(w_in, fc);
     b.require_type(w_in, {DType::kU8}, fc);
     b.check(W.numel() == E * rows * row_bytes_, fc, " weights '", b.node.inputs[w_in], "' ", W.shape.str(),
@@ -192,7 +192,7 @@ class QuantizedSource {
 
  private:
   OpBuild& b_;
-  int64_t E_, rows_, K_;
+  int64_t rows_, K_;
   int bits_;
   int64_t row_bytes_, block_ = 0, blocks_ = 1;
   bool row_wise_ = false;
