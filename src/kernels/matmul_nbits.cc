@@ -194,4 +194,12 @@ std::unique_ptr<PackedMatMul> make_matmul_nbits(const QuantizedMatrix& w, Comput
   fail("MatMulNBits: no kernel for bits=", w.bits, " block_size=", w.block_size);
 }
 
+bool lut4_panels_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("NBITS_LUT4");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return on;
+}
+
 }  // namespace nbits::kernels

@@ -149,6 +149,11 @@ std::span<const MatMulNBitsKernel> matmul_nbits_kernels();
 
 // Packs `w` for kernel set `k` (k.pack_opts), adding the min term after the set's
 // product when `w` has mins and the set does not apply them (MatMulNBitsKernel::mins).
+// Whether the kernel sets that read lut4 panels (4-bit indices into a weight's table of at most 16
+// 8-bit codes: GGUF MXFP4 / NVFP4, IQ4_NL / IQ4_XS and the IQ lattices; x16 on x86 and arm64, n16
+// and t16 on RISC-V) pack them: yes unless NBITS_LUT4=0 (then their 8-bit codes).
+bool lut4_panels_enabled();
+
 std::unique_ptr<PackedMatMul> pack_kernel(const MatMulNBitsKernel& k, const QuantizedMatrix& w,
                                           const PackOptions& options = {});
 

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
-#include <string_view>
 #include <utility>
 
 #if defined(__x86_64__)
@@ -101,14 +99,6 @@ struct Bench {
 }  // namespace
 
 void set_x16_int8_alternatives(X16Int8Alternatives provider) { alternatives.store(provider); }
-
-bool x16_lut4_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("NBITS_LUT4");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
-  return on;
-}
 
 std::vector<X16Int8Kernels> x16_int8_alternatives(const quant::PackedX16& p) {
   (void)matmul_nbits_kernels();  // the architecture registers its provider with its table

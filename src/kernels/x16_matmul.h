@@ -38,10 +38,6 @@ std::vector<X16Int8Kernels> x16_int8_alternatives(const quant::PackedX16& p);
 // registered alternatives on p, timed once per format (kernels/kernel_choice.h).
 X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& own);
 
-// Whether the kernel sets that read lut4 panels ask pack_x16 for them (GGUF MXFP4 / NVFP4, IQ4_NL /
-// IQ4_XS and the IQ lattices at 4 bits): yes unless NBITS_LUT4=0 (then their 8-bit codes).
-bool x16_lut4_enabled();
-
 // Packs `w` as x16 and wraps it with the given micro-kernels.
 std::unique_ptr<PackedMatMul> make_x16_int8(const QuantizedMatrix& w, const X16Int8Kernels& k);
 std::unique_ptr<PackedMatMul> make_x16_fp32(const QuantizedMatrix& w, const X16Fp32Kernels& k);

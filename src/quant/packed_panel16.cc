@@ -1,6 +1,9 @@
 #include "quant/packed_panel16.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <vector>
 
 #include "base/fp16.h"
 
@@ -11,20 +14,34 @@ bool panel16_packable(const kernels::QuantizedMatrix& w) {
 }
 
 PackedPanel16 pack_panel16(const kernels::QuantizedMatrix& w, Panel16Layout layout,
-                           const kernels::PackOptions& options) {
+                           const kernels::PackOptions& options, bool lut4) {
   PackedPanel16 p;
   p.layout = layout;
   p.N = w.N;
   p.K = w.K;
   p.k_blocks = w.k_blocks();
   p.bits = w.bits;
+  uint8_t index[256] = {};  // lut4: a code's index in p.lut
+  if (lut4 && w.bits == 8 && w.zero_points == nullptr) {
+    const std::vector<uint8_t> distinct = distinct_codes(w, 16);
+    if (!distinct.empty()) {
+      p.lut4 = true;
+      p.bits = 4;
+      std::fill(std::begin(p.lut), std::end(p.lut), distinct[0]);
+      std::copy(distinct.begin(), distinct.end(), p.lut);
+      for (size_t i = 0; i < distinct.size(); ++i) index[distinct[i]] = static_cast<uint8_t>(i);
+    }
+  }
   p.block = w.block_size;
   p.panels = (w.N + 15) / 16;
   p.has_zp = w.zero_points != nullptr;
-  p.scales_fp16 = options.fp16_scales && scales_fit_fp16(w);
+  // fp16 when asked and the scales fit, or when every scale is exactly an fp16 number (GGUF's d,
+  // MXFP4's powers of two): the same products, in half the bytes.
+  p.scales_fp16 =
+      (options.fp16_scales && scales_fit_fp16(w)) || (options.exact_fp16_scales && scales_exact_fp16(w));
   p.zp_offset = p.scales_fp16 ? 32 : 64;
   p.codes_offset = p.zp_offset + (p.has_zp ? 16 : 0);
-  p.block_stride = p.codes_offset + static_cast<size_t>(p.block) * w.bits * 2;  // 16 columns
+  p.block_stride = p.codes_offset + static_cast<size_t>(p.block) * p.bits * 2;  // 16 columns
   // Zeroed one panel at a time as the loop reaches it (see AlignedBytes::uninitialized).
   p.data = AlignedBytes::uninitialized(static_cast<size_t>(p.panels * p.k_blocks) * p.block_stride);
   const bool t16 = layout == Panel16Layout::kT16;
@@ -48,13 +65,13 @@ PackedPanel16 pack_panel16(const kernels::QuantizedMatrix& w, Panel16Layout layo
         for (int j = 0; j < p.block; ++j) {
           const int64_t k = b * p.block + j;
           if (k >= w.K) break;
-          const uint8_t code = static_cast<uint8_t>(w.code(n, k));
+          const uint8_t code = p.lut4 ? index[w.code(n, k)] : static_cast<uint8_t>(w.code(n, k));
           if (!t16) {
-            if (w.bits == 8)
+            if (p.bits == 8)
               codes[j * 16 + c] = code;
             else
               codes[(j / 2) * 16 + c] |= static_cast<uint8_t>(code << ((j & 1) * 4));
-          } else if (w.bits == 8) {
+          } else if (p.bits == 8) {
             codes[(j / 8) * 128 + c * 8 + j % 8] = code;
           } else {
             const int t = j % 16;  // position inside the 16-k group

@@ -735,10 +735,11 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
   EXPECT_GT(checked, 0);
 }
 
-// Every int8 x16 kernel set on int8 weights of at most 16 distinct codes and no zero points (the
+// Every int8 panel kernel set on int8 weights of at most 16 distinct codes and no zero points (the
 // GGUF table types: MXFP4's levels, IQ4_NL's, both ends of the int8 range): the sets that pack them
-// as lut4 (AVX2; NEON / dotprod / i8mm: q4lx16, TBL) and the others give the reference's bits, fp32
-// and fp16 scales, M from 1 past the tiles, odd K, N not a multiple of the panel.
+// as lut4 (AVX2; NEON / dotprod / i8mm: q4lx16, TBL; RVV q4ln16 and IME q4lt16, vrgather) and the
+// others give the reference's bits (x16, t16) or stay within its int8 bound (n16: fused
+// multiply-adds), fp32 and fp16 scales, M from 1 past the tiles, odd K, N not a multiple of the panel.
 TEST(MatMulNBitsKernels, EverySetBitExactOnLut4Weights) {
   const CpuFeatures& cpu = cpu_features();
   std::mt19937 rng(616);
@@ -755,8 +756,9 @@ TEST(MatMulNBitsKernels, EverySetBitExactOnLut4Weights) {
       rw.use_levels(tables[t], rng);
       const Fp16Rounded rounded(rw.w);
       for (const auto& k : matmul_nbits_kernels()) {
-        if (k.compute != Compute::kInt8 || std::string(k.name).rfind("x16_", 0) != 0 ||
-            !k.supports(rw.w, cpu))
+        const std::string set = k.name;
+        const bool exact = set.rfind("x16_", 0) == 0 || set.rfind("t16_", 0) == 0;
+        if (k.compute != Compute::kInt8 || !(exact || set.rfind("n16_", 0) == 0) || !k.supports(rw.w, cpu))
           continue;
         for (bool fp16 : {false, true}) {
           auto packed = pack_kernel(k, rw.w, scales_opts(fp16));
@@ -767,6 +769,16 @@ TEST(MatMulNBitsKernels, EverySetBitExactOnLut4Weights) {
             matmul_nbits_ref_int8(fp16 ? rounded.w : rw.w, A.data(), M, want.data(), nullptr);
             packed->run(A.data(), M, y1.data(), nullptr, pool1);
             packed->run(A.data(), M, y2.data(), nullptr, pool2);
+            if (!exact) {
+              const std::vector<double> tol = int8_bounds(fp16 ? rounded.w : rw.w, A, M, nullptr);
+              for (size_t i = 0; i < want.size(); ++i)
+                ASSERT_LE(std::fabs(static_cast<double>(y1[i]) - want[i]), tol[i])
+                    << set << " via " << packed->kernel_name(M) << " table " << t << " M=" << M << " at "
+                    << i;
+              ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << "threads 1 vs 2";
+              ++checked;
+              continue;
+            }
             for (size_t i = 0; i < want.size(); ++i) {
               ASSERT_EQ(y1[i], want[i])
                   << k.name << " via " << packed->kernel_name(M) << " table " << t << " block " << block
@@ -778,7 +790,8 @@ TEST(MatMulNBitsKernels, EverySetBitExactOnLut4Weights) {
         }
       }
     }
-  if (!(cpu.avx2 && cpu.fma && cpu.f16c) && !cpu.neon) GTEST_SKIP() << "no x16 int8 set on this CPU";
+  if (!(cpu.avx2 && cpu.fma && cpu.f16c) && !cpu.neon && !cpu.rvv)
+    GTEST_SKIP() << "no panel int8 set on this CPU";
   EXPECT_GT(checked, 0);
   // Every set that reads lut4 packs these weights as lut4 (NBITS_LUT4=0: none does).
   const char* env = std::getenv("NBITS_LUT4");

@@ -101,6 +101,22 @@ if [ "${NBITS_ARM64_E2E:-1}" = 1 ]; then
         echo "-- $v ${extra:-(fp32 scales, accuracy level of the model)}: 16 greedy tokens equal (max, cortex-a76): $want"
       done
     done
+    # GGUF table types (MXFP4, IQ4_NL / IQ4_XS, the IQ lattices; gpt-oss's MXFP4 experts): lut4 panels
+    # on both sides (TBL here, the AVX2 lookups there), int8 activations: the same ids.
+    tiny=${NBITS_CACHE:-$HOME/.cache/nbits}/gguf/tiny
+    for m in quants iquants gpt-oss; do
+      f=$tiny/tiny_$m.gguf
+      if [ ! -f "$f" ]; then
+        [ "${CI:-}" = true ] && { echo "missing $f (tools/setup_models.sh makes it)"; exit 1; }
+        echo "(skipped: $f not found)"; continue
+      fi
+      want=$("$X86" run -m "$f" --ids 1 -n 12 --accuracy-level 4 --format json | ids)
+      for cpu in max cortex-a76; do
+        got=$(qemu "$cpu" "$B/nbits" run -m "$f" --ids 1 -n 12 --accuracy-level 4 --format json | ids)
+        [ "$want" = "$got" ] || { echo "tiny_$m (-cpu $cpu): arm64 $got != x86 $want"; exit 1; }
+      done
+      echo "-- tiny_$m.gguf (lut4 panels): 12 greedy tokens equal (max, cortex-a76): $want"
+    done
   fi
 fi
 echo "== arm64 leg passed in $(( $(date +%s) - t0 )) s"

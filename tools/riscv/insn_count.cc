@@ -2,6 +2,8 @@
 // shapes) per kernel set under QEMU, between the insncount plugin's region markers. Built and run
 // by tools/riscv/insn_count.sh against the IME-emulated cross build (which corrects for the
 // emulation sequence).  usage: insn_count KERNEL_SET BITS [fp32|fp16] [M]
+// BITS 4 or 8, or lut4: int8 codes of MXFP4's 15 levels (what a GGUF MXFP4 / IQ4 weight becomes),
+// which the RISC-V sets pack as 4-bit indices into the weight's table.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,11 +18,13 @@ using namespace nbits::kernels;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: insn_count KERNEL_SET BITS [fp32|fp16] [M]\n");
+    std::fprintf(stderr, "usage: insn_count KERNEL_SET 4|8|lut4 [fp32|fp16] [M]\n");
     return 2;
   }
   const std::string want = argv[1];
-  const int bits = std::atoi(argv[2]);
+  const bool lut4 = std::string(argv[2]) == "lut4";
+  const int bits = lut4 ? 8 : std::atoi(argv[2]);
+  const uint8_t levels[15] = {116, 120, 122, 124, 125, 126, 127, 128, 129, 130, 131, 132, 134, 136, 140};
   const int64_t M = argc > 4 ? std::atoll(argv[4]) : 1;
   if (M < 1) {
     std::fprintf(stderr, "insn_count: M must be >= 1\n");
@@ -38,7 +42,7 @@ int main(int argc, char** argv) {
     w.bits = bits;
     w.block_size = 32;
     std::vector<uint8_t> codes(static_cast<size_t>(w.N * w.k_blocks() * w.blob_bytes()));
-    for (auto& c : codes) c = static_cast<uint8_t>(rng());
+    for (auto& c : codes) c = lut4 ? levels[rng() % 15] : static_cast<uint8_t>(rng());
     std::vector<float> scales(static_cast<size_t>(w.N * w.k_blocks()), 0.01f);
     std::vector<float> a(static_cast<size_t>(M * w.K)), y(static_cast<size_t>(M * w.N));
     for (auto& x : a) x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;
@@ -58,8 +62,8 @@ int main(int argc, char** argv) {
     packed->run(a.data(), M, y.data(), nullptr, pool);
     asm volatile("slti x0, x0, 0x7a2");  // region end
     vmadots += static_cast<uint64_t>((w.N + 15) / 16) * w.k_blocks() * (32 / 8) * 4;
-    std::printf("%s N=%lld K=%lld y0=%g\n", packed->kernel_name(M), static_cast<long long>(w.N),
-                static_cast<long long>(w.K), y[0]);
+    std::printf("%s N=%lld K=%lld bytes=%zu y0=%g\n", packed->kernel_name(M), static_cast<long long>(w.N),
+                static_cast<long long>(w.K), packed->packed_bytes(), y[0]);
   }
   // The emulated-vmadot correction of insn_count.sh is known for the GEMV only.
   if (M == 1) std::printf("vmadot_if_ime %llu\n", static_cast<unsigned long long>(vmadots));

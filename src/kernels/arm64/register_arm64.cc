@@ -89,7 +89,7 @@ std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const Pac
   plain.super_scales = false;
   plain.int6 = false;
   return make_x16_int8(w, plain, int8_kernels_for<L>, /*fold_uniform_zp=*/false, /*int5=*/false,
-                       x16_lut4_enabled());
+                       lut4_panels_enabled());
 }
 
 template <Level L>

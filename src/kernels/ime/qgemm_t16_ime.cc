@@ -4,7 +4,8 @@
 // - zp*sum(a); acc_f += float(dot) * (sa*sb) in fp32, on the 4x4 accumulator layout (lane 4i+j = row i,
 // column j of the group). M=1 (decode) reads the quantized row directly and has its own epilogue
 // (tile_t16_m1). H (template): the panel's scales are fp16, widened exactly by vfwcvt.f.f.v (Zvfh); zero
-// points are uint8, widened in the epilogue.
+// points are uint8, widened in the epilogue. lut4 panels: the nibbles become the weight's 8-bit codes by
+// vrgather before the vmadots (zero point 128, as int8).
 #include <algorithm>
 #include <cstring>
 
@@ -24,6 +25,13 @@ const uint8_t* tile_rec(const PackedPanel16& p, const uint8_t* tiles, int64_t g,
   return tiles + static_cast<size_t>(g * p.k_blocks + b) * tile_stride(p);
 }
 
+// lut4 panels: the weight's 16 codes in lanes 0..15 (vrgather's table; lanes 16..31 unused).
+vuint8m1_t lut_table(const PackedPanel16& p) {
+  uint8_t t[32] = {};
+  std::memcpy(t, p.lut, 16);
+  return __riscv_vle8_v_u8m1(t, 32);
+}
+
 // One row group (rows m0..m0+rows, M >= 2) x one panel.
 template <bool H>
 void tile_t16(const PackedPanel16& p, const uint8_t* tiles, int64_t g, int64_t panel, int64_t m0,
@@ -35,12 +43,19 @@ void tile_t16(const PackedPanel16& p, const uint8_t* tiles, int64_t g, int64_t p
   const vuint32m2_t idx0 = lane, idx1 = __riscv_vadd_vx_u32m2(lane, 4, EL),
                     idx2 = __riscv_vadd_vx_u32m2(lane, 8, EL), idx3 = __riscv_vadd_vx_u32m2(lane, 12, EL);
   vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, 16), f1 = f0, f2 = f0, f3 = f0;
+  const vuint8m1_t table = lut_table(p);
   for (int64_t b = 0; b < p.k_blocks; ++b) {
     const uint8_t* prec = p.record(panel, b);
     const uint8_t* codes = prec + p.codes_offset;
     const uint8_t* at = tile_rec(p, tiles, g, b);
     vint32m2_t c0 = __riscv_vmv_v_x_i32m2(0, 16), c1 = c0, c2 = c0, c3 = c0;
-    if (p.bits == 4) {
+    if (p.lut4) {
+      for (int k = 0; k < bs; k += 16, at += 64, codes += 128)
+        vmadotsu_q4lx16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32),
+                             __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at + 32), 32), table,
+                             __riscv_vle8_v_u8m1(codes, 32), __riscv_vle8_v_u8m1(codes + 32, 32),
+                             __riscv_vle8_v_u8m1(codes + 64, 32), __riscv_vle8_v_u8m1(codes + 96, 32));
+    } else if (p.bits == 4) {
       for (int k = 0; k < bs; k += 16, at += 64, codes += 128)
         vmadotsu_q4x16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at), 32),
                             __riscv_vle8_v_i8m1(reinterpret_cast<const int8_t*>(at + 32), 32),
@@ -95,12 +110,19 @@ void tile_t16_m1(const PackedPanel16& p, const int8_t* qa, const float* sa_row, 
                  int64_t panel, float* y, const float* bias) {
   const int bs = p.block;
   vfloat32m2_t f = __riscv_vfmv_v_f_f32m2(0.0f, 16);
+  const vuint8m1_t table = lut_table(p);
   for (int64_t b = 0; b < p.k_blocks; ++b) {
     const uint8_t* prec = p.record(panel, b);
     const uint8_t* codes = prec + p.codes_offset;
     const int8_t* a = qa + b * bs;
     vint32m2_t c0 = __riscv_vmv_v_x_i32m2(0, 16), c1 = c0, c2 = c0, c3 = c0;
-    if (p.bits == 4) {
+    if (p.lut4) {
+      for (int k = 0; k < bs; k += 16, codes += 128)
+        vmadotsu_q4lx16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(a + k, 32),
+                             __riscv_vle8_v_i8m1(a + k + 8, 32), table, __riscv_vle8_v_u8m1(codes, 32),
+                             __riscv_vle8_v_u8m1(codes + 32, 32), __riscv_vle8_v_u8m1(codes + 64, 32),
+                             __riscv_vle8_v_u8m1(codes + 96, 32));
+    } else if (p.bits == 4) {
       for (int k = 0; k < bs; k += 16, codes += 128)
         vmadotsu_q4x16_step(c0, c1, c2, c3, __riscv_vle8_v_i8m1(a + k, 32),
                             __riscv_vle8_v_i8m1(a + k + 8, 32), __riscv_vle8_v_u8m1(codes, 32),

@@ -95,6 +95,27 @@ inline void vmadotsu_q4x16_step(vint32m2_t& c0, vint32m2_t& c1, vint32m2_t& c2, 
 #undef NBITS_Q4_GROUP
 }
 
+// One lut4 16-k step for 16 columns: as vmadotsu_q4x16_step, with each nibble replaced by the
+// 8-bit code it indexes in `table` (vrgather; lanes 0..15 hold the weight's codes), so the tiles
+// are the int8 step's.
+inline void vmadotsu_q4lx16_step(vint32m2_t& c0, vint32m2_t& c1, vint32m2_t& c2, vint32m2_t& c3, vint8m1_t a0,
+                                 vint8m1_t a1, vuint8m1_t table, vuint8m1_t w0, vuint8m1_t w1, vuint8m1_t w2,
+                                 vuint8m1_t w3) {
+  const auto step = [&](vint32m2_t& c, vuint8m1_t w) {
+    const vuint8m1_t lo = __riscv_vrgather_vv_u8m1(table, __riscv_vand_vx_u8m1(w, 15, 32), 32);
+    const vuint8m1_t hi = __riscv_vrgather_vv_u8m1(table, __riscv_vsrl_vx_u8m1(w, 4, 32), 32);
+    asm("vsetvli zero, %[n], e8, m1, ta, ma\n\t" NBITS_VMADOTSU("%[c]", "%[a0]", "%[lo]")
+            NBITS_VMADOTSU("%[c]", "%[a1]", "%[hi]")
+        : [c] "+vr"(c)
+        : [a0] "vr"(a0), [a1] "vr"(a1), [lo] "vr"(lo), [hi] "vr"(hi), [n] "r"(32)
+        : "vl", "vtype");
+  };
+  step(c0, w0);
+  step(c1, w1);
+  step(c2, w2);
+  step(c3, w3);
+}
+
 // One int8 8-k step for 16 columns: c_g += a * w_g^T (w_g = 4 columns x 8 k codes).
 inline void vmadotsu_q8x16_step(vint32m2_t& c0, vint32m2_t& c1, vint32m2_t& c2, vint32m2_t& c3, vint8m1_t a,
                                 vuint8m1_t w0, vuint8m1_t w1, vuint8m1_t w2, vuint8m1_t w3) {

@@ -3,7 +3,8 @@
 // Block dot: int4 codes as unsigned nibbles times signed int8 activations, vwmaccsu into int16
 // (16 k per flush: 16*127*15 fits), widened to int32; zero point via exact block sums:
 // dot = sum(a*code) - zp*sum(a). Then acc += float(dot) * (sa*sb) in fp32. With fp16 scales
-// (H) sb is widened from the packed fp16 by vfwcvt (exact), the rest is the same.
+// (H) sb is widened from the packed fp16 by vfwcvt (exact), the rest is the same. lut4 panels:
+// the nibbles index the weight's 16 codes (vrgather), which then multiply as int8 codes do.
 #include <algorithm>
 
 #include "kernels/rvv/n16_rvv.h"
@@ -25,6 +26,7 @@ void qgemm_tile(const PackedPanel16& p, const int8_t* qa, const float* sa, const
   const int8_t* q[4];
   for (int r = 0; r < 4; ++r) q[r] = qa + (m0 + std::min(r, R - 1)) * row;
   vfloat32m2_t f0 = __riscv_vfmv_v_f_f32m2(0.0f, vl), f1 = f0, f2 = f0, f3 = f0;
+  const vuint8mf2_t table = __riscv_vle8_v_u8mf2(p.lut, vl);  // lut4: the 16 codes
   for (int64_t b = 0; b < p.k_blocks; ++b) {
     const uint8_t* rec = p.record(panel, b);
     const uint8_t* codes = rec + p.codes_offset;
@@ -33,7 +35,24 @@ void qgemm_tile(const PackedPanel16& p, const int8_t* qa, const float* sa, const
     const int8_t* q2 = q[2] + b * bs;
     const int8_t* q3 = q[3] + b * bs;
     vint32m2_t d0 = __riscv_vmv_v_x_i32m2(0, vl), d1 = d0, d2 = d0, d3 = d0;
-    if (p.bits == 4) {
+    if (p.lut4) {
+      // Per k pair one 16-byte load of indices; vrgather turns each nibble into its 8-bit code,
+      // then as int8: widened unsigned, one vwmacc per row and k into int32.
+      for (int k = 0; k < bs; k += 2, codes += 16) {
+        const vuint8mf2_t v = __riscv_vle8_v_u8mf2(codes, vl);
+        const vint16m1_t lo = __riscv_vreinterpret_v_u16m1_i16m1(__riscv_vzext_vf2_u16m1(
+            __riscv_vrgather_vv_u8mf2(table, __riscv_vand_vx_u8mf2(v, 15, vl), vl), vl));
+        const vint16m1_t hi = __riscv_vreinterpret_v_u16m1_i16m1(__riscv_vzext_vf2_u16m1(
+            __riscv_vrgather_vv_u8mf2(table, __riscv_vsrl_vx_u8mf2(v, 4, vl), vl), vl));
+        d0 = __riscv_vwmacc_vx_i32m2(__riscv_vwmacc_vx_i32m2(d0, q0[k], lo, vl), q0[k + 1], hi, vl);
+        if constexpr (R > 1)
+          d1 = __riscv_vwmacc_vx_i32m2(__riscv_vwmacc_vx_i32m2(d1, q1[k], lo, vl), q1[k + 1], hi, vl);
+        if constexpr (R > 2)
+          d2 = __riscv_vwmacc_vx_i32m2(__riscv_vwmacc_vx_i32m2(d2, q2[k], lo, vl), q2[k + 1], hi, vl);
+        if constexpr (R > 3)
+          d3 = __riscv_vwmacc_vx_i32m2(__riscv_vwmacc_vx_i32m2(d3, q3[k], lo, vl), q3[k + 1], hi, vl);
+      }
+    } else if (p.bits == 4) {
       for (int k0 = 0; k0 < bs; k0 += 16) {
         vint16m1_t s0 = __riscv_vmv_v_x_i16m1(0, vl), s1 = s0, s2 = s0, s3 = s0;
         for (int k = k0; k < k0 + 16; k += 2, codes += 16) {

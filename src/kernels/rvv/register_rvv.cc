@@ -1,7 +1,8 @@
 // The RISC-V kernel sets, most preferred first: IME (cores that passed the vmadot probe) on t16
 // panels, then plain RVV on n16 panels (quant/packed_panel16.h). All run on the panel driver
 // (kernels/panel_matmul.h) and honour PackOptions (fp16 scales: kernel names "q4t16h...",
-// "q4n16h...", and rows_consumed).
+// "q4n16h...", and rows_consumed). The int8 sets pack int8 weights of at most 16 codes without zero
+// points (GGUF MXFP4, IQ4_NL / IQ4_XS, the IQ lattices) as lut4 ("q4ln16", "q4lt16").
 #include "kernels/rvv/register_rvv.h"
 
 #include <memory>
@@ -27,9 +28,13 @@ bool rvv_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.rvv && cpu.vlen_bits == 256 && quant::panel16_packable(w);
 }
 
-// Kernel names: "h" after the format marks fp16 scales (q4n16h).
+// Kernel names: "h" after the format marks fp16 scales (q4n16h); "q4l": lut4 panels.
 template <bool H>
-PanelInt8Kernels<PackedPanel16> rvv_int8(int bits) {
+PanelInt8Kernels<PackedPanel16> rvv_int8(int bits, bool lut4) {
+  if (lut4)
+    return {H ? "qgemv_q4ln16h_rvv" : "qgemv_q4ln16_rvv",
+            H ? "qgemm_q4ln16h_4x16_rvv" : "qgemm_q4ln16_4x16_rvv", rvv::quantize_row_blocks_rvv,
+            rvv::qgemv_n16_rvv<H>, rvv::qgemm_n16_rvv<H>};
   if (bits == 4)
     return {H ? "qgemv_q4n16h_rvv" : "qgemv_q4n16_rvv", H ? "qgemm_q4n16h_4x16_rvv" : "qgemm_q4n16_4x16_rvv",
             rvv::quantize_row_blocks_rvv, rvv::qgemv_n16_rvv<H>, rvv::qgemm_n16_rvv<H>};
@@ -49,8 +54,9 @@ PanelFp32Kernels<PackedPanel16> rvv_fp32(int bits) {
 }
 
 std::unique_ptr<PackedMatMul> pack_rvv_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
-  PackedPanel16 p = quant::pack_panel16(w, Panel16Layout::kN16, o);
-  const PanelInt8Kernels<PackedPanel16> k = p.scales_fp16 ? rvv_int8<true>(p.bits) : rvv_int8<false>(p.bits);
+  PackedPanel16 p = quant::pack_panel16(w, Panel16Layout::kN16, o, lut4_panels_enabled());
+  const PanelInt8Kernels<PackedPanel16> k =
+      p.scales_fp16 ? rvv_int8<true>(p.bits, p.lut4) : rvv_int8<false>(p.bits, p.lut4);
   return make_panel_int8(std::move(p), k);
 }
 
@@ -67,9 +73,12 @@ std::unique_ptr<PackedMatMul> pack_rvv_fp32(const QuantizedMatrix& w) { return p
 bool ime_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return rvv_ok(w, cpu) && ime::ime_usable(); }
 
 template <bool H>
-PanelInt8Kernels<PackedPanel16> ime_int8(int bits) {
+PanelInt8Kernels<PackedPanel16> ime_int8(int bits, bool lut4) {
   PanelInt8Kernels<PackedPanel16> k{};
-  if (bits == 4) {
+  if (lut4) {
+    k.gemv_name = H ? "qgemv_q4lt16h_ime" : "qgemv_q4lt16_ime";
+    k.gemm_name = H ? "qgemm_q4lt16h_4x16_ime" : "qgemm_q4lt16_4x16_ime";
+  } else if (bits == 4) {
     k.gemv_name = H ? "qgemv_q4t16h_ime" : "qgemv_q4t16_ime";
     k.gemm_name = H ? "qgemm_q4t16h_4x16_ime" : "qgemm_q4t16_4x16_ime";
   } else {
@@ -85,8 +94,9 @@ PanelInt8Kernels<PackedPanel16> ime_int8(int bits) {
 }
 
 std::unique_ptr<PackedMatMul> pack_ime_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
-  PackedPanel16 p = quant::pack_panel16(w, Panel16Layout::kT16, o);
-  const PanelInt8Kernels<PackedPanel16> k = p.scales_fp16 ? ime_int8<true>(p.bits) : ime_int8<false>(p.bits);
+  PackedPanel16 p = quant::pack_panel16(w, Panel16Layout::kT16, o, lut4_panels_enabled());
+  const PanelInt8Kernels<PackedPanel16> k =
+      p.scales_fp16 ? ime_int8<true>(p.bits, p.lut4) : ime_int8<false>(p.bits, p.lut4);
   return make_panel_int8(std::move(p), k);
 }
 

@@ -189,7 +189,7 @@ constexpr auto pack_ymm_avx512vnni_int8_with = NBITS_PACK_INT8(ymm_avx512vnni);
 
 // GGUF's 5-bit types packed as int5 (the file's bytes) unless NBITS_INT5=0 keeps their 8-bit codes
 // (the q8n kernels: more bytes a step, less unpacking a row; docs/PERFORMANCE.md compares them).
-// MXFP4 / NVFP4 as lut4 unless NBITS_LUT4=0 (x16_lut4_enabled; then int5 where that is on).
+// MXFP4 / NVFP4 as lut4 unless NBITS_LUT4=0 (lut4_panels_enabled; then int5 where that is on).
 bool env_on(const char* name) {
   const char* e = std::getenv(name);
   return e == nullptr || std::string_view(e) != "0";
@@ -202,8 +202,8 @@ bool avx2_int5() {
 std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
     return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5(),
-                         x16_lut4_enabled());
-  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(), x16_lut4_enabled());
+                         lut4_panels_enabled());
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(), lut4_panels_enabled());
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
