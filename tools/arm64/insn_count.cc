@@ -19,7 +19,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string want = argv[1];
-  const int bits = std::atoi(argv[2]);
+  // lut4: int8 codes of MXFP4's 15 levels (a GGUF MXFP4 / IQ4 weight), packed as 4-bit table indices.
+  const bool lut4 = std::string(argv[2]) == "lut4";
+  const int bits = lut4 ? 8 : std::atoi(argv[2]);
+  const uint8_t levels[15] = {116, 120, 122, 124, 125, 126, 127, 128, 129, 130, 131, 132, 134, 136, 140};
   const int64_t M = std::atoll(argv[3]);
   // One Qwen2.5-0.5B decoder layer: qkv, o, gate+up, down (N x K).
   const int64_t shapes[4][2] = {{1152, 896}, {896, 896}, {9728, 896}, {896, 4864}};
@@ -32,7 +35,7 @@ int main(int argc, char** argv) {
     w.bits = bits;
     w.block_size = 32;
     std::vector<uint8_t> codes(static_cast<size_t>(w.N * w.k_blocks() * w.blob_bytes()));
-    for (auto& c : codes) c = static_cast<uint8_t>(rng());
+    for (auto& c : codes) c = lut4 ? levels[rng() % 15] : static_cast<uint8_t>(rng());
     std::vector<float> scales(static_cast<size_t>(w.N * w.k_blocks()), 0.01f);
     std::vector<float> a(static_cast<size_t>(M * w.K)), y(static_cast<size_t>(M * w.N));
     for (auto& x : a) x = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instruction counts under qemu-aarch64 (a deterministic cost proxy; no board here) of one
 # Qwen2.5-0.5B decoder layer's MatMulNBits (14.9 M weights) at M=1 (decode) and M=128 (prefill),
-# block 32, per arm64 kernel set, int4/int8. Needs the cross build of tools/arm64/test.sh
+# block 32, per arm64 kernel set, int4 / int8 / lut4 (int8 codes of MXFP4's 15 levels: 4-bit table
+# indices where the set reads lut4). Needs the cross build of tools/arm64/test.sh
 # (build-arm64/, NBITS_ARM64_BUILD overrides); the plugin is tools/arm64/insncount_a64.c.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +18,7 @@ macs=$(( 1152*896 + 896*896 + 9728*896 + 896*4864 ))
 printf '%-18s %-5s %-4s %-28s %14s %12s %12s %10s %10s %9s\n' kernels bits M "kernel (M)" insns simd_arith \
   simd_mem dot mmla MAC/insn
 for M in $MS; do
-  for bits in 4 8; do
+  for bits in ${BITS:-4 8 lut4}; do
     for k in $SETS; do
       [ "$k" = ref_int8 ] && [ "$M" != 1 ] && continue  # the scalar reference at M=128: ~100 G instructions
       out=$(qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu max -plugin "$B/libinsncount_a64.so,out=$B/counts.txt" \
@@ -25,7 +26,8 @@ for M in $MS; do
       get() { awk -v k="$1" '$1==k {print $2}' "$B/counts.txt"; }
       insns=$(get region_insns)
       kern=$(echo "$out" | awk 'NR==1 {print $1}')
-      printf '%-18s %-5s %-4s %-28s %14s %12s %12s %10s %10s %9.2f\n' "$k" "int$bits" "$M" "$kern" "$insns" \
+      label=$bits; [ "$bits" = lut4 ] || label=int$bits
+      printf '%-18s %-5s %-4s %-28s %14s %12s %12s %10s %10s %9.2f\n' "$k" "$label" "$M" "$kern" "$insns" \
         "$(get region_simd_arith)" "$(get region_simd_mem)" "$(get region_dot)" "$(get region_mmla)" \
         "$(echo "$macs * $M / $insns" | bc -l)"
     done

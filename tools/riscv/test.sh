@@ -108,6 +108,22 @@ if [ "${NBITS_RV_E2E:-1}" = 1 ]; then
         echo "-- $v --scales fp16 --accuracy-level $acc: equal (IME emulated, RVV only): $want"
       done
     done
+    # GGUF table types (MXFP4, IQ4_NL / IQ4_XS, the IQ lattices; gpt-oss's MXFP4 experts) as lut4
+    # panels (q4lt16 / q4ln16: vrgather), int8 activations.
+    tiny=${NBITS_CACHE:-$HOME/.cache/nbits}/gguf/tiny
+    for m in quants iquants gpt-oss; do
+      f=$tiny/tiny_$m.gguf
+      if [ ! -f "$f" ]; then
+        [ "${CI:-}" = true ] && { echo "missing $f (tools/setup_models.sh makes it)"; exit 1; }
+        echo "(skipped: $f not found)"; continue
+      fi
+      want=$("$X86" run -m "$f" --ids 1 -n 12 --accuracy-level 4 --format json | ids)
+      for isa in "" rvv; do
+        got=$(NBITS_ISA=$isa qemu "$CPU" build-rv/nbits run -m "$f" --ids 1 -n 12 --accuracy-level 4 --format json | ids)
+        [ "$want" = "$got" ] || { echo "tiny_$m (NBITS_ISA=$isa): riscv64 $got != x86 $want"; exit 1; }
+      done
+      echo "-- tiny_$m.gguf (lut4 panels): 12 greedy tokens equal (IME emulated, RVV only): $want"
+    done
   fi
 fi
 echo "== riscv64 leg passed in $(( $(date +%s) - t0 )) s"
