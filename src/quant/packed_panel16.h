@@ -53,8 +53,9 @@ struct PackedPanel16 {
 bool panel16_packable(const kernels::QuantizedMatrix& w);
 
 // Packs `w` (panel16_packable) in `layout`; fp16 scales when options.fp16_scales and
-// scales_fit_fp16(w), or options.exact_fp16_scales and scales_exact_fp16(w); calls options.rows_consumed every 256 source rows and at the end. lut4: as
-// lut4 where w is int8 with at most 16 distinct codes and no zero points.
+// scales_fit_fp16(w), or options.exact_fp16_scales and scales_exact_fp16(w); calls options.rows_consumed
+// every 256 source rows and at the end. lut4: as lut4 where w is int8 with at most 16 distinct codes and no
+// zero points.
 PackedPanel16 pack_panel16(const kernels::QuantizedMatrix& w, Panel16Layout layout,
                            const kernels::PackOptions& options = {}, bool lut4 = false);
 

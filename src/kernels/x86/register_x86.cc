@@ -203,7 +203,8 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, cons
   if (w.zero_points != nullptr && quant::uniform_zero_point(w) < 0)
     return make_x16_int8(w, o, avx2_int8_for<true>, /*fold_uniform_zp=*/false, avx2_int5(),
                          lut4_panels_enabled());
-  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(), lut4_panels_enabled());
+  return make_x16_int8(w, o, avx2_int8_for<false>, /*fold_uniform_zp=*/true, avx2_int5(),
+                       lut4_panels_enabled());
 }
 
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
