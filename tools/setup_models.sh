@@ -180,3 +180,20 @@ if [ ! -f "$st_tf/ort_logits/index.json" ]; then
   echo "-- stories260K teacher-forced ONNX Runtime logits"
   "$venv/bin/python" tools/quality/stories_teacher_forced.py "${NBITS_SHARED:-$(pwd)/../shared}" "$st_tf"
 fi
+# Real models' chat templates (llama.cpp's models/templates, from node-llama-cpp's llama.cpp bundle:
+# third-party text, kept in the cache) rendered by jinja2 as transformers does
+# (tests/tokenizer/chat_templates_test.cc).
+tpl_refs=$cache/chat-templates/refs_v1.json
+if [ ! -f "$tpl_refs" ]; then
+  echo "-- chat templates of real models: jinja2 references"
+  bash bench/peers/install.sh >/dev/null
+  bundle=$(pwd)/bench/peers/.deps/node_modules/node-llama-cpp/llama/gitRelease.bundle
+  [ -f "$bundle" ] || { echo "missing $bundle (bench/peers/install.sh installs node-llama-cpp)"; exit 1; }
+  tmp=$(mktemp -d)
+  git -C "$tmp" init -q && git -C "$tmp" fetch -q "$bundle" HEAD
+  git -C "$tmp" archive FETCH_HEAD models/templates | tar -x -C "$tmp"
+  mkdir -p "$cache/chat-templates"
+  "$venv/bin/python" tools/tokenizer/make_template_refs.py "$tmp/models/templates" "$tpl_refs.tmp"
+  mv "$tpl_refs.tmp" "$tpl_refs"
+  rm -rf "$tmp"
+fi

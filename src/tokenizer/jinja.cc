@@ -16,8 +16,8 @@ Template::Template(std::string_view source) : impl_(std::make_unique<Impl>()) {
 Template::~Template() = default;
 Template::Template(Template&&) noexcept = default;
 
-std::string Template::render(const nlohmann::ordered_json& context) const {
-  return detail::render(impl_->nodes, context);
+std::string Template::render(const nlohmann::ordered_json& context, int64_t now_utc) const {
+  return detail::render(impl_->nodes, context, now_utc);
 }
 
 }  // namespace nbits::jinja

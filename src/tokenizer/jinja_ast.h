@@ -42,12 +42,17 @@ struct Expr {
   int line = 0;
 };
 
+// kSet without a value (`{% set x %}...{% endset %}`) assigns its rendered body; kMacro defines
+// `text` as a function of `vars` (defaults in `defaults`, null where none) rendering `body`;
+// kFilterBlock renders `body` and applies filter `text` (arguments in `defaults`); kBlock renders
+// `body` (transformers' `{% generation %}`).
 struct Node {
-  enum Kind { kText, kOut, kIf, kFor, kSet, kBreak, kContinue } kind = kText;
+  enum Kind { kText, kOut, kIf, kFor, kSet, kBreak, kContinue, kMacro, kFilterBlock, kBlock } kind = kText;
   std::string text;
   ExprP expr;                                                 // kOut; kFor iterable; kSet value
   std::vector<std::pair<ExprP, std::vector<Node>>> branches;  // kIf (null cond = else)
-  std::vector<std::string> vars;  // kFor loop variables; kSet names (or {name, attr})
+  std::vector<std::string> vars;  // kFor loop variables; kSet names (or {name, attr}); kMacro parameters
+  std::vector<ExprP> defaults;    // kMacro parameter defaults; kFilterBlock arguments
   bool set_attr = false;
   ExprP filter;  // kFor inline if
   std::vector<Node> body, else_body;
@@ -57,7 +62,7 @@ struct Node {
 // Parses a whole template (jinja_parse.cc); throws nbits::Error naming the construct and line.
 std::vector<Node> parse(std::string_view source);
 
-// Renders parsed nodes with the given variables (jinja_render.cc).
-std::string render(const std::vector<Node>& nodes, const nlohmann::ordered_json& context);
+// Renders parsed nodes with the given variables (jinja_render.cc); now_utc as Template::render's.
+std::string render(const std::vector<Node>& nodes, const nlohmann::ordered_json& context, int64_t now_utc);
 
 }  // namespace nbits::jinja::detail

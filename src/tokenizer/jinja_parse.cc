@@ -388,9 +388,48 @@ class StmtParser {
           n.vars.push_back(first);
           while (p.eat_op(",")) n.vars.push_back(p.name());
         }
-        if (!p.eat_op("=")) p.bad("unsupported: block {% set %} (only {% set x = ... %})");
-        n.expr = p.expression();
+        if (p.eat_op("=")) {
+          n.expr = p.expression();
+          p.expect_end();
+        } else {  // {% set x %}...{% endset %}: the rendered body
+          if (n.set_attr || n.vars.size() != 1) p.bad("a block {% set %} assigns one name");
+          p.expect_end();
+          Parser* sp = nullptr;
+          if (body(n.body, {"endset"}, &sp).empty()) error_at(seg.line, "missing {% endset %}");
+          sp->expect_end();
+        }
+      } else if (kw == "macro") {
+        n.kind = Node::kMacro;
+        n.text = p.name();
+        if (!p.eat_op("(")) p.bad("expected '(' after the macro name");
+        while (!p.eat_op(")")) {
+          if (!n.vars.empty() && !p.eat_op(",")) p.bad("expected ',' or ')' in the macro's parameters");
+          n.vars.push_back(p.name());
+          n.defaults.push_back(p.eat_op("=") ? p.expression() : nullptr);
+        }
         p.expect_end();
+        Parser* sp = nullptr;
+        if (body(n.body, {"endmacro"}, &sp).empty()) error_at(seg.line, "missing {% endmacro %}");
+        sp->expect_end();
+      } else if (kw == "filter") {
+        n.kind = Node::kFilterBlock;
+        n.text = p.name();
+        if (p.eat_op("(")) {
+          while (!p.eat_op(")")) {
+            if (!n.defaults.empty() && !p.eat_op(",")) p.bad("expected ',' or ')' in the filter's arguments");
+            n.defaults.push_back(p.expression());
+          }
+        }
+        p.expect_end();
+        Parser* sp = nullptr;
+        if (body(n.body, {"endfilter"}, &sp).empty()) error_at(seg.line, "missing {% endfilter %}");
+        sp->expect_end();
+      } else if (kw == "generation") {  // transformers' assistant-mask marker: renders its body
+        n.kind = Node::kBlock;
+        p.expect_end();
+        Parser* sp = nullptr;
+        if (body(n.body, {"endgeneration"}, &sp).empty()) error_at(seg.line, "missing {% endgeneration %}");
+        sp->expect_end();
       } else if (kw == "break" || kw == "continue") {
         n.kind = kw == "break" ? Node::kBreak : Node::kContinue;
         p.expect_end();
@@ -405,7 +444,8 @@ class StmtParser {
   std::vector<Node> parse_all() {
     std::vector<Node> nodes;
     Parser* sp = nullptr;
-    std::string stop = body(nodes, {"endif", "endfor", "elif", "else", "endset", "endmacro"}, &sp);
+    std::string stop = body(
+        nodes, {"endif", "endfor", "elif", "else", "endset", "endmacro", "endfilter", "endgeneration"}, &sp);
     if (!stop.empty()) error_at(s_[i_ - 1].line, "unexpected {% " + stop + " %}");
     return nodes;
   }

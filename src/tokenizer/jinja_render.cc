@@ -95,7 +95,7 @@ Array iterate(const Value& v, int line) {
 
 class Renderer {
  public:
-  explicit Renderer(const nlohmann::ordered_json& ctx) {
+  Renderer(const nlohmann::ordered_json& ctx, int64_t now_utc) {
     scopes_.emplace_back();
     auto& g = scopes_.back();
     if (ctx.is_object())
@@ -125,8 +125,8 @@ class Renderer {
       }
       return Value::array(std::move(r));
     });
-    g["strftime_now"] = Value::function([](Args& a) {
-      std::time_t t = std::time(nullptr);
+    g["strftime_now"] = Value::function([now_utc](Args& a) {
+      std::time_t t = now_utc >= 0 ? static_cast<std::time_t>(now_utc) : std::time(nullptr);
       std::tm tm{};
       gmtime_r(&t, &tm);
       char buf[256];
@@ -162,7 +162,24 @@ class Renderer {
         for (const auto& [cond, body] : n.branches)
           if (!cond || eval(*cond).truthy()) return exec(body);
         return Flow::kNormal;
+      case Node::kBlock:
+        return exec(n.body);
+      case Node::kFilterBlock: {
+        Args a;
+        for (const auto& x : n.defaults) a.pos.push_back(eval(*x));
+        out += filter(n.text, Value::string(capture(n.body)), a, n.line).str();
+        return Flow::kNormal;
+      }
+      case Node::kMacro: {
+        const Node* m = &n;
+        scopes_.back()[n.text] = Value::function([this, m](Args& a) { return call_macro(*m, a); });
+        return Flow::kNormal;
+      }
       case Node::kSet: {
+        if (!n.expr) {  // {% set x %}...{% endset %}
+          scopes_.back()[n.vars[0]] = Value::string(capture(n.body));
+          return Flow::kNormal;
+        }
         Value v = eval(*n.expr);
         if (n.set_attr) {
           Value target = lookup(n.vars[0]);
@@ -228,6 +245,46 @@ class Renderer {
     return Flow::kNormal;
   }
 
+  // The output of `body`, rendered apart from the template's.
+  std::string capture(const std::vector<Node>& body) {
+    std::string saved = std::move(out);
+    out.clear();
+    exec(body);
+    std::string r = std::move(out);
+    out = std::move(saved);
+    return r;
+  }
+
+  // A macro call, as Jinja2's: parameters from the positional then keyword arguments, else their
+  // defaults (else undefined); the body sees the template's top-level names and its parameters,
+  // not the caller's locals; the result is the rendered body.
+  Value call_macro(const Node& m, Args& a) {
+    if (++macro_depth_ > 64) error_at(m.line, "macro '" + m.text + "' nests too deep");
+    struct Guard {
+      int& d;
+      ~Guard() { --d; }
+    } guard{macro_depth_};
+    if (a.pos.size() > m.vars.size())
+      error_at(m.line, "macro '" + m.text + "' takes " + std::to_string(m.vars.size()) + " arguments");
+    std::map<std::string, Value> local;
+    for (size_t k = 0; k < m.vars.size(); ++k) {
+      Value v = a.arg(k, m.vars[k]);
+      if (!v.defined() && m.defaults[k]) v = eval(*m.defaults[k]);
+      local[m.vars[k]] = std::move(v);
+    }
+    std::vector<std::map<std::string, Value>> saved = std::move(scopes_);
+    scopes_ = {saved.front(), std::move(local)};
+    std::string r;
+    try {
+      r = capture(m.body);
+    } catch (...) {
+      scopes_ = std::move(saved);
+      throw;
+    }
+    scopes_ = std::move(saved);
+    return Value::string(std::move(r));
+  }
+
   Value lookup(const std::string& name) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto f = it->find(name);
@@ -256,6 +313,38 @@ class Renderer {
                    (name == "startswith" ? s.compare(0, x.size(), x) == 0
                                          : s.compare(s.size() - x.size(), x.size(), x) == 0);
           return Value::boolean(r);
+        });
+      if (name == "format")  // Python's str.format: {} / {0} / {name}, {{ and }}; no format specs
+        return m([s, line](Args& a) {
+          std::string r;
+          size_t next = 0;
+          for (size_t k = 0; k < s.size(); ++k) {
+            const char c = s[k];
+            if ((c == '{' || c == '}') && k + 1 < s.size() && s[k + 1] == c) {
+              r += c;
+              ++k;
+            } else if (c == '{') {
+              const size_t e = s.find('}', k);
+              if (e == std::string::npos) error_at(line, "format(): unmatched '{'");
+              const std::string field = s.substr(k + 1, e - k - 1);
+              if (field.find_first_of(":!") != std::string::npos)
+                error_at(line, "format(): format specs are not supported ('{" + field + "}')");
+              Value v;
+              if (field.empty())
+                v = next < a.pos.size() ? a.pos[next++] : Value();
+              else if (std::isdigit(static_cast<unsigned char>(field[0])))
+                v = static_cast<size_t>(std::stoul(field)) < a.pos.size() ? a.pos[std::stoul(field)]
+                                                                          : Value();
+              else if (const Value* kv = a.kwarg(field))
+                v = *kv;
+              if (!v.defined()) error_at(line, "format(): no argument for '{" + field + "}'");
+              r += v.str();
+              k = e;
+            } else {
+              r += c;
+            }
+          }
+          return Value::string(r);
         });
       if (name == "replace")
         return m([s](Args& a) {
@@ -309,6 +398,15 @@ class Renderer {
     }
     (void)line;
     return Value();
+  }
+
+  // Python's < for the sort filters: numbers by value, strings by bytes (lowercased unless
+  // case-sensitive), lists element by element; anything else is an error.
+  static bool less(const Value& x, const Value& y, bool case_sensitive, int line) {
+    if (is_num(x) && is_num(y)) return to_num(x) < to_num(y);
+    if (x.kind == Value::kString && y.kind == Value::kString)
+      return case_sensitive ? x.s < y.s : case_map(x.s, false) < case_map(y.s, false);
+    error_at(line, std::string("cannot order ") + x.type_name() + " and " + y.type_name());
   }
 
   Value filter(const std::string& name, Value v, Args& a, int line) {
@@ -396,7 +494,54 @@ class Renderer {
       Args none;
       return method(v, "items", line).fn->operator()(none);
     }
+    if (name == "dictsort") {  // [key, value] pairs by key (case-insensitive unless asked), or by value
+      if (v.kind != Value::kObject) error_at(line, "dictsort of a non-dict");
+      const bool cs = a.arg(0, "case_sensitive", Value::boolean(false)).truthy();
+      const bool by_value = a.arg(1, "by", Value::string("key")).str() == "value";
+      const bool rev = a.arg(2, "reverse", Value::boolean(false)).truthy();
+      Array pairs;
+      for (const auto& [k, x] : *v.o) pairs.push_back(Value::array({Value::string(k), x}));
+      std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& p, const Value& q) {
+        const size_t i = by_value ? 1 : 0;
+        return rev ? less((*q.a)[i], (*p.a)[i], cs, line) : less((*p.a)[i], (*q.a)[i], cs, line);
+      });
+      return Value::array(std::move(pairs));
+    }
+    if (name == "min" || name == "max") {  // of a sequence (case-insensitive strings), undefined if empty
+      const bool cs = a.arg(0, "case_sensitive", Value::boolean(false)).truthy();
+      const Value* attr = a.kwarg("attribute");
+      Value best;
+      for (const Value& item : iterate(v, line)) {
+        const Value key = attr ? item.get(attr->str()) : item;
+        if (!best.defined() || (name == "min" ? less(key, attr ? best.get(attr->str()) : best, cs, line)
+                                              : less(attr ? best.get(attr->str()) : best, key, cs, line)))
+          best = item;
+      }
+      return best;
+    }
+    if (name == "indent") {  // Jinja2's: lines after the first (and the first when first=true)
+      const Value w = a.arg(0, "width", Value::integer(4));
+      const std::string pad = w.kind == Value::kString
+                                  ? w.s
+                                  : std::string(static_cast<size_t>(to_int(w, line, "indent width")), ' ');
+      const bool first = a.arg(1, "first", Value::boolean(false)).truthy();
+      const bool blank = a.arg(2, "blank", Value::boolean(false)).truthy();
+      std::vector<std::string> lines;
+      const std::string text = v.str() + "\n";    // Jinja2 appends one before splitlines()
+      for (size_t pos = 0; pos < text.size();) {  // str.splitlines on \n, \r\n, \r
+        const size_t e = text.find_first_of("\r\n", pos);
+        lines.push_back(text.substr(pos, e == std::string::npos ? std::string::npos : e - pos));
+        if (e == std::string::npos) break;
+        pos = e + (text[e] == '\r' && e + 1 < text.size() && text[e + 1] == '\n' ? 2 : 1);
+      }
+      if (lines.empty()) lines.emplace_back();
+      std::string r = lines[0];
+      for (size_t k = 1; k < lines.size(); ++k)
+        r += "\n" + (blank || !lines[k].empty() ? pad : "") + lines[k];
+      return Value::string(first ? pad + r : r);
+    }
     if (name == "map") {
+      if (!v.truthy()) return Value::array();  // Jinja2 maps, selects and rejects nothing over none
       const Value* attr = a.kwarg("attribute");
       Array r;
       for (const Value& item : iterate(v, line)) {
@@ -411,6 +556,7 @@ class Renderer {
       return Value::array(std::move(r));
     }
     if (name == "selectattr" || name == "rejectattr") {
+      if (!v.truthy()) return Value::array();
       std::string attr = a.arg(0, "attr").str();
       Array r;
       for (const Value& item : iterate(v, line)) {
@@ -671,12 +817,13 @@ class Renderer {
 
   std::vector<std::map<std::string, Value>> scopes_;
   int depth_ = 0;
+  int macro_depth_ = 0;
 };
 
 }  // namespace
 
-std::string render(const std::vector<Node>& nodes, const nlohmann::ordered_json& context) {
-  Renderer r(context);
+std::string render(const std::vector<Node>& nodes, const nlohmann::ordered_json& context, int64_t now_utc) {
+  Renderer r(context, now_utc);
   r.exec(nodes);
   return std::move(r.out);
 }

@@ -82,7 +82,7 @@ TEST(Jinja, Statements) {
 }
 
 TEST(Jinja, Errors) {
-  EXPECT_THROW(render("{% macro m() %}{% endmacro %}"), Error);
+  EXPECT_THROW(render("{% call m() %}{% endcall %}"), Error);  // macros are supported; call blocks are not
   EXPECT_THROW(render("{{ raise_exception('bad role') }}"), Error);
   EXPECT_THROW(render("{% if x %}unterminated"), Error);
   EXPECT_THROW(render("{{ 1 + }}"), Error);
