@@ -13,6 +13,7 @@
 #include "gguf/graph_builder.h"
 #include "gguf/quant_map.h"
 #include "gguf/rope_scaling.h"
+#include "gguf/vocab.h"
 #include "onnx/wire.h"
 
 namespace nbits::gguf {
@@ -990,10 +991,7 @@ llm::GenaiConfig make_config(const File& f, const Hyperparams& hp) {
   c.num_key_value_heads = hp.n_head_kv;
   c.num_hidden_layers = hp.n_layer;
   if (const auto b = f.get_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = *b;
-  for (const char* k :
-       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    if (const auto e = f.get_int(k))
-      if (!c.is_eos(*e)) c.eos_token_ids.push_back(*e);
+  c.eos_token_ids = end_of_generation_ids(f);
   if (const auto p = f.get_int("tokenizer.ggml.padding_token_id")) c.pad_token_id = *p;
   c.search.do_sample = false;
   c.search.max_length = 0;

@@ -1,7 +1,10 @@
 #include "gguf/vocab.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <string_view>
 
 namespace nbits::gguf {
 
@@ -32,6 +35,35 @@ GgufVocab read_vocab(const File& f) {
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix");
   v.chat_template = f.get_string("tokenizer.chat_template").value_or("");
   return v;
+}
+
+std::vector<int64_t> end_of_generation_ids(const File& f) {
+  std::vector<int64_t> ids;
+  const auto add = [&](int64_t id) {
+    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  };
+  for (const char* k :
+       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (const auto e = f.get_int(k)) add(*e);
+  const std::vector<std::string>* tokens = f.get_strings("tokenizer.ggml.tokens");
+  if (tokens == nullptr) return ids;
+  // llama.cpp's list (llama-vocab.cpp), the markers of the model families nbits runs.
+  static constexpr std::string_view kEnds[] = {
+      "<|eot_id|>",         "<|im_end|>",           "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
+      "<|endoftext|>",      "<|eom_id|>",           "<EOT>",   "_<EOT>",     "[EOT]",    "<|end_of_text|>",
+      "<end_of_utterance>", "<｜end▁of▁sentence｜>"};
+  int64_t end = -1;
+  bool has_return = false, has_call = false;
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const std::string& t = (*tokens)[i];
+    if (std::find(std::begin(kEnds), std::end(kEnds), t) == std::end(kEnds)) continue;
+    add(static_cast<int64_t>(i));
+    if (t == "<|end|>") end = static_cast<int64_t>(i);
+    has_return = has_return || t == "<|return|>";
+    has_call = has_call || t == "<|call|>";
+  }
+  if (has_return && has_call && end >= 0) ids.erase(std::find(ids.begin(), ids.end(), end));
+  return ids;
 }
 
 }  // namespace nbits::gguf
