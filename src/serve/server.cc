@@ -23,6 +23,7 @@
 #include "serve/batcher.h"
 #include "serve/http.h"
 #include "serve/http_server.h"
+#include "serve/reasoning.h"
 #include "serve/request.h"
 #include "serve/serve.h"
 #include "serve/slots.h"
@@ -72,6 +73,10 @@ struct Metrics {
 struct Job {
   GenRequest req;
   ToolFormat tool_format = ToolFormat::kGeneric;  // req.tools.any(): how the model writes calls
+  // Chat: how the template marks reasoning (reasoning_content), and whether the prompt left a
+  // <think> open.
+  ReasoningFormat reasoning = ReasoningFormat::kNone;
+  bool reasoning_open = false;
   std::vector<int32_t> prompt;
   int64_t max_tokens = 0;
   std::string speculative;  // GenerationOptions::speculative: the request's, else the server's
@@ -204,6 +209,8 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
       } catch (const Error& e) {
         throw ApiError(400, std::string("chat template: ") + e.what(), "messages", "chat_template");
       }
+      job->reasoning = reasoning_format(model_->chat_template());
+      job->reasoning_open = job->reasoning == ReasoningFormat::kThink && prompt_opens_think(text);
       job->prompt = model_->encode(text, /*add_special=*/false);
     } else if (r.prompt_is_ids) {
       const int64_t vocab = model_->vocab_size();
@@ -351,7 +358,11 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   std::vector<int32_t> generated;
   std::string text, finish = "length";
   std::optional<ToolCallStream> tool_stream;  // the request has tools: the reply may hold calls
-  if (r.tools.any()) tool_stream.emplace(job.tool_format, tool_names(r.tools));
+  // Harmony replies carry their calls in their channels (ReplyChannels), other formats in the text.
+  const bool harmony = job.reasoning == ReasoningFormat::kHarmony;
+  if (r.tools.any() && !harmony) tool_stream.emplace(job.tool_format, tool_names(r.tools));
+  ReplyChannels channels(job.reasoning, job.reasoning_open);
+  std::string reasoning;  // non-stream: the reply's reasoning_content
   std::vector<ToolCall> calls;
   SpeculationStats spec0;  // the session's speculation counts before this reply
   bool failed = false, shut = false;
@@ -389,7 +400,8 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
     // A prefill stopped early (client gone, shutdown) skips the reply; the slot keeps what it ran.
     // With tools, special tokens stay in the text: a call's marker may be one.
-    TokenStream detok(model_, /*skip_special=*/!tool_stream.has_value());
+    // Harmony's channel markers are special tokens, which ReplyChannels reads and drops.
+    TokenStream detok(model_, /*skip_special=*/!tool_stream.has_value() && !harmony);
     for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
     StopText stop(r.stop);
     auto send_calls = [&](size_t from) {  // stream: each call once complete, arguments in one piece
@@ -407,10 +419,32 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
       }
     };
     auto emit = [&](const std::string& raw, bool last = false) {
-      std::string piece = raw;
+      // Reasoning leaves as reasoning_content; harmony's calls as tool_calls.
+      ReplyChannels::Piece parts = channels.push(raw);
+      if (last) {
+        ReplyChannels::Piece held = channels.finish();
+        parts.reasoning += held.reasoning;
+        parts.content += held.content;
+        parts.calls.insert(parts.calls.end(), held.calls.begin(), held.calls.end());
+      }
+      if (!parts.reasoning.empty() && chat) {
+        if (r.stream)
+          write(sse(chunk(job, {{"index", 0},
+                                {"delta", {{"reasoning_content", parts.reasoning}}},
+                                {"logprobs", nullptr},
+                                {"finish_reason", nullptr}})));
+        else
+          reasoning += parts.reasoning;
+      }
+      if (!parts.calls.empty() && r.tools.any()) {
+        const size_t before = calls.size();
+        calls.insert(calls.end(), parts.calls.begin(), parts.calls.end());
+        send_calls(before);
+      }
+      std::string piece = std::move(parts.content);
       if (tool_stream) {  // text that may be a call is held; complete calls leave as tool_calls
         const size_t before = calls.size();
-        piece = tool_stream->push(raw, calls);
+        piece = tool_stream->push(piece, calls);
         if (last) piece += tool_stream->finish(calls);
         send_calls(before);
       }
@@ -451,7 +485,7 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
       emit(stop.push(detok.flush()));
       if (!stop.stopped()) emit(stop.flush());
     }
-    if (tool_stream) emit("", /*last=*/true);  // the held text: a call or content
+    emit("", /*last=*/true);  // the held text: a call, reasoning or content
     if (!calls.empty() && finish == "stop") finish = "tool_calls";
     const SpeculationStats spec1 = g.speculation_stats();
     m_.spec_steps += static_cast<uint64_t>(spec1.steps - spec0.steps);
@@ -496,6 +530,7 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     return;
   }
   json message = {{"role", "assistant"}, {"content", text}};
+  if (!reasoning.empty()) message["reasoning_content"] = reasoning;
   if (!calls.empty()) {
     json tc = json::array();
     for (ToolCall& c : calls) {

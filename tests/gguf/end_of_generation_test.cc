@@ -16,7 +16,7 @@ namespace {
 // A GGUF with only a vocabulary (and an eos id when eos >= 0).
 std::vector<uint8_t> vocab_gguf(const std::vector<std::string>& tokens, int eos) {
   test::GgufBytes g;
-  g.b.reserve(4096);  // (GCC 12 warns falsely about the first inserts' growth otherwise)
+  g.b.reserve(4096);            // (GCC 12 warns falsely about the first inserts' growth otherwise)
   g.put<uint32_t>(0x46554747);  // "GGUF"
   g.put<uint32_t>(3);
   g.put<uint64_t>(0);
