@@ -16,6 +16,7 @@
 #include "cli/common.h"
 #include "cli/guidance_flags.h"
 #include "cli/model_setup.h"
+#include "cli/reply_printer.h"
 #include "cli/speculation.h"
 #include "llm/stream_generate.h"
 
@@ -25,14 +26,16 @@ namespace {
 class ChatSession {
  public:
   ChatSession(ModelSetup& m, llm::Sampler& sampler, const GuidanceFlags& guide,
-              std::optional<std::string> format, std::string system, int64_t n_predict, llm::DecodeLoop loop)
+              std::optional<std::string> format, std::string system, int64_t n_predict, llm::DecodeLoop loop,
+              bool hide_reasoning)
       : m_(m),
         sampler_(sampler),
         guide_(guide),
         loop_(std::move(loop)),
         format_(std::move(format)),
         system_(std::move(system)),
-        n_predict_(n_predict) {
+        n_predict_(n_predict),
+        hide_reasoning_(hide_reasoning) {
     reset();
   }
 
@@ -48,20 +51,15 @@ class ChatSession {
     std::vector<int32_t> new_ids = new_tokens(user);
     const int64_t pending = m_.generator->pending() >= 0 ? 1 : 0;
     std::fprintf(stderr, "[prefilled %lld tokens]\n", static_cast<long long>(new_ids.size()) + pending);
-    StreamDecoder stream(*m_.tokenizer, /*skip_special=*/true);
+    ReplyPrinter out(chat_reasoning_format(*m_.tokenizer, format_), rendered_, hide_reasoning_);
+    StreamDecoder stream(*m_.tokenizer, /*skip_special=*/!out.keeps_special());
     sampler_.set_constraint(guide_.constraint());  // each reply matches on its own
     llm::TextResult r = llm::generate_text(
         *m_.generator, new_ids, n_predict_, sampler_, &stream,
-        [](std::string_view piece) {
-          std::fwrite(piece.data(), 1, piece.size(), stdout);
-          std::fflush(stdout);
-        },
-        {}, loop_);
-    const std::string& reply = r.text;
-    std::fputs("\n", stdout);
-    std::fflush(stdout);
-    if (format_) {
-      messages_.push_back({"assistant", reply});
+        [&out](std::string_view piece) { out.push(piece); }, {}, loop_);
+    out.finish();
+    if (format_) {  // the history keeps the answer; the cache keeps what was generated
+      messages_.push_back({"assistant", out.answer()});
       rendered_ += m_.tokenizer->decode(r.generated.ids, /*skip_special=*/false);
     }
   }
@@ -105,6 +103,7 @@ class ChatSession {
   std::optional<std::string> format_;  // nullopt = plain text
   std::string system_;
   int64_t n_predict_;
+  bool hide_reasoning_;
   std::vector<ChatMessage> messages_;
   std::string rendered_;  // the text the cache holds (template mode)
 };
@@ -123,6 +122,7 @@ int chat_main(const std::vector<std::string>& args) {
   add_sampling_flags(f, 256);
   add_speculation_flags(f);
   add_guidance_flags(f);
+  add_reasoning_flags(f);
   if (auto rc = f.parse(args)) return *rc;
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/true);
@@ -131,7 +131,8 @@ int chat_main(const std::vector<std::string>& args) {
   Speculation spec(f, m, guide.on());
   std::optional<std::string> format = f.get_str("--chat-format");
   if (*format == "plain" || (*format == "auto" && m.tokenizer->chat_template().empty())) format.reset();
-  ChatSession chat(m, sampler, guide, format, f.get_str("--system"), f.get_i64("--n-predict"), spec.loop());
+  ChatSession chat(m, sampler, guide, format, f.get_str("--system"), f.get_i64("--n-predict"), spec.loop(),
+                   f.get_flag("--hide-reasoning"));
   const bool tty = ::isatty(0) != 0;
   std::string line;
   for (;;) {

@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "cli/guidance_flags.h"
 #include "cli/model_setup.h"
+#include "cli/reply_printer.h"
 #include "cli/scoring.h"
 #include "cli/speculation.h"
 #include "llm/generator.h"
@@ -48,6 +49,7 @@ int run_main(const std::vector<std::string>& args) {
   add_sampling_flags(f);
   add_speculation_flags(f);
   add_guidance_flags(f);
+  add_reasoning_flags(f);
   if (auto rc = f.parse(args)) return *rc;
   if (f.has("--prompt") && f.has("--ids")) return f.usage_error("give -p or --ids, not both");
   const bool chat = f.get_flag("--chat");
@@ -64,6 +66,7 @@ int run_main(const std::vector<std::string>& args) {
 
   ModelSetup m = load_model_setup(f, /*need_tokenizer=*/!f.has("--ids"));
   std::vector<int32_t> prompt;
+  std::string rendered;  // --chat: the prompt as the template wrote it
   if (f.has("--ids")) {
     for (int64_t id : f.get_ints("--ids")) {
       NBITS_CHECK(id >= 0 && id <= INT32_MAX, "--ids: token id ", id, " is out of range");
@@ -74,9 +77,9 @@ int run_main(const std::vector<std::string>& args) {
     if (f.has("--system")) messages.push_back({"system", f.get_str("--system")});
     messages.push_back({"user", f.get_str("--prompt")});
     // The template writes the special tokens (BOS among them) itself.
-    prompt = m.tokenizer->encode(
-        render_chat(*m.tokenizer, messages, /*add_generation_prompt=*/true, f.get_str("--chat-format")),
-        /*add_special=*/false);
+    rendered =
+        render_chat(*m.tokenizer, messages, /*add_generation_prompt=*/true, f.get_str("--chat-format"));
+    prompt = m.tokenizer->encode(rendered, /*add_special=*/false);
   } else {
     prompt = m.tokenizer->encode(f.get_str("--prompt"), !f.get_flag("--no-bos"));
   }
@@ -147,9 +150,14 @@ int run_main(const std::vector<std::string>& args) {
   // every step is scored on its own (--logprobs).
   Speculation spec(f, m, guide.on() && !f.has("--logprobs"));
 
+  // --chat: the answer to stdout, its reasoning apart.
+  std::optional<ReplyPrinter> reply;
+  if (chat && !json)
+    reply.emplace(chat_reasoning_format(*m.tokenizer, f.get_str("--chat-format")), rendered,
+                  f.get_flag("--hide-reasoning"));
   std::optional<StreamDecoder> stream;
   if (m.tokenizer) {
-    stream.emplace(*m.tokenizer, /*skip_special=*/true);
+    stream.emplace(*m.tokenizer, /*skip_special=*/!(reply && reply->keeps_special()));
     std::string echo;
     for (int32_t id : prompt) echo += stream->push(id);
     if (!json && !chat) {  // with --chat only the answer is printed
@@ -162,6 +170,7 @@ int run_main(const std::vector<std::string>& args) {
       *m.generator, prompt, f.get_i64("--n-predict"), sampler, stream ? &*stream : nullptr,
       [&](std::string_view piece) {
         if (json) return;
+        if (reply) return reply->push(piece);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
       },
@@ -183,7 +192,10 @@ int run_main(const std::vector<std::string>& args) {
     out += ",\"text\":" + json_quote(text) + nums;
     std::fputs(out.c_str(), stdout);
   } else {
-    std::fputs("\n", stdout);
+    if (reply)
+      reply->finish();
+    else
+      std::fputs("\n", stdout);
     std::fflush(stdout);
     std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %zu tokens, %.3f ms/token\n",
                  static_cast<long long>(prompt.size()), st.prefill_tok_s(), result.ids.size(),

@@ -23,7 +23,6 @@
 #include "serve/batcher.h"
 #include "serve/http.h"
 #include "serve/http_server.h"
-#include "serve/reasoning.h"
 #include "serve/request.h"
 #include "serve/serve.h"
 #include "serve/slots.h"
@@ -31,6 +30,7 @@
 #include "serve/tool_calls.h"
 #include "serve/turns.h"
 #include "serve/webui.h"
+#include "tokenizer/chat_reply.h"
 
 namespace nbits::serve {
 namespace {
@@ -290,13 +290,13 @@ std::string Server::chat_prompt(Job& job) {
   job.tool_format = tool_format(model_->chat_template());
   // A marker that is one special token of the model: the grammar names the token (its text alone
   // could only be spelled with other tokens).
-  std::string open_marker;
-  if (const std::string_view mk = tool_call_marker(job.tool_format); !mk.empty()) {
+  auto marker = [this](std::string_view mk) {
     const int32_t id = model_->token_to_id(mk);
     if (id >= 0 && model_->decode(std::vector<int32_t>{id}, /*skip_special=*/true).empty())
-      open_marker = "<[" + std::to_string(id) + "]>";
-  }
-  const std::string grammar = tool_call_grammar(r.tools, job.tool_format, open_marker);
+      return "<[" + std::to_string(id) + "]>";
+    return json(std::string(mk)).dump();
+  };
+  const std::string grammar = tool_call_grammar(r.tools, job.tool_format, marker);
   if (!grammar.empty()) {
     r.guidance_type = "lark";
     r.guidance_data = grammar;

@@ -1,6 +1,7 @@
 #include "serve/tool_calls.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "base/json_depth.h"
 
@@ -24,6 +25,7 @@ Markers markers(ToolFormat f) {
       return {"[TOOL_CALLS]", ""};
     case ToolFormat::kToolCallTag:
       return {"<|tool_call|>", "<|/tool_call|>"};
+    case ToolFormat::kHarmony:  // ReplyChannels reads the channels
     case ToolFormat::kGeneric:
       break;
   }
@@ -172,10 +174,35 @@ size_t partial_marker(std::string_view s, std::string_view marker) {
   return 0;
 }
 
+// gpt-oss: an optional analysis message, then one call; each function has its own header, so its
+// arguments follow its own schema. The call ends with <|call|> (an end-of-generation token that
+// llguidance takes as the grammar's lexeme while the grammar is not complete).
+std::string harmony_grammar(const ToolRequest& t, const std::function<std::string(std::string_view)>& mark) {
+  const std::string ch = mark("<|channel|>"), msg = mark("<|message|>");
+  std::string g = "start: analysis? call\nanalysis: " + ch + " \"analysis\" " + msg + " /(.|\\n)+/ " +
+                  mark("<|end|>") + " " + mark("<|start|>") + " \"assistant\"\ncall: ";
+  std::string rules;
+  int n = 0;
+  for (const ojson& tool : t.tools) {
+    const ojson& fn = tool["function"];
+    const std::string name = fn["name"];
+    if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
+    ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
+    params["x-guidance"] = {{"whitespace_pattern", kWhitespace}};
+    const std::string id = std::to_string(n++);
+    g += (n > 1 ? " | call_" : "call_") + id;
+    rules += "call_" + id + ": " + ch + " " + ojson("commentary to=functions." + name + " ").dump() + " " +
+             mark("<|constrain|>") + " \"json\" " + msg + " args_" + id + " " + mark("<|call|>") + "\nargs_" +
+             id + ": %json " + params.dump() + "\n";
+  }
+  return g + "\n" + rules;
+}
+
 }  // namespace
 
 ToolFormat tool_format(const std::string& chat_template) {
   auto has = [&](std::string_view s) { return chat_template.find(s) != std::string::npos; };
+  if (has("<|channel|>") && has("<|message|>")) return ToolFormat::kHarmony;
   if (has("<tool_call>")) return ToolFormat::kHermes;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
   if (has("<|tool_call|>") || has("<|tool|>")) return ToolFormat::kToolCallTag;
@@ -193,13 +220,13 @@ const char* tool_format_name(ToolFormat f) {
       return "mistral";
     case ToolFormat::kToolCallTag:
       return "tool_call_tag";
+    case ToolFormat::kHarmony:
+      return "harmony";
     case ToolFormat::kGeneric:
       break;
   }
   return "generic";
 }
-
-std::string_view tool_call_marker(ToolFormat f) { return markers(f).open; }
 
 std::string generic_tools_prompt(const ToolRequest& t) {
   std::string s = "You can call these functions (JSON schemas of their arguments follow each name):\n";
@@ -216,10 +243,12 @@ std::string generic_tools_prompt(const ToolRequest& t) {
   return s;
 }
 
-std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const std::string& open_marker) {
+std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMarker& marker) {
   if (t.choice != ToolRequest::Choice::kRequired && t.choice != ToolRequest::Choice::kNamed) return "";
+  auto mark = [&](std::string_view m) { return marker ? marker(m) : ojson(std::string(m)).dump(); };
+  if (f == ToolFormat::kHarmony) return harmony_grammar(t, mark);
   const std::string call = call_schema(t).dump();
-  const std::string open = !open_marker.empty() ? open_marker : ojson(std::string(markers(f).open)).dump();
+  const std::string open = mark(markers(f).open);
   if (f == ToolFormat::kHermes) {
     return std::string("start: call") + (t.parallel ? " (\"\\n\" call)*" : "") + "\ncall: " + open +
            " \"\\n\" body \"\\n</tool_call>\"\nbody: %json " + call + "\n";

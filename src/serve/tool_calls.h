@@ -13,6 +13,9 @@
 //   [TOOL_CALLS]name[ARGS]{...} once per call (v11 and later);
 // kToolCallTag: <|tool_call|>[{"name": ..., "arguments": {...}}, ...] with or without a closing
 //   <|/tool_call|> (Phi-4-mini, Granite 3: templates that write <|tool|> or <|tool_call|>);
+// kHarmony: gpt-oss's channels, a call being the message
+//   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|> (templates that
+//   write <|channel|> and <|message|>); tokenizer/chat_reply.h's ReplyChannels reads these replies;
 // kGeneric, every other template: the tools are described in a system message and a call is the
 //   JSON object {"tool_calls": [{"name": ..., "arguments": {...}}]}.
 // A marker that is a special token reaches the parser only when the reply's text keeps special
@@ -20,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -29,7 +33,7 @@
 
 namespace nbits::serve {
 
-enum class ToolFormat { kHermes, kLlama3, kMistral, kToolCallTag, kGeneric };
+enum class ToolFormat { kHermes, kLlama3, kMistral, kToolCallTag, kHarmony, kGeneric };
 
 struct ToolRequest {
   enum class Choice { kAuto, kNone, kRequired, kNamed };
@@ -46,13 +50,15 @@ const char* tool_format_name(ToolFormat f);
 
 // The system text that presents the tools to a template without tool support (kGeneric).
 std::string generic_tools_prompt(const ToolRequest& t);
+// The Lark form of a marker text: "<[ID]>" where the model has it as one special token (its text
+// alone could only be spelled with other tokens), else the quoted text.
+using LarkMarker = std::function<std::string(std::string_view marker)>;
 // The Lark grammar a reply must follow for tool_choice required / a named function: one call (or,
 // with parallel_tool_calls, one or more) of the allowed functions, arguments by their parameter
-// schemas. "" for auto / none. open_marker: the Lark form of the format's opening marker where it
-// is one special token of the model ("<[ID]>"); "" = its text.
-std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const std::string& open_marker = "");
-// The text that opens a call in format f ("" for kGeneric).
-std::string_view tool_call_marker(ToolFormat f);
+// schemas. "" for auto / none. kHarmony: an analysis message may come first, then one call, which
+// its <|call|> ends (the reply's end). marker: how the format's markers are written (unset: as
+// quoted text).
+std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMarker& marker = {});
 
 // A reply's text split into content and the calls it makes. Arguments are compact JSON text.
 // Besides its format's form, a reply that is only JSON is taken as calls when it is

@@ -816,6 +816,7 @@ TEST(ServeTools, RequiredCallsAreValidCallsOnSmolLM2) {
 
 // stories260K behind a chat template that writes tool calls in a native format (the marker is
 // what the server keys on): a required call comes back as message.tool_calls, whole and streamed.
+// The markers are not tokens of its vocabulary: the grammar spells them as text.
 TEST(ServeTools, NativeFormatsGiveToolCalls) {
   NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
   NBITS_REQUIRE_BIN();
@@ -823,6 +824,11 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
       {"llama3", "{% if m.tool_calls %}<|python_tag|>{{ m.tool_calls|tojson }}{% endif %}"},
       {"mistral", "{% if m.tool_calls %}[TOOL_CALLS]{{ m.tool_calls|tojson }}{% endif %}"},
       {"tool_call_tag", "{% if m.tool_calls %}<|tool_call|>{{ m.tool_calls|tojson }}{% endif %}"},
+      // gpt-oss's channels, spelled here with ordinary tokens: the call follows an optional
+      // analysis message, which ReplyChannels gives as reasoning_content.
+      {"harmony",
+       "{% if m.tool_calls %}<|channel|>commentary to=functions.{{ m.tool_calls[0].function.name }} "
+       "<|constrain|>json<|message|>{{ m.tool_calls[0].function.arguments|tojson }}<|call|>{% endif %}"},
   };
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "add", "parameters": {
     "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
@@ -849,7 +855,7 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
     httplib::Client c("127.0.0.1", s.p.port);
     c.set_read_timeout(120, 0);
     json body = {{"messages", json::array({{{"role", "user"}, {"content", "Add two and three."}}})},
-                 {"max_tokens", 80},
+                 {"max_tokens", 200},  // harmony's markers as text: ~60 tokens of stories' vocabulary
                  {"temperature", 0},
                  {"tools", tools},
                  {"tool_choice", "required"},

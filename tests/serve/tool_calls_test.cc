@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace nbits::serve {
 namespace {
 
@@ -180,8 +182,48 @@ TEST(ToolCalls, FormatAndGrammar) {
   const std::string mi = tool_call_grammar(t, ToolFormat::kMistral);
   EXPECT_EQ(mi.rfind("start: \"[TOOL_CALLS]\" body\n", 0), 0u) << mi;
   EXPECT_NE(mi.find(R"("maxItems":1)"), std::string::npos) << mi;
-  const std::string tag = tool_call_grammar(t, ToolFormat::kToolCallTag, "<[200021]>");
+  auto special = [](std::string_view m) { return m == "<|tool_call|>" ? std::string("<[200021]>") : ""; };
+  const std::string tag = tool_call_grammar(t, ToolFormat::kToolCallTag, special);
   EXPECT_EQ(tag.rfind("start: <[200021]> body\n", 0), 0u) << tag;
+}
+
+// gpt-oss's harmony format: the template presents the tools; a required call may follow an
+// analysis message, and each function's header fixes which schema its arguments follow.
+TEST(ToolCalls, HarmonyGrammar) {
+  EXPECT_EQ(tool_format("{{- '<|start|>assistant<|channel|>analysis<|message|>' + m.thinking + '<|end|>' }}"),
+            ToolFormat::kHarmony);
+  EXPECT_STREQ(tool_format_name(ToolFormat::kHarmony), "harmony");
+  ToolRequest t;
+  t.tools = nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add"}}])");
+  EXPECT_EQ(tool_call_grammar(t, ToolFormat::kHarmony), "");  // auto: the model chooses
+  t.choice = ToolRequest::Choice::kRequired;
+  const std::map<std::string_view, int> ids = {{"<|channel|>", 200005},   {"<|message|>", 200008},
+                                               {"<|end|>", 200007},       {"<|start|>", 200006},
+                                               {"<|constrain|>", 200003}, {"<|call|>", 200012}};
+  auto special = [&](std::string_view m) { return "<[" + std::to_string(ids.at(m)) + "]>"; };
+  const std::string g = tool_call_grammar(t, ToolFormat::kHarmony, special);
+  EXPECT_EQ(
+      g.rfind("start: analysis? call\n"
+              "analysis: <[200005]> \"analysis\" <[200008]> /(.|\\n)+/ <[200007]> <[200006]> \"assistant\"\n"
+              "call: call_0 | call_1\n"
+              "call_0: <[200005]> \"commentary to=functions.get_weather \" <[200003]> \"json\" <[200008]> "
+              "args_0 <[200012]>\n"
+              "args_0: %json {\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},",
+              0),
+      0u)
+      << g;
+  EXPECT_NE(g.find("args_1: %json {\"type\":\"object\",\"x-guidance\""), std::string::npos) << g;
+  t.choice = ToolRequest::Choice::kNamed;
+  t.named = "add";
+  const std::string one = tool_call_grammar(t, ToolFormat::kHarmony);  // markers as text
+  EXPECT_EQ(one.find("get_weather"), std::string::npos) << one;
+  EXPECT_NE(
+      one.find("call: call_0\ncall_0: \"<|channel|>\" \"commentary to=functions.add \" \"<|constrain|>\""),
+      std::string::npos)
+      << one;
 }
 
 }  // namespace

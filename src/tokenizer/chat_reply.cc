@@ -1,8 +1,10 @@
-#include "serve/reasoning.h"
+#include "tokenizer/chat_reply.h"
 
 #include <algorithm>
 
-namespace nbits::serve {
+#include "base/json_depth.h"
+
+namespace nbits {
 namespace {
 
 constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
@@ -153,8 +155,13 @@ void ReplyChannels::harmony(Piece& out, bool last) {
     const bool call = recipient_.rfind("functions.", 0) == 0;
     if (end == std::string::npos) {
       if (last) {
-        if (call)
-          out.content += held_;  // an unfinished call stays text
+        // A call whose arguments are complete JSON (the reply ended at another end-of-generation
+        // token, or exactly there) is a call; an unfinished one stays text.
+        const std::string args = trim(held_);
+        if (call && !args.empty() && json_first_value_end(args) == args.size())
+          out.calls.push_back({"", recipient_.substr(10), args});
+        else if (call)
+          out.content += held_;
         else
           route(held_, out);
         held_.clear();
@@ -179,4 +186,4 @@ void ReplyChannels::harmony(Piece& out, bool last) {
   }
 }
 
-}  // namespace nbits::serve
+}  // namespace nbits

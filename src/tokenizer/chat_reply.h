@@ -1,6 +1,6 @@
-// The reasoning a reply carries apart from its answer, for `nbits serve`'s `reasoning_content`
-// (llama-server's and DeepSeek's field): what a chat template's format marks as thinking is taken
-// out of the content, as the reply streams.
+// A chat reply's parts by its template's format: the reasoning it carries apart from its answer
+// (`nbits serve`'s `reasoning_content`, llama-server's and DeepSeek's field; `nbits run|chat`
+// print it apart), the answer, and (harmony) its tool calls, taken apart as the reply streams.
 //
 // Formats (by the chat template):
 // kThink: <think>...</think> (Qwen3, DeepSeek-R1 and its distills, SmolLM3, ...); a template whose
@@ -9,7 +9,7 @@
 //   <|channel|>C[ to=R][ <|constrain|>T]<|message|>BODY(<|end|> | <|return|> | <|call|>)`; the
 //   analysis channel is reasoning, the final channel (or a message without a channel) content,
 //   and a message to `functions.NAME` a tool call whose arguments are BODY. The markers are special
-//   tokens: the server keeps them in the text it gives here.
+//   tokens: the caller keeps them in the text it gives here.
 // kNone: everything is content.
 #pragma once
 
@@ -19,7 +19,7 @@
 
 #include "nbits/chat_message.h"
 
-namespace nbits::serve {
+namespace nbits {
 
 enum class ReasoningFormat { kNone, kThink, kHarmony };
 
@@ -40,7 +40,8 @@ class ReplyChannels {
     std::vector<ToolCall> calls;  // kHarmony: calls completed by this piece (ids empty)
   };
   Piece push(std::string_view text);
-  // End of the reply: whatever is held (an unfinished call's body stays content).
+  // End of the reply: whatever is held (a call whose arguments are not yet one JSON value stays
+  // content).
   Piece finish();
 
  private:
@@ -56,4 +57,4 @@ class ReplyChannels {
   std::string channel_, recipient_;
 };
 
-}  // namespace nbits::serve
+}  // namespace nbits

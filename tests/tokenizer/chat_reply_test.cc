@@ -1,13 +1,13 @@
-// serve/reasoning.h: replies split into reasoning, content and (harmony) tool calls, the same
+// tokenizer/chat_reply.h: replies split into reasoning, content and (harmony) tool calls, the same
 // whether the text comes whole or in pieces of any size.
-#include "serve/reasoning.h"
+#include "tokenizer/chat_reply.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace nbits::serve {
+namespace nbits {
 namespace {
 
 struct Split {
@@ -93,7 +93,13 @@ TEST(Reasoning, HarmonyChannels) {
   s = split(ReasoningFormat::kHarmony, false, "<|channel|>commentary to=functions.f<|message|>{\"a\":");
   EXPECT_TRUE(s.calls.empty());
   EXPECT_EQ(s.content, "{\"a\":");
+  // A call whose JSON is complete when the reply ends (an end-of-generation token other than
+  // <|call|>) is a call.
+  s = split(ReasoningFormat::kHarmony, false, "<|channel|>commentary to=functions.f<|message|>{\"a\": [1]} ");
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].arguments, "{\"a\": [1]}");
+  EXPECT_EQ(s.content, "");
 }
 
 }  // namespace
-}  // namespace nbits::serve
+}  // namespace nbits
