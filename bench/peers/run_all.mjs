@@ -38,6 +38,14 @@ const MODELS = {
   // gpt-oss-20b's shapes (32 x top-4, MXFP4 experts, sinks, windows; SmolLM2's vocabulary), about 11 GB.
   'gpt-oss-20b-random-mxfp4': { file: path.join(cache, 'moe-bench/gpt-oss-20b-random-mxfp4.gguf'), gguf: 'MXFP4',
     make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'gpt-oss'] },
+  // Qwen3-30B-A3B's shapes (128 x top-8, per-head q/k norms), about 17 GB; its first 24 layers, 8.6 GB.
+  'qwen3-30b-a3b-random-q4_k_m': { file: path.join(cache, 'moe-bench/qwen3-30b-a3b-random-q4_k_m.gguf'), gguf: 'Q4_K_M',
+    make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'qwen3moe'] },
+  'qwen3-30b-a3b-24l-random-q4_k_m': { file: path.join(cache, 'moe-bench/qwen3-30b-a3b-24l-random-q4_k_m.gguf'), gguf: 'Q4_K_M',
+    make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'qwen3moe', '--layers', '24'] },
+  // Granite-3.1-3B-A800M's shapes (40 x top-8, Granite's multipliers, tied output), about 2 GB.
+  'granite-3b-a800m-random-q4_k_m': { file: path.join(cache, 'moe-bench/granite-3b-a800m-random-q4_k_m.gguf'), gguf: 'Q4_K_M',
+    make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'granitemoe'] },
   'qwen-int4-b32': { arch: 'qwen2.5-0.5b', bits: 4, block: 32, tok: 'qwen2.5', gguf: 'Q4_0' },
   'qwen-int4-b128': { arch: 'qwen2.5-0.5b', bits: 4, block: 128, tok: 'qwen2.5', gguf: null },
   'qwen-int8-b32': { arch: 'qwen2.5-0.5b', bits: 8, block: 32, tok: 'qwen2.5', gguf: 'Q8_0' },

@@ -360,7 +360,7 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   std::optional<ToolCallStream> tool_stream;  // the request has tools: the reply may hold calls
   // Harmony replies carry their calls in their channels (ReplyChannels), other formats in the text.
   const bool harmony = job.reasoning == ReasoningFormat::kHarmony;
-  if (r.tools.any() && !harmony) tool_stream.emplace(job.tool_format, tool_names(r.tools));
+  if (r.tools.any() && !harmony) tool_stream.emplace(job.tool_format, tool_names(r.tools), r.tools.tools);
   ReplyChannels channels(job.reasoning, job.reasoning_open);
   std::string reasoning;  // non-stream: the reply's reasoning_content
   std::vector<ToolCall> calls;

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "base/json_depth.h"
+#include "serve/tool_call_xml.h"
 
 namespace nbits::serve {
 namespace {
@@ -18,6 +19,7 @@ struct Markers {
 Markers markers(ToolFormat f) {
   switch (f) {
     case ToolFormat::kHermes:
+    case ToolFormat::kXmlFunction:
       return {"<tool_call>", "</tool_call>"};
     case ToolFormat::kLlama3:
       return {"<|python_tag|>", ""};
@@ -178,9 +180,14 @@ size_t partial_marker(std::string_view s, std::string_view marker) {
 // arguments follow its own schema. The call ends with <|call|> (an end-of-generation token that
 // llguidance takes as the grammar's lexeme while the grammar is not complete).
 std::string harmony_grammar(const ToolRequest& t, const std::function<std::string(std::string_view)>& mark) {
-  const std::string ch = mark("<|channel|>"), msg = mark("<|message|>");
-  std::string g = "start: analysis? call\nanalysis: " + ch + " \"analysis\" " + msg + " /(.|\\n)+/ " +
-                  mark("<|end|>") + " " + mark("<|start|>") + " \"assistant\"\ncall: ";
+  const std::string ch = mark("<|channel|>"), msg = mark("<|message|>"), end = mark("<|end|>");
+  // The analysis text ends at <|end|>: a special token ends a greedy text lexeme; a marker spelled
+  // as text needs the lazy form (suffix=) to end it.
+  const std::string analysis = end.rfind("<[", 0) == 0 ? "/(.|\\n)+/ " + end : "analysis_text";
+  std::string g = "start: analysis? call\nanalysis: " + ch + " \"analysis\" " + msg + " " + analysis + " " +
+                  mark("<|start|>") + " \"assistant\"\n";
+  if (end.rfind("<[", 0) != 0) g += "analysis_text[suffix=" + end + "]: /(?s:.+)/\n";
+  g += "call: ";
   std::string rules;
   int n = 0;
   for (const ojson& tool : t.tools) {
@@ -203,6 +210,7 @@ std::string harmony_grammar(const ToolRequest& t, const std::function<std::strin
 ToolFormat tool_format(const std::string& chat_template) {
   auto has = [&](std::string_view s) { return chat_template.find(s) != std::string::npos; };
   if (has("<|channel|>") && has("<|message|>")) return ToolFormat::kHarmony;
+  if (has("<function=") && has("<parameter=") && has("<tool_call>")) return ToolFormat::kXmlFunction;
   if (has("<tool_call>")) return ToolFormat::kHermes;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
   if (has("<|tool_call|>") || has("<|tool|>")) return ToolFormat::kToolCallTag;
@@ -220,6 +228,8 @@ const char* tool_format_name(ToolFormat f) {
       return "mistral";
     case ToolFormat::kToolCallTag:
       return "tool_call_tag";
+    case ToolFormat::kXmlFunction:
+      return "xml_function";
     case ToolFormat::kHarmony:
       return "harmony";
     case ToolFormat::kGeneric:
@@ -249,6 +259,9 @@ std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMark
   if (f == ToolFormat::kHarmony) return harmony_grammar(t, mark);
   const std::string call = call_schema(t).dump();
   const std::string open = mark(markers(f).open);
+  if (f == ToolFormat::kXmlFunction)
+    return std::string("start: block") + (t.parallel ? " (\"\\n\" block)*" : "") + "\nblock: " + open +
+           " \"\\n\" call \"\\n</tool_call>\"\n" + xml_function_call_rules(t);
   if (f == ToolFormat::kHermes) {
     return std::string("start: call") + (t.parallel ? " (\"\\n\" call)*" : "") + "\ncall: " + open +
            " \"\\n\" body \"\\n</tool_call>\"\nbody: %json " + call + "\n";
@@ -279,13 +292,25 @@ std::vector<std::string> tool_names(const ToolRequest& t) {
   return names;
 }
 
-ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vector<std::string>& names) {
+ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vector<std::string>& names,
+                             const ojson& tools) {
   ParsedReply r;
-  ToolCallStream s(f, names);
+  ToolCallStream s(f, names, tools);
   r.content = s.push(text, r.calls);
   r.content += s.finish(r.calls);
   if (!r.calls.empty() && trim(r.content).empty()) r.content.clear();
   return r;
+}
+
+bool ToolCallStream::body(std::string_view text, std::vector<ToolCall>& calls) const {
+  if (f_ == ToolFormat::kXmlFunction) {  // the XML form, else (a model that mixes them) JSON
+    ToolCall c;
+    if (parse_xml_function_call(text, tools_, c)) {
+      calls.push_back(std::move(c));
+      return true;
+    }
+  }
+  return parse_call_body(text, calls);
 }
 
 std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& calls) {
@@ -326,7 +351,7 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
     const size_t end = held_.find(end_marker);
     if (end == std::string::npos) return out;
     const size_t used = mk.close.empty() ? end : end + mk.close.size();
-    if (!parse_call_body(std::string_view(held_).substr(0, end), calls))
+    if (!body(std::string_view(held_).substr(0, end), calls))
       out += std::string(mk.open) + held_.substr(0, used);  // not a call: text
     held_.erase(0, used);
     in_call_ = false;
@@ -345,7 +370,7 @@ std::string ToolCallStream::finish(std::vector<ToolCall>& calls) {
     in_call_ = false;
     // A call that runs to the end, or an unclosed block whose JSON is complete (the reply ended
     // at the eos): calls.
-    if (parse_call_body(rest, calls)) return "";
+    if (body(rest, calls)) return "";
     return std::string(markers(f_).open) + rest;
   }
   return rest;

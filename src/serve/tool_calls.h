@@ -13,6 +13,9 @@
 //   [TOOL_CALLS]name[ARGS]{...} once per call (v11 and later);
 // kToolCallTag: <|tool_call|>[{"name": ..., "arguments": {...}}, ...] with or without a closing
 //   <|/tool_call|> (Phi-4-mini, Granite 3: templates that write <|tool|> or <|tool_call|>);
+// kXmlFunction: <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
+//   (Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, StepFun 3.5: templates that write <function= and
+//   <parameter=; serve/tool_call_xml.h);
 // kHarmony: gpt-oss's channels, a call being the message
 //   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|> (templates that
 //   write <|channel|> and <|message|>); tokenizer/chat_reply.h's ReplyChannels reads these replies;
@@ -33,7 +36,7 @@
 
 namespace nbits::serve {
 
-enum class ToolFormat { kHermes, kLlama3, kMistral, kToolCallTag, kHarmony, kGeneric };
+enum class ToolFormat { kHermes, kLlama3, kMistral, kToolCallTag, kXmlFunction, kHarmony, kGeneric };
 
 struct ToolRequest {
   enum class Choice { kAuto, kNone, kRequired, kNamed };
@@ -68,7 +71,9 @@ struct ParsedReply {
   std::string content;
   std::vector<ToolCall> calls;  // ids filled by the caller
 };
-ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vector<std::string>& names);
+// tools: the request's tools, for kXmlFunction's parameter types (may be left out).
+ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vector<std::string>& names,
+                             const nlohmann::ordered_json& tools = nlohmann::ordered_json::array());
 // The names of a request's tools.
 std::vector<std::string> tool_names(const ToolRequest& t);
 
@@ -77,7 +82,9 @@ std::vector<std::string> tool_names(const ToolRequest& t);
 // opens with '{' is held to its end.
 class ToolCallStream {
  public:
-  ToolCallStream(ToolFormat f, std::vector<std::string> names) : f_(f), names_(std::move(names)) {}
+  ToolCallStream(ToolFormat f, std::vector<std::string> names,
+                 nlohmann::ordered_json tools = nlohmann::ordered_json::array())
+      : f_(f), names_(std::move(names)), tools_(std::move(tools)) {}
   // Returns the content that is final now; appends the calls completed by `piece` to `calls`.
   std::string push(std::string_view piece, std::vector<ToolCall>& calls);
   // End of the reply: whatever is held (an unfinished call stays text).
@@ -87,6 +94,8 @@ class ToolCallStream {
   enum class State { kStart, kJson, kText };
   ToolFormat f_;
   std::vector<std::string> names_;
+  nlohmann::ordered_json tools_;
+  bool body(std::string_view text, std::vector<ToolCall>& calls) const;  // a marked call's body
   State state_ = State::kStart;
   std::string held_;
   bool in_call_ = false;

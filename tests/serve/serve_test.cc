@@ -824,6 +824,11 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
       {"llama3", "{% if m.tool_calls %}<|python_tag|>{{ m.tool_calls|tojson }}{% endif %}"},
       {"mistral", "{% if m.tool_calls %}[TOOL_CALLS]{{ m.tool_calls|tojson }}{% endif %}"},
       {"tool_call_tag", "{% if m.tool_calls %}<|tool_call|>{{ m.tool_calls|tojson }}{% endif %}"},
+      {"xml_function",
+       "{% if m.tool_calls %}<tool_call>\n<function={{ m.tool_calls[0].function.name }}>\n"
+       "{% for k, v in m.tool_calls[0].function.arguments|items %}<parameter={{ k }}>\n{{ v "
+       "}}\n</parameter>\n"
+       "{% endfor %}</function>\n</tool_call>{% endif %}"},
       // gpt-oss's channels, spelled here with ordinary tokens: the call follows an optional
       // analysis message, which ReplyChannels gives as reasoning_content.
       {"harmony",

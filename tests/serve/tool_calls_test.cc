@@ -11,18 +11,21 @@ namespace {
 
 const std::vector<std::string> kNames = {"get_weather", "add"};
 
-std::string streamed(std::string_view text, ToolFormat f, size_t step, std::vector<ToolCall>& calls) {
-  ToolCallStream s(f, kNames);
+using ojson = nlohmann::ordered_json;
+
+std::string streamed(std::string_view text, ToolFormat f, size_t step, std::vector<ToolCall>& calls,
+                     const ojson& tools) {
+  ToolCallStream s(f, kNames, tools);
   std::string out;
   for (size_t i = 0; i < text.size(); i += step) out += s.push(text.substr(i, step), calls);
   return out + s.finish(calls);
 }
 
-void expect_same_in_every_split(std::string_view text, ToolFormat f) {
-  const ParsedReply whole = parse_tool_calls(text, f, kNames);
+void expect_same_in_every_split(std::string_view text, ToolFormat f, const ojson& tools = ojson::array()) {
+  const ParsedReply whole = parse_tool_calls(text, f, kNames, tools);
   for (size_t step = 1; step <= 7; ++step) {
     std::vector<ToolCall> calls;
-    std::string content = streamed(text, f, step, calls);
+    std::string content = streamed(text, f, step, calls, tools);
     if (!calls.empty() && content.find_first_not_of(" \n") == std::string::npos) content.clear();
     EXPECT_EQ(content, whole.content) << "step " << step;
     ASSERT_EQ(calls.size(), whole.calls.size()) << "step " << step;
@@ -224,6 +227,86 @@ TEST(ToolCalls, HarmonyGrammar) {
       one.find("call: call_0\ncall_0: \"<|channel|>\" \"commentary to=functions.add \" \"<|constrain|>\""),
       std::string::npos)
       << one;
+}
+
+}  // namespace
+}  // namespace nbits::serve
+
+namespace nbits::serve {
+namespace {
+
+// Qwen3-Coder / Qwen3.5's XML calls: values typed by the parameters' schemas.
+TEST(ToolCalls, XmlFunctionCalls) {
+  EXPECT_EQ(tool_format("<tool_call>\\n<function=example_function_name>\\n<parameter=example_parameter_1>\\n"
+                        "value_1\\n</parameter>\\n</function>\\n</tool_call>"),
+            ToolFormat::kXmlFunction);
+  EXPECT_STREQ(tool_format_name(ToolFormat::kXmlFunction), "xml_function");
+  const ojson tools = ojson::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string"}, "days": {"type": "integer"}, "code": {"type": "string"},
+      "unit": {"enum": ["celsius", "fahrenheit"]}, "where": {"type": "object"}}}}},
+    {"type": "function", "function": {"name": "add"}}])");
+  const std::string text =
+      "I will look it up.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+      "<parameter=days>\n3\n</parameter>\n<parameter=code>\n42\n</parameter>\n<parameter=unit>\ncelsius\n"
+      "</parameter>\n<parameter=where>\n{\"lat\": 1.5}\n</parameter>\n</function>\n</tool_call>\n"
+      "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n<parameter=note>\ntwo\nlines\n</"
+      "parameter>\n"
+      "</function>\n</tool_call>";
+  const ParsedReply r = parse_tool_calls(text, ToolFormat::kXmlFunction, kNames, tools);
+  EXPECT_EQ(r.content, "I will look it up.\n\n");  // the newline between the calls too
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments,
+            R"({"city":"New York","days":3,"code":"42","unit":"celsius","where":{"lat":1.5}})");
+  EXPECT_EQ(r.calls[1].name, "add");  // no schema: JSON when it parses, else the text
+  EXPECT_EQ(r.calls[1].arguments, R"({"a":2,"note":"two\nlines"})");
+  expect_same_in_every_split(text, ToolFormat::kXmlFunction, tools);
+  // A value without its newlines (as ByteDance Seed writes them), and a Hermes JSON body.
+  ParsedReply j =
+      parse_tool_calls("<tool_call><function=add><parameter=a>7</parameter></function></tool_call>",
+                       ToolFormat::kXmlFunction, kNames, tools);
+  ASSERT_EQ(j.calls.size(), 1u);
+  EXPECT_EQ(j.calls[0].arguments, R"({"a":7})");
+  j = parse_tool_calls("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>",
+                       ToolFormat::kXmlFunction, kNames, tools);
+  ASSERT_EQ(j.calls.size(), 1u);
+  EXPECT_EQ(j.calls[0].arguments, R"({"a":1})");
+  // Broken forms stay text.
+  for (const char* bad : {"<tool_call>\n<function=add>\n<parameter=a>\n2\n</function>\n</tool_call>",
+                          "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n</tool_call>",
+                          "<tool_call>\n<function=>\n</function>\n</tool_call>",
+                          "<tool_call>\n<function=add>\n</function>\ntrailing\n</tool_call>"}) {
+    const ParsedReply b = parse_tool_calls(bad, ToolFormat::kXmlFunction, kNames, tools);
+    EXPECT_TRUE(b.calls.empty()) << bad;
+    EXPECT_EQ(b.content, bad);
+  }
+}
+
+TEST(ToolCalls, XmlFunctionGrammar) {
+  ToolRequest t;
+  t.tools = ojson::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["celsius", "fahrenheit"]},
+      "days": {"type": "integer"}}, "required": ["unit", "city"]}}},
+    {"type": "function", "function": {"name": "add"}}])");
+  t.choice = ToolRequest::Choice::kRequired;
+  t.parallel = false;
+  const std::string g = tool_call_grammar(t, ToolFormat::kXmlFunction);
+  EXPECT_EQ(
+      g.rfind("start: block\nblock: \"<tool_call>\" \"\\n\" call \"\\n</tool_call>\"\ncall: f0 | f1\n", 0),
+      0u)
+      << g;
+  // Required parameters in the schema's order, then the optional ones, maybe.
+  EXPECT_NE(g.find("f0: \"<function=get_weather>\\n\" f0_p0 f0_p1 [f0_p2] \"</function>\""),
+            std::string::npos)
+      << g;
+  EXPECT_NE(g.find("f0_p0_v[suffix=\"\\n</parameter>\\n\"]: /(?s:.{0,12})/"), std::string::npos) << g;
+  EXPECT_NE(g.find("f0_p1: \"<parameter=unit>\\n\" (\"celsius\" | \"fahrenheit\") \"\\n</parameter>\\n\""),
+            std::string::npos)
+      << g;
+  EXPECT_NE(g.find("f0_p2_v: %json {\"type\":\"integer\""), std::string::npos) << g;
+  EXPECT_NE(g.find("f1: \"<function=add>\\n\" \"</function>\""), std::string::npos) << g;
 }
 
 }  // namespace

@@ -7,9 +7,16 @@ expert down Q6_K, embedding Q4_K, output Q6_K, F32 routers (OLMoE's vocabulary i
 2880, top-4, every other layer a 128-token window, YaRN 32 over 4096, attention sinks, biases) with
 MXFP4 experts as the released file has them and Q8_0 elsewhere (its vocabulary is 201088, so its
 embedding and output are 4x these). About 11 GB.
+--arch qwen3moe: Qwen3-30B-A3B (48 layers, hidden 2048, 32 query / 4 KV heads of 128 with per-head
+q/k norms, 128 experts of FFN 768, top-8, rope base 1e6) in the olmoe recipe (its vocabulary is
+151936, so its embedding and output are 3x these). About 17 GB; --layers 24 writes its first half.
+--arch granitemoe: Granite-3.1-3B-A800M (32 layers, hidden 1536, 24 query / 8 KV heads of 64, 40
+experts of FFN 512, top-8, Granite's embedding / residual / attention / logit multipliers, tied
+output) in the olmoe recipe. About 2 GB.
 Router weights of std 0.02 (trained routers spread tokens over the experts; these are random, so
 each token's top-k is a fresh draw).
-Usage: python make_moe_bench_model.py SMOLLM2.gguf OUT.gguf [--arch olmoe|gpt-oss] [--layers N]"""
+Usage: python make_moe_bench_model.py SMOLLM2.gguf OUT.gguf [--arch olmoe|gpt-oss|qwen3moe|granitemoe]
+       [--layers N]"""
 import argparse
 import os
 
@@ -21,12 +28,17 @@ from gguf.constants import GGML_QUANT_SIZES
 ap = argparse.ArgumentParser()
 ap.add_argument("smollm2")
 ap.add_argument("out")
-ap.add_argument("--arch", choices=("olmoe", "gpt-oss"), default="olmoe")
+ap.add_argument("--arch", choices=("olmoe", "gpt-oss", "qwen3moe", "granitemoe"), default="olmoe")
 ap.add_argument("--layers", type=int, default=0)
 args = ap.parse_args()
 oss = args.arch == "gpt-oss"
+qwen3, granite = args.arch == "qwen3moe", args.arch == "granitemoe"
 if oss:
     E, NH, NKV, HD, NEXP, USED, FFE, L = 2880, 64, 8, 64, 32, 4, 2880, args.layers or 24
+elif qwen3:
+    E, NH, NKV, HD, NEXP, USED, FFE, L = 2048, 32, 4, 128, 128, 8, 768, args.layers or 48
+elif granite:
+    E, NH, NKV, HD, NEXP, USED, FFE, L = 1536, 24, 8, 64, 40, 8, 512, args.layers or 32
 else:
     E, NH, NKV, HD, NEXP, USED, FFE, L = 2048, 16, 16, 128, 64, 8, 1024, args.layers or 16
 rng = np.random.default_rng(77)
@@ -62,11 +74,17 @@ w.add_head_count_kv(NKV)
 w.add_key_length(HD)
 w.add_value_length(HD)
 w.add_layer_norm_rms_eps(1e-5)
-w.add_rope_freq_base(150000.0 if oss else 10000.0)
+w.add_rope_freq_base(150000.0 if oss else 1e6 if qwen3 else 10000.0)
 w.add_expert_count(NEXP)
 w.add_expert_used_count(USED)
-if oss:
+if oss or qwen3:
     w.add_expert_feed_forward_length(FFE)
+if granite:  # Granite-3.1-3B-A800M's config.json multipliers
+    w.add_float32("granitemoe.embedding_scale", 12.0)
+    w.add_float32("granitemoe.residual_scale", 0.22)
+    w.add_float32("granitemoe.attention.scale", 0.015625)
+    w.add_float32("granitemoe.logit_scale", 6.0)
+if oss:
     w.add_sliding_window(128)
     w.add_string("gpt-oss.rope.scaling.type", "yarn")
     w.add_float32("gpt-oss.rope.scaling.factor", 32.0)
@@ -89,14 +107,18 @@ small = lambda *shape: (0.02 * rng.standard_normal(shape)).astype(np.float32)
 dense, emb_t, out_t = (T.Q8_0, T.Q8_0, T.Q8_0) if oss else (T.Q4_K, T.Q4_K, T.Q6_K)
 w.add_tensor("token_embd.weight", blocks(V, E, emb_t), raw_dtype=emb_t)
 w.add_tensor("output_norm.weight", ones(E))
-w.add_tensor("output.weight", blocks(V, E, out_t), raw_dtype=out_t)
+if not granite:  # Granite ties the output to the embedding
+    w.add_tensor("output.weight", blocks(V, E, out_t), raw_dtype=out_t)
 for l in range(L):
     p = "blk.%d." % l
     for n in ("attn_norm", "post_attention_norm" if oss else "ffn_norm"):
         w.add_tensor(p + n + ".weight", ones(E))
-    if not oss:
+    if qwen3:  # per head
         for n in ("attn_q_norm", "attn_k_norm"):
-            w.add_tensor(p + n + ".weight", ones(E))
+            w.add_tensor(p + n + ".weight", ones(HD))
+    elif not oss and not granite:  # OLMoE: over all heads
+        for n, width in (("attn_q_norm", NH * HD), ("attn_k_norm", NKV * HD)):
+            w.add_tensor(p + n + ".weight", ones(width))
     for n, rows, cols in (("attn_q", NH * HD, E), ("attn_k", NKV * HD, E), ("attn_v", NKV * HD, E),
                           ("attn_output", E, NH * HD)):
         w.add_tensor(p + n + ".weight", blocks(rows, cols, dense), raw_dtype=dense)
