@@ -355,6 +355,13 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
     if (r.speculative != "off" && r.speculative != "lookup" && r.speculative != "draft")
       bad("speculative", "must be \"off\", \"lookup\" or \"draft\"");
   }
+  if (const json* rf = field(b, "reasoning_format")) {
+    const char* why = "must be \"auto\", \"deepseek\" or \"none\"";
+    if (!rf->is_string()) bad("reasoning_format", why);
+    const std::string v = rf->get<std::string>();
+    if (v != "auto" && v != "deepseek" && v != "none") bad("reasoning_format", why);
+    r.reasoning_inline = v == "none";
+  }
   refuse_truthy(b, "logprobs", "token logprobs are not returned");
   refuse_truthy(b, "top_logprobs", "token logprobs are not returned");
   if (endpoint != Endpoint::kChat) refuse_truthy(b, "tools", "tools belong to /v1/chat/completions");

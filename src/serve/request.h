@@ -62,6 +62,10 @@ struct GenRequest {
   // nbits extension "speculative": "off" | "lookup" | "draft" (the server's --draft-model);
   // "" = the server's --spec.
   std::string speculative;
+  // llama-server's "reasoning_format": "none" leaves a reply's reasoning in its content (think
+  // tags kept; harmony's analysis text before the answer); "auto" / "deepseek" (default) give it
+  // as reasoning_content.
+  bool reasoning_inline = false;
 };
 
 // Deeper request bodies are refused before they are parsed.

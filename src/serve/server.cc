@@ -210,6 +210,9 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
         throw ApiError(400, std::string("chat template: ") + e.what(), "messages", "chat_template");
       }
       job->reasoning = reasoning_format(model_->chat_template());
+      // reasoning_format "none": think tags stay in the text; harmony's channels are still read.
+      if (r.reasoning_inline && job->reasoning == ReasoningFormat::kThink)
+        job->reasoning = ReasoningFormat::kNone;
       job->reasoning_open = job->reasoning == ReasoningFormat::kThink && prompt_opens_think(text);
       job->prompt = model_->encode(text, /*add_special=*/false);
     } else if (r.prompt_is_ids) {
@@ -427,7 +430,13 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
         parts.content += held.content;
         parts.calls.insert(parts.calls.end(), held.calls.begin(), held.calls.end());
       }
-      if (!parts.reasoning.empty() && chat) {
+      if (r.reasoning_inline || !chat) {  // reasoning inline: before the answer, as content
+        std::string merged = std::move(parts.reasoning);
+        merged += parts.content;
+        parts.content = std::move(merged);
+        parts.reasoning.clear();
+      }
+      if (!parts.reasoning.empty()) {
         if (r.stream)
           write(sse(chunk(job, {{"index", 0},
                                 {"delta", {{"reasoning_content", parts.reasoning}}},

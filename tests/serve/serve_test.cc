@@ -884,6 +884,69 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
   }
 }
 
+// reasoning_content: stories260K behind a template whose generation prompt opens <think>, so the
+// whole reply is reasoning (llama-server's and DeepSeek's field), whole and streamed as
+// delta.reasoning_content; reasoning_format "none" keeps it in the content.
+TEST(ServeReasoning, AnOpenThinkBlockIsReasoningContent) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  const fs::path dir = fs::temp_directory_path() / ("nbits_serve_think_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"genai_config.json", "model.onnx", "tokenizer.json"}) {
+    std::error_code ec;
+    fs::remove(dir / f, ec);
+    fs::create_symlink(fs::path(model_dir()) / f, dir / f);
+  }
+  json cfg = json::parse(slurp_text(model_dir() + "/tokenizer_config.json"));
+  cfg["chat_template"] =
+      "{{ bos_token }}{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }}</think>\n{% endfor %}"
+      "{% if add_generation_prompt %}<assistant> <think>\n{% endif %}";
+  std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+  OwnServer s(dir.string(), {"-t", "1", "--ctx", "512"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  c.set_read_timeout(120, 0);
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Once upon a time"}}})},
+               {"max_tokens", 24},
+               {"temperature", 0}};
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json msg = json::parse(r->body)["choices"][0]["message"];
+  const std::string thought = msg.value("reasoning_content", "");
+  EXPECT_FALSE(thought.empty()) << r->body;
+  EXPECT_EQ(msg["content"], "") << r->body;
+  // Streamed: the same text as reasoning_content deltas, no content.
+  body["stream"] = true;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  std::string streamed, content;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+    const json d = json::parse(line.substr(6))["choices"][0]["delta"];
+    streamed += d.value("reasoning_content", "");
+    content += d.value("content", "");
+  }
+  EXPECT_EQ(streamed, thought);
+  EXPECT_EQ(content, "");
+  // reasoning_format "none": the text stays in the content.
+  body["stream"] = false;
+  body["reasoning_format"] = "none";
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json inline_msg = json::parse(r->body)["choices"][0]["message"];
+  EXPECT_EQ(inline_msg["content"], thought) << r->body;
+  EXPECT_FALSE(inline_msg.contains("reasoning_content")) << r->body;
+  body["reasoning_format"] = "hidden";
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error"]["param"], "reasoning_format") << r->body;
+  fs::remove_all(dir);
+}
+
 TEST(ServeFlags, NoWebuiAnswers404AtTheRoot) {
   NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
   NBITS_REQUIRE_BIN();
