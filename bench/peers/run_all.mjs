@@ -38,7 +38,7 @@ const MODELS = {
   // gpt-oss-20b's shapes (32 x top-4, MXFP4 experts, sinks, windows; SmolLM2's vocabulary), about 11 GB.
   'gpt-oss-20b-random-mxfp4': { file: path.join(cache, 'moe-bench/gpt-oss-20b-random-mxfp4.gguf'), gguf: 'MXFP4',
     make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'gpt-oss'] },
-  // Qwen3-30B-A3B's shapes (128 x top-8, per-head q/k norms), about 17 GB; its first 24 layers, 8.6 GB.
+  // Qwen3-30B-A3B's shapes (128 x top-8, per-head q/k norms), about 19.5 GB; its first 24 layers, 9.8 GB.
   'qwen3-30b-a3b-random-q4_k_m': { file: path.join(cache, 'moe-bench/qwen3-30b-a3b-random-q4_k_m.gguf'), gguf: 'Q4_K_M',
     make: 'tools/gguf/make_moe_bench_model.py', makeArgs: ['--arch', 'qwen3moe'] },
   'qwen3-30b-a3b-24l-random-q4_k_m': { file: path.join(cache, 'moe-bench/qwen3-30b-a3b-24l-random-q4_k_m.gguf'), gguf: 'Q4_K_M',

@@ -9,7 +9,8 @@ MXFP4 experts as the released file has them and Q8_0 elsewhere (its vocabulary i
 embedding and output are 4x these). About 11 GB.
 --arch qwen3moe: Qwen3-30B-A3B (48 layers, hidden 2048, 32 query / 4 KV heads of 128 with per-head
 q/k norms, 128 experts of FFN 768, top-8, rope base 1e6) in the olmoe recipe (its vocabulary is
-151936, so its embedding and output are 3x these). About 17 GB; --layers 24 writes its first half.
+151936, so its embedding and output are 3x these). About 19.5 GB; --layers 24 writes its first half
+(9.8 GB).
 --arch granitemoe: Granite-3.1-3B-A800M (32 layers, hidden 1536, 24 query / 8 KV heads of 64, 40
 experts of FFN 512, top-8, Granite's embedding / residual / attention / logit multipliers, tied
 output) in the olmoe recipe. About 2 GB.
