@@ -56,7 +56,7 @@ struct Fc {
 Fc make_fc(const Spec& p, int64_t N, int64_t K, uint32_t seed) {
   Fc f;
   f.N = N, f.K = K;
-  const int64_t E = p.E, blocks = p.block > 0 ? K / p.block : 1, bs = p.block > 0 ? p.block : K;
+  const int64_t E = p.E, bs = p.block > 0 ? p.block : K, blocks = (K + bs - 1) / bs;  // ceil: block 24 too
   f.w.resize(static_cast<size_t>(E * N * K));
   const auto round_trip = [&](float v) { return p.fp16 ? fp16_to_float(float_to_fp16(v)) : v; };
   if (!p.quantized) {
@@ -134,7 +134,7 @@ Built write(const Spec& p) {
       b.w.add_initializer(
           n + "_w", DataType::kUint8, {p.E, N, f.K * p.bits / 8},
           std::vector<uint8_t>(f.codes.begin(), f.codes.begin() + p.E * N * f.K * p.bits / 8));
-      const int64_t blocks = p.block > 0 ? f.K / p.block : 1;
+      const int64_t blocks = p.block > 0 ? (f.K + p.block - 1) / p.block : 1;
       b.w.add_initializer(
           n + "_s", half_or_float,
           p.block > 0 ? std::vector<int64_t>{p.E, f.N, blocks} : std::vector<int64_t>{p.E, f.N},
