@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and runs every suite:
-#   0. cached: the real onnxruntime-genai builder's exports of small models of every family and
-#      precision, with ONNX Runtime references (tools/setup_models.sh)
+#   0. cached, made while the release build compiles: the real onnxruntime-genai builder's exports
+#      of small models of every family and precision, with ONNX Runtime references
+#      (tools/setup_models.sh)
 #   1. release build (-Werror) + ctest (unit, end-to-end vs ONNX Runtime/llama2.c references,
 #      tokenizer differential vs Hugging Face tokenizers, make-model vs ONNX Runtime 1.30,
 #      builder exports vs ONNX Runtime 1.32)
@@ -36,15 +37,31 @@ if [ ! -f bench/peers/.deps/node_modules/onnxruntime-node/package.json ]; then
    ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --ignore-scripts --loglevel=error onnxruntime-node@1.30.0)
 fi
 
-stamp "builder exports + ONNX Runtime references (cached in \${NBITS_CACHE:-~/.cache/nbits})"
 # llguidance (cargo) compiles once for every build folder and the Python package.
 export NBITS_CARGO_TARGET_DIR=${NBITS_CARGO_TARGET_DIR:-${NBITS_CACHE:-$HOME/.cache/nbits}/cargo}
 export NBITS_BUILDER_MODELS=${NBITS_BUILDER_MODELS:-${NBITS_CACHE:-$HOME/.cache/nbits}/builder-models}
-bash tools/setup_models.sh
 export NBITS_SMOLLM2_GGUF=${NBITS_SMOLLM2_GGUF:-${NBITS_CACHE:-$HOME/.cache/nbits}/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
 
-stamp "release build + tests"
-bash tools/build.sh release
+# The cached test models (tools/setup_models.sh) are made while the release build compiles: on a
+# fresh machine they are mostly one Python process and downloads (about half an hour), the build
+# keeps both cores busy, and nothing of one needs the other. Seconds when the cache is there.
+stamp "release build, and beside it the builder exports + references (cached in \${NBITS_CACHE:-~/.cache/nbits})"
+setup_log=$(mktemp)
+setsid bash tools/setup_models.sh > "$setup_log" 2>&1 &  # its own process group: stopped with it
+setup_pid=$!
+trap 'kill -- -"$setup_pid" 2>/dev/null || true' EXIT
+build_rc=0
+bash tools/build.sh release || build_rc=$?
+[ "$build_rc" = 0 ] || { echo "the release build failed (exit $build_rc)" >&2; exit "$build_rc"; }
+stamp "release build done; waiting for tools/setup_models.sh"
+setup_rc=0
+wait "$setup_pid" || setup_rc=$?
+trap - EXIT
+sed 's/^/[setup_models] /' "$setup_log"
+rm -f "$setup_log"
+[ "$setup_rc" = 0 ] || { echo "tools/setup_models.sh failed (exit $setup_rc)" >&2; exit "$setup_rc"; }
+
+stamp "release tests"
 (cd build && ctest --output-on-failure -j 2 --timeout 900)
 
 stamp "embedding check: install, find_package(nbits) from examples/embed, run"
