@@ -304,10 +304,12 @@ std::string Server::chat_prompt(Job& job) {
     r.guidance_type = "lark";
     r.guidance_data = grammar;
   }
-  if (job.tool_format != ToolFormat::kGeneric)  // the template presents the tools itself
+  // The template presents the tools itself (DeepSeek-R1's distills write calls in history but
+  // do not present tools: a system text does, in their format).
+  if (job.tool_format != ToolFormat::kGeneric && template_presents_tools(model_->chat_template()))
     return model_->apply_chat_template(r.messages, /*add_generation_prompt=*/true, r.tools.tools.dump());
   std::vector<ChatMessage> msgs = r.messages;
-  const std::string intro = generic_tools_prompt(r.tools);
+  const std::string intro = tools_prompt(r.tools, job.tool_format);
   if (!msgs.empty() && msgs[0].role == "system")
     msgs[0].content += "\n\n" + intro;
   else

@@ -1,9 +1,11 @@
 #include "serve/tool_calls.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 
 #include "base/json_depth.h"
+#include "serve/tool_call_deepseek.h"
 #include "serve/tool_call_xml.h"
 
 namespace nbits::serve {
@@ -27,14 +29,24 @@ Markers markers(ToolFormat f) {
       return {"[TOOL_CALLS]", ""};
     case ToolFormat::kToolCallTag:
       return {"<|tool_call|>", "<|/tool_call|>"};
+    case ToolFormat::kDeepSeekR1:
+    case ToolFormat::kDeepSeekV31:
+      return {kDeepSeekCallBegin, kDeepSeekCallEnd};
     case ToolFormat::kHarmony:  // ReplyChannels reads the channels
     case ToolFormat::kGeneric:
       break;
   }
   return {"", ""};
 }
-// JSON whitespace inside a call, bounded as the guidance room bounds it for schemas.
-constexpr const char* kWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
+// The markers around a format's calls block: no part of content (DeepSeek's).
+std::vector<std::string_view> wrappers(ToolFormat f) {
+  if (f == ToolFormat::kDeepSeekR1 || f == ToolFormat::kDeepSeekV31)
+    return {kDeepSeekCallsBegin, kDeepSeekCallsEnd};
+  return {};
+}
+void erase_all(std::string& s, std::string_view what) {
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
+}
 
 // {"name": const, args_key: parameters} for each allowed function.
 ojson call_schema(const ToolRequest& t, const char* args_key = "arguments") {
@@ -50,7 +62,7 @@ ojson call_schema(const ToolRequest& t, const char* args_key = "arguments") {
                    {"additionalProperties", false}});
   }
   ojson s = any.size() == 1 ? any[0] : ojson{{"anyOf", any}};
-  s["x-guidance"] = {{"whitespace_pattern", kWhitespace}};
+  s["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
   return s;
 }
 
@@ -195,7 +207,7 @@ std::string harmony_grammar(const ToolRequest& t, const std::function<std::strin
     const std::string name = fn["name"];
     if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
     ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
-    params["x-guidance"] = {{"whitespace_pattern", kWhitespace}};
+    params["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
     const std::string id = std::to_string(n++);
     g += (n > 1 ? " | call_" : "call_") + id;
     rules += "call_" + id + ": " + ch + " " + ojson("commentary to=functions." + name + " ").dump() + " " +
@@ -210,6 +222,7 @@ std::string harmony_grammar(const ToolRequest& t, const std::function<std::strin
 ToolFormat tool_format(const std::string& chat_template) {
   auto has = [&](std::string_view s) { return chat_template.find(s) != std::string::npos; };
   if (has("<|channel|>") && has("<|message|>")) return ToolFormat::kHarmony;
+  if (has(kDeepSeekCallBegin)) return has("```json") ? ToolFormat::kDeepSeekR1 : ToolFormat::kDeepSeekV31;
   if (has("<function=") && has("<parameter=") && has("<tool_call>")) return ToolFormat::kXmlFunction;
   if (has("<tool_call>")) return ToolFormat::kHermes;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
@@ -232,6 +245,10 @@ const char* tool_format_name(ToolFormat f) {
       return "xml_function";
     case ToolFormat::kHarmony:
       return "harmony";
+    case ToolFormat::kDeepSeekR1:
+      return "deepseek_r1";
+    case ToolFormat::kDeepSeekV31:
+      return "deepseek_v3_1";
     case ToolFormat::kGeneric:
       break;
   }
@@ -253,10 +270,28 @@ std::string generic_tools_prompt(const ToolRequest& t) {
   return s;
 }
 
+bool template_presents_tools(const std::string& chat_template) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = chat_template.find("tools"); at != std::string::npos;
+       at = chat_template.find("tools", at + 1))
+    if ((at == 0 || !ident(chat_template[at - 1])) &&
+        (at + 5 == chat_template.size() || !ident(chat_template[at + 5])))
+      return true;
+  return false;
+}
+
+std::string tools_prompt(const ToolRequest& t, ToolFormat f) {
+  if (f == ToolFormat::kDeepSeekR1 || f == ToolFormat::kDeepSeekV31)
+    return deepseek_tools_prompt(t, f == ToolFormat::kDeepSeekR1);
+  return generic_tools_prompt(t);
+}
+
 std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMarker& marker) {
   if (t.choice != ToolRequest::Choice::kRequired && t.choice != ToolRequest::Choice::kNamed) return "";
   auto mark = [&](std::string_view m) { return marker ? marker(m) : ojson(std::string(m)).dump(); };
   if (f == ToolFormat::kHarmony) return harmony_grammar(t, mark);
+  if (f == ToolFormat::kDeepSeekR1 || f == ToolFormat::kDeepSeekV31)
+    return deepseek_tool_grammar(t, f == ToolFormat::kDeepSeekR1, mark);
   const std::string call = call_schema(t).dump();
   const std::string open = mark(markers(f).open);
   if (f == ToolFormat::kXmlFunction)
@@ -272,7 +307,7 @@ std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMark
     ojson list = {{"type", "array"}, {"items", ojson::parse(call)}, {"minItems", 1}};
     if (!t.parallel) list["maxItems"] = 1;
     list["items"].erase("x-guidance");
-    list["x-guidance"] = {{"whitespace_pattern", kWhitespace}};
+    list["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
     return "start: " + open + " body\nbody: %json " + list.dump() + "\n";
   }
   ojson calls = {{"type", "array"}, {"items", ojson::parse(call)}, {"minItems", 1}};
@@ -282,7 +317,7 @@ std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMark
                    {"properties", {{"tool_calls", calls}}},
                    {"required", {"tool_calls"}},
                    {"additionalProperties", false},
-                   {"x-guidance", {{"whitespace_pattern", kWhitespace}}}};
+                   {"x-guidance", {{"whitespace_pattern", kToolCallWhitespace}}}};
   return "start: body\nbody: %json " + s.dump() + "\n";
 }
 
@@ -310,6 +345,12 @@ bool ToolCallStream::body(std::string_view text, std::vector<ToolCall>& calls) c
       return true;
     }
   }
+  if (f_ == ToolFormat::kDeepSeekR1 || f_ == ToolFormat::kDeepSeekV31) {
+    ToolCall c;
+    if (!parse_deepseek_call(text, c)) return false;
+    calls.push_back(std::move(c));
+    return true;
+  }
   return parse_call_body(text, calls);
 }
 
@@ -335,9 +376,14 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
   const Markers mk = markers(f_);
   for (;;) {
     if (!in_call_) {
+      size_t keep_wrap = 0;
+      for (std::string_view w : wrappers(f_)) {
+        erase_all(held_, w);
+        keep_wrap = std::max(keep_wrap, partial_marker(held_, w));
+      }
       const size_t open = held_.find(mk.open);
       if (open == std::string::npos) {
-        const size_t keep = partial_marker(held_, mk.open);
+        const size_t keep = std::max(keep_wrap, partial_marker(held_, mk.open));
         out += held_.substr(0, held_.size() - keep);
         held_.erase(0, held_.size() - keep);
         return out;
@@ -361,6 +407,7 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
 std::string ToolCallStream::finish(std::vector<ToolCall>& calls) {
   std::string rest = std::move(held_);
   held_.clear();
+  for (std::string_view w : wrappers(f_)) erase_all(rest, w);
   if (state_ == State::kJson) {
     state_ = State::kStart;
     if (parse_json_reply(strip_fence(rest), names_, calls)) return "";

@@ -3,7 +3,8 @@
 // required (llguidance Lark, through GenerationOptions::guidance_*), and the parser that turns
 // the reply's text back into message.tool_calls, whole or as a stream.
 //
-// Formats (the template receives `tools` itself for all but kGeneric):
+// Formats (the template receives `tools` itself for all but kGeneric, and for those whose template
+// does not present them, such as DeepSeek-R1's distills: tools_prompt()):
 // kHermes: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5, Qwen3, Hermes,
 //   SmolLM3: templates that write <tool_call>);
 // kLlama3: a reply that is {"name": ..., "parameters": {...}}, or <|python_tag|> and the same
@@ -19,6 +20,10 @@
 // kHarmony: gpt-oss's channels, a call being the message
 //   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|> (templates that
 //   write <|channel|> and <|message|>); tokenizer/chat_reply.h's ReplyChannels reads these replies;
+// kDeepSeekR1 / kDeepSeekV31: <｜tool▁calls▁begin｜> + a <｜tool▁call▁begin｜>...<｜tool▁call▁end｜>
+//   per call + <｜tool▁calls▁end｜>, R1's body `function<｜tool▁sep｜>NAME\n```json\n{...}\n``` `,
+//   V3.1's `NAME<｜tool▁sep｜>{...}` (templates that write <｜tool▁call▁begin｜>, with ```json for R1;
+//   serve/tool_call_deepseek.h);
 // kGeneric, every other template: the tools are described in a system message and a call is the
 //   JSON object {"tool_calls": [{"name": ..., "arguments": {...}}]}.
 // A marker that is a special token reaches the parser only when the reply's text keeps special
@@ -36,7 +41,17 @@
 
 namespace nbits::serve {
 
-enum class ToolFormat { kHermes, kLlama3, kMistral, kToolCallTag, kXmlFunction, kHarmony, kGeneric };
+enum class ToolFormat {
+  kHermes,
+  kLlama3,
+  kMistral,
+  kToolCallTag,
+  kXmlFunction,
+  kHarmony,
+  kDeepSeekR1,
+  kDeepSeekV31,
+  kGeneric
+};
 
 struct ToolRequest {
   enum class Choice { kAuto, kNone, kRequired, kNamed };
@@ -53,6 +68,13 @@ const char* tool_format_name(ToolFormat f);
 
 // The system text that presents the tools to a template without tool support (kGeneric).
 std::string generic_tools_prompt(const ToolRequest& t);
+// Whether a template presents `tools` to the model itself (it reads the variable).
+bool template_presents_tools(const std::string& chat_template);
+// The system text for a template that does not: the call syntax of its format where it has one
+// of its own that the template alone does not teach (DeepSeek), else generic_tools_prompt.
+std::string tools_prompt(const ToolRequest& t, ToolFormat f);
+// JSON whitespace inside a call's arguments, bounded as the guidance room bounds it for schemas.
+inline constexpr const char* kToolCallWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
 // The Lark form of a marker text: "<[ID]>" where the model has it as one special token (its text
 // alone could only be spelled with other tokens), else the quoted text.
 using LarkMarker = std::function<std::string(std::string_view marker)>;

@@ -834,6 +834,13 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
       {"harmony",
        "{% if m.tool_calls %}<|channel|>commentary to=functions.{{ m.tool_calls[0].function.name }} "
        "<|constrain|>json<|message|>{{ m.tool_calls[0].function.arguments|tojson }}<|call|>{% endif %}"},
+      // DeepSeek-R1 and its distills: full-width markers (byte tokens here). (Their templates do not
+      // present `tools`; the server's system text that does is longer than stories' 512-token
+      // context in bytes: tests/serve/tool_call_deepseek_test.cc checks it.)
+      {"deepseek_r1",
+       "{% if m.tool_calls %}<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+       "{{ m.tool_calls[0].function.name }}\n```json\n{{ m.tool_calls[0].function.arguments }}\n```"
+       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>{% endif %}"},
   };
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "add", "parameters": {
     "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
@@ -860,7 +867,7 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
     httplib::Client c("127.0.0.1", s.p.port);
     c.set_read_timeout(120, 0);
     json body = {{"messages", json::array({{{"role", "user"}, {"content", "Add two and three."}}})},
-                 {"max_tokens", 200},  // harmony's markers as text: ~60 tokens of stories' vocabulary
+                 {"max_tokens", 320},  // DeepSeek's markers as bytes: ~130 tokens of stories' vocabulary
                  {"temperature", 0},
                  {"tools", tools},
                  {"tool_choice", "required"},
