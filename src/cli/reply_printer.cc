@@ -30,7 +30,7 @@ void add_reasoning_flags(Flags& f) {
 
 ReplyPrinter::ReplyPrinter(ReasoningFormat format, std::string_view prompt, bool hide_reasoning)
     : format_(format),
-      channels_(format_, format_ == ReasoningFormat::kThink && prompt_opens_think(prompt)),
+      channels_(format_, prompt_opens_think(prompt, format_)),
       hide_(hide_reasoning),
       dim_(::isatty(::fileno(stderr)) != 0) {}
 

@@ -211,9 +211,8 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
       }
       job->reasoning = reasoning_format(model_->chat_template());
       // reasoning_format "none": think tags stay in the text; harmony's channels are still read.
-      if (r.reasoning_inline && job->reasoning == ReasoningFormat::kThink)
-        job->reasoning = ReasoningFormat::kNone;
-      job->reasoning_open = job->reasoning == ReasoningFormat::kThink && prompt_opens_think(text);
+      if (r.reasoning_inline && think_tags(job->reasoning)) job->reasoning = ReasoningFormat::kNone;
+      job->reasoning_open = prompt_opens_think(text, job->reasoning);
       job->prompt = model_->encode(text, /*add_special=*/false);
     } else if (r.prompt_is_ids) {
       const int64_t vocab = model_->vocab_size();

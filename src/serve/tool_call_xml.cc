@@ -108,7 +108,9 @@ bool parse_xml_function_call(std::string_view body, const ojson& tools, ToolCall
   return true;
 }
 
-std::string xml_function_call_rules(const ToolRequest& t) {
+std::string xml_function_call_rules(const ToolRequest& t, bool compact) {
+  // Qwen3-Coder's value sits on lines of its own; Seed-OSS's between the tags.
+  const std::string value_end = compact ? "</parameter>\n" : kValueEnd, value_start = compact ? ">" : ">\n";
   std::string call = "call:", rules;
   int f = 0;
   for (const ojson& tool : t.tools) {
@@ -137,23 +139,23 @@ std::string xml_function_call_rules(const ToolRequest& t) {
         if (is_string_enum(schema)) {
           for (const ojson& e : schema["enum"])
             value += cat(value.empty() ? "" : " | ", lit(e.get<std::string>()));
-          value = cat("(", value, ") ", lit(kValueEnd));
+          value = cat("(", value, ") ", lit(value_end));
         } else if (is_string_schema(&schema)) {  // text of its lengths, ended by the closing tag
           auto length = [&](const char* k, int64_t def) {
             return schema.contains(k) && schema[k].is_number_integer() ? schema[k].get<int64_t>() : def;
           };
           const int64_t lo = length("minLength", 0), hi = length("maxLength", -1);
           const std::string most = hi >= 0 ? std::to_string(std::max(hi, lo)) : "";
-          rules += cat(pid, "_v[suffix=", lit(kValueEnd), "]: /(?s:.{",
+          rules += cat(pid, "_v[suffix=", lit(value_end), "]: /(?s:.{",
                        std::to_string(std::max<int64_t>(lo, 0)), ",", most, "})/\n");
           value = cat(pid, "_v");
         } else {
           ojson s = schema;
-          s["x-guidance"] = {{"whitespace_pattern", R"(( |\n{1,2}[ \t]{0,20}))"}};
+          s["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
           rules += cat(pid, "_v: %json ", s.dump(), "\n");
-          value = cat(pid, "_v ", lit(kValueEnd));
+          value = cat(pid, "_v ", lit(value_end));
         }
-        rules += cat(pid, ": ", lit(cat(kParamOpen, key, ">\n")), " ", value, "\n");
+        rules += cat(pid, ": ", lit(cat(kParamOpen, key, value_start)), " ", value, "\n");
         seq += want_required ? cat(" ", pid) : cat(" [", pid, "]");
       }
     }

@@ -1,5 +1,6 @@
 // The XML-style tool call of Qwen3-Coder, Qwen3.5, Nemotron 3 Nano and StepFun 3.5 (templates
-// that write <function=NAME> and <parameter=NAME>):
+// that write <function=NAME> and <parameter=NAME>), and of ByteDance Seed-OSS inside
+// <seed:tool_call> with its values between the tags (<parameter=city>Paris</parameter>):
 //
 //   <tool_call>
 //   <function=get_weather>
@@ -35,6 +36,7 @@ bool parse_xml_function_call(std::string_view body, const nlohmann::ordered_json
 // "</function>" for each allowed function. Required parameters come in the schema's order, then
 // each optional one may follow. String values are text of the schema's minLength / maxLength up
 // to "\n</parameter>" (enums: one of their values); other values are JSON by their schema.
-std::string xml_function_call_rules(const ToolRequest& t);
+// compact: Seed-OSS's values, "<parameter=P>VALUE</parameter>\n" (no newlines around VALUE).
+std::string xml_function_call_rules(const ToolRequest& t, bool compact = false);
 
 }  // namespace nbits::serve

@@ -23,6 +23,8 @@ Markers markers(ToolFormat f) {
     case ToolFormat::kHermes:
     case ToolFormat::kXmlFunction:
       return {"<tool_call>", "</tool_call>"};
+    case ToolFormat::kSeedXmlFunction:
+      return {"<seed:tool_call>", "</seed:tool_call>"};
     case ToolFormat::kLlama3:
       return {"<|python_tag|>", ""};
     case ToolFormat::kMistral:
@@ -223,6 +225,7 @@ ToolFormat tool_format(const std::string& chat_template) {
   auto has = [&](std::string_view s) { return chat_template.find(s) != std::string::npos; };
   if (has("<|channel|>") && has("<|message|>")) return ToolFormat::kHarmony;
   if (has(kDeepSeekCallBegin)) return has("```json") ? ToolFormat::kDeepSeekR1 : ToolFormat::kDeepSeekV31;
+  if (has("<seed:tool_call>")) return ToolFormat::kSeedXmlFunction;
   if (has("<function=") && has("<parameter=") && has("<tool_call>")) return ToolFormat::kXmlFunction;
   if (has("<tool_call>")) return ToolFormat::kHermes;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
@@ -243,6 +246,8 @@ const char* tool_format_name(ToolFormat f) {
       return "tool_call_tag";
     case ToolFormat::kXmlFunction:
       return "xml_function";
+    case ToolFormat::kSeedXmlFunction:
+      return "seed_xml_function";
     case ToolFormat::kHarmony:
       return "harmony";
     case ToolFormat::kDeepSeekR1:
@@ -294,9 +299,10 @@ std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMark
     return deepseek_tool_grammar(t, f == ToolFormat::kDeepSeekR1, mark);
   const std::string call = call_schema(t).dump();
   const std::string open = mark(markers(f).open);
-  if (f == ToolFormat::kXmlFunction)
+  if (f == ToolFormat::kXmlFunction || f == ToolFormat::kSeedXmlFunction)
     return std::string("start: block") + (t.parallel ? " (\"\\n\" block)*" : "") + "\nblock: " + open +
-           " \"\\n\" call \"\\n</tool_call>\"\n" + xml_function_call_rules(t);
+           " \"\\n\" call \"\\n\" " + mark(markers(f).close) + "\n" +
+           xml_function_call_rules(t, f == ToolFormat::kSeedXmlFunction);
   if (f == ToolFormat::kHermes) {
     return std::string("start: call") + (t.parallel ? " (\"\\n\" call)*" : "") + "\ncall: " + open +
            " \"\\n\" body \"\\n</tool_call>\"\nbody: %json " + call + "\n";
@@ -338,7 +344,7 @@ ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vec
 }
 
 bool ToolCallStream::body(std::string_view text, std::vector<ToolCall>& calls) const {
-  if (f_ == ToolFormat::kXmlFunction) {  // the XML form, else (a model that mixes them) JSON
+  if (f_ == ToolFormat::kXmlFunction || f_ == ToolFormat::kSeedXmlFunction) {  // XML, else (mixed) JSON
     ToolCall c;
     if (parse_xml_function_call(text, tools_, c)) {
       calls.push_back(std::move(c));

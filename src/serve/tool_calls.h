@@ -17,6 +17,8 @@
 // kXmlFunction: <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
 //   (Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, StepFun 3.5: templates that write <function= and
 //   <parameter=; serve/tool_call_xml.h);
+// kSeedXmlFunction: ByteDance Seed-OSS's <seed:tool_call>\n<function=NAME>\n<parameter=P>VALUE</parameter>
+//   \n</function>\n</seed:tool_call> (templates that write <seed:tool_call>);
 // kHarmony: gpt-oss's channels, a call being the message
 //   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|> (templates that
 //   write <|channel|> and <|message|>); tokenizer/chat_reply.h's ReplyChannels reads these replies;
@@ -47,6 +49,7 @@ enum class ToolFormat {
   kMistral,
   kToolCallTag,
   kXmlFunction,
+  kSeedXmlFunction,
   kHarmony,
   kDeepSeekR1,
   kDeepSeekV31,

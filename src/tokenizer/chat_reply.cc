@@ -7,7 +7,13 @@
 namespace nbits {
 namespace {
 
-constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
+struct ThinkMarkers {
+  std::string_view open, close;
+};
+ThinkMarkers think_markers(ReasoningFormat f) {
+  if (f == ReasoningFormat::kSeedThink) return {"<seed:think>", "</seed:think>"};
+  return {"<think>", "</think>"};
+}
 constexpr std::string_view kStart = "<|start|>", kChannel = "<|channel|>", kMessage = "<|message|>",
                            kConstrain = "<|constrain|>";
 constexpr std::string_view kBodyEnds[] = {"<|end|>", "<|return|>", "<|call|>"};
@@ -32,6 +38,7 @@ ReasoningFormat reasoning_format(const std::string& chat_template) {
   if (chat_template.find("<|channel|>") != std::string::npos &&
       chat_template.find("<|message|>") != std::string::npos)
     return ReasoningFormat::kHarmony;
+  if (chat_template.find("</seed:think>") != std::string::npos) return ReasoningFormat::kSeedThink;
   if (chat_template.find("</think>") != std::string::npos) return ReasoningFormat::kThink;
   return ReasoningFormat::kNone;
 }
@@ -40,6 +47,8 @@ const char* reasoning_format_name(ReasoningFormat f) {
   switch (f) {
     case ReasoningFormat::kThink:
       return "think";
+    case ReasoningFormat::kSeedThink:
+      return "seed_think";
     case ReasoningFormat::kHarmony:
       return "harmony";
     case ReasoningFormat::kNone:
@@ -48,9 +57,15 @@ const char* reasoning_format_name(ReasoningFormat f) {
   return "none";
 }
 
-bool prompt_opens_think(std::string_view prompt) {
-  const size_t open = prompt.rfind(kThinkOpen);
-  return open != std::string_view::npos && prompt.find(kThinkClose, open) == std::string_view::npos;
+bool think_tags(ReasoningFormat f) {
+  return f == ReasoningFormat::kThink || f == ReasoningFormat::kSeedThink;
+}
+
+bool prompt_opens_think(std::string_view prompt, ReasoningFormat f) {
+  if (!think_tags(f)) return false;
+  const ThinkMarkers m = think_markers(f);
+  const size_t open = prompt.rfind(m.open);
+  return open != std::string_view::npos && prompt.find(m.close, open) == std::string_view::npos;
 }
 
 ReplyChannels::Piece ReplyChannels::push(std::string_view text) {
@@ -59,7 +74,7 @@ ReplyChannels::Piece ReplyChannels::push(std::string_view text) {
   if (f_ == ReasoningFormat::kNone) {
     out.content = std::move(held_);
     held_.clear();
-  } else if (f_ == ReasoningFormat::kThink) {
+  } else if (think_tags(f_)) {
     think(out, false);
   } else {
     harmony(out, false);
@@ -69,7 +84,7 @@ ReplyChannels::Piece ReplyChannels::push(std::string_view text) {
 
 ReplyChannels::Piece ReplyChannels::finish() {
   Piece out;
-  if (f_ == ReasoningFormat::kThink) {
+  if (think_tags(f_)) {
     think(out, true);
   } else if (f_ == ReasoningFormat::kHarmony) {
     harmony(out, true);
@@ -82,7 +97,8 @@ ReplyChannels::Piece ReplyChannels::finish() {
 
 void ReplyChannels::think(Piece& out, bool last) {
   for (;;) {
-    const std::string_view marker = think_ ? kThinkClose : kThinkOpen;
+    const ThinkMarkers m = think_markers(f_);
+    const std::string_view marker = think_ ? m.close : m.open;
     const size_t at = held_.find(marker);
     std::string& dst = think_ ? out.reasoning : out.content;
     if (at == std::string::npos) {

@@ -5,6 +5,7 @@
 // Formats (by the chat template):
 // kThink: <think>...</think> (Qwen3, DeepSeek-R1 and its distills, SmolLM3, ...); a template whose
 //   generation prompt ends in an open <think> starts the reply inside it;
+// kSeedThink: the same with ByteDance Seed-OSS's <seed:think>...</seed:think>;
 // kHarmony: gpt-oss's channels. The reply is a sequence of messages `[<|start|>assistant]
 //   <|channel|>C[ to=R][ <|constrain|>T]<|message|>BODY(<|end|> | <|return|> | <|call|>)`; the
 //   analysis channel is reasoning, the final channel (or a message without a channel) content,
@@ -21,13 +22,16 @@
 
 namespace nbits {
 
-enum class ReasoningFormat { kNone, kThink, kHarmony };
+enum class ReasoningFormat { kNone, kThink, kSeedThink, kHarmony };
 
 // The format of a chat template ("" = none).
 ReasoningFormat reasoning_format(const std::string& chat_template);
 const char* reasoning_format_name(ReasoningFormat f);
-// True when the rendered prompt leaves a <think> open (kThink: the reply starts as reasoning).
-bool prompt_opens_think(std::string_view prompt);
+// The formats whose reasoning is a tagged block (kThink, kSeedThink).
+bool think_tags(ReasoningFormat f);
+// True when f has think tags and the rendered prompt leaves one open (the reply starts as
+// reasoning).
+bool prompt_opens_think(std::string_view prompt, ReasoningFormat f = ReasoningFormat::kThink);
 
 // Splits a streamed reply into reasoning, content and (kHarmony) tool calls. Text that may be the
 // start of a marker is held until it is known.

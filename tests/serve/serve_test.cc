@@ -829,6 +829,10 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
        "{% for k, v in m.tool_calls[0].function.arguments|items %}<parameter={{ k }}>\n{{ v "
        "}}\n</parameter>\n"
        "{% endfor %}</function>\n</tool_call>{% endif %}"},
+      {"seed_xml_function",
+       "{% if m.tool_calls %}<seed:tool_call>\n<function={{ m.tool_calls[0].function.name }}>\n"
+       "{% for k, v in m.tool_calls[0].function.arguments|items %}<parameter={{ k }}>{{ v }}</parameter>\n"
+       "{% endfor %}</function>\n</seed:tool_call>{% endif %}"},
       // gpt-oss's channels, spelled here with ordinary tokens: the call follows an optional
       // analysis message, which ReplyChannels gives as reasoning_content.
       {"harmony",

@@ -73,9 +73,9 @@ TEST(ToolCallGrammar, EveryFormatsRequiredCallParses) {
       "required": ["a", "b"], "additionalProperties": false}}}])");
   t.choice = ToolRequest::Choice::kRequired;
   const std::vector<std::string> names = tool_names(t);
-  for (const ToolFormat f :
-       {ToolFormat::kHermes, ToolFormat::kLlama3, ToolFormat::kMistral, ToolFormat::kToolCallTag,
-        ToolFormat::kXmlFunction, ToolFormat::kDeepSeekR1, ToolFormat::kDeepSeekV31, ToolFormat::kGeneric}) {
+  for (const ToolFormat f : {ToolFormat::kHermes, ToolFormat::kLlama3, ToolFormat::kMistral,
+                             ToolFormat::kToolCallTag, ToolFormat::kXmlFunction, ToolFormat::kSeedXmlFunction,
+                             ToolFormat::kDeepSeekR1, ToolFormat::kDeepSeekV31, ToolFormat::kGeneric}) {
     for (const bool parallel : {false, true}) {
       t.parallel = parallel;
       const std::string grammar = tool_call_grammar(t, f);

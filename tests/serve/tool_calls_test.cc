@@ -294,7 +294,8 @@ TEST(ToolCalls, XmlFunctionGrammar) {
   t.parallel = false;
   const std::string g = tool_call_grammar(t, ToolFormat::kXmlFunction);
   EXPECT_EQ(
-      g.rfind("start: block\nblock: \"<tool_call>\" \"\\n\" call \"\\n</tool_call>\"\ncall: f0 | f1\n", 0),
+      g.rfind("start: block\nblock: \"<tool_call>\" \"\\n\" call \"\\n\" \"</tool_call>\"\ncall: f0 | f1\n",
+              0),
       0u)
       << g;
   // Required parameters in the schema's order, then the optional ones, maybe.
@@ -307,6 +308,46 @@ TEST(ToolCalls, XmlFunctionGrammar) {
       << g;
   EXPECT_NE(g.find("f0_p2_v: %json {\"type\":\"integer\""), std::string::npos) << g;
   EXPECT_NE(g.find("f1: \"<function=add>\\n\" \"</function>\""), std::string::npos) << g;
+  // Seed-OSS: its own block markers, values between the tags.
+  t.parallel = true;
+  const std::string seed = tool_call_grammar(t, ToolFormat::kSeedXmlFunction);
+  EXPECT_EQ(seed.rfind("start: block (\"\\n\" block)*\nblock: \"<seed:tool_call>\" \"\\n\" call \"\\n\" "
+                       "\"</seed:tool_call>\"\ncall: f0 | f1\n",
+                       0),
+            0u)
+      << seed;
+  EXPECT_NE(seed.find("f0_p0_v[suffix=\"</parameter>\\n\"]: /(?s:.{0,12})/"), std::string::npos) << seed;
+  EXPECT_NE(seed.find("f0_p1: \"<parameter=unit>\" (\"celsius\" | \"fahrenheit\") \"</parameter>\\n\""),
+            std::string::npos)
+      << seed;
+}
+
+// ByteDance Seed-OSS: Qwen3-Coder's XML inside <seed:tool_call>, values between the tags.
+TEST(ToolCalls, SeedXmlFunctionCalls) {
+  EXPECT_EQ(tool_format("{%- set toolcall_begin_token = '<seed:tool_call>' -%}<function=x><parameter=y>"),
+            ToolFormat::kSeedXmlFunction);
+  EXPECT_STREQ(tool_format_name(ToolFormat::kSeedXmlFunction), "seed_xml_function");
+  const ojson tools = ojson::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string"}, "days": {"type": "integer"}}}}},
+    {"type": "function", "function": {"name": "add"}}])");
+  const std::string text =
+      "Checking.\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>New York</parameter>\n"
+      "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>\n<seed:tool_call>\n<function=add>\n"
+      "<parameter=a>2</parameter>\n</function>\n</seed:tool_call>";
+  const ParsedReply r = parse_tool_calls(text, ToolFormat::kSeedXmlFunction, kNames, tools);
+  EXPECT_EQ(r.content, "Checking.\n\n");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"New York","days":3})");
+  EXPECT_EQ(r.calls[1].arguments, R"({"a":2})");
+  expect_same_in_every_split(text, ToolFormat::kSeedXmlFunction, tools);
+  // Qwen3-Coder's block is not Seed's: text there.
+  const std::string other =
+      "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>";
+  const ParsedReply o = parse_tool_calls(other, ToolFormat::kSeedXmlFunction, kNames, tools);
+  EXPECT_TRUE(o.calls.empty());
+  EXPECT_EQ(o.content, other);
 }
 
 }  // namespace

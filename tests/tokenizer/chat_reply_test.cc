@@ -49,6 +49,12 @@ TEST(Reasoning, FormatsByTemplate) {
   EXPECT_EQ(reasoning_format("<|im_start|>assistant"), ReasoningFormat::kNone);
   EXPECT_TRUE(prompt_opens_think("<|im_start|>assistant\n<think>\n"));
   EXPECT_FALSE(prompt_opens_think("<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(prompt_opens_think("<think>\n", ReasoningFormat::kNone));
+  // ByteDance Seed-OSS's tags.
+  EXPECT_EQ(reasoning_format("{%- set think_end_token = '</seed:think>' -%}"), ReasoningFormat::kSeedThink);
+  EXPECT_STREQ(reasoning_format_name(ReasoningFormat::kSeedThink), "seed_think");
+  EXPECT_TRUE(prompt_opens_think("assistant\n<seed:think>", ReasoningFormat::kSeedThink));
+  EXPECT_FALSE(prompt_opens_think("assistant\n<think>", ReasoningFormat::kSeedThink));
 }
 
 TEST(Reasoning, ThinkTags) {
@@ -61,6 +67,10 @@ TEST(Reasoning, ThinkTags) {
   s = split(ReasoningFormat::kThink, false, "No thinking <thin here");  // a partial marker at the end is text
   EXPECT_EQ(s.content, "No thinking <thin here");
   EXPECT_EQ(s.reasoning, "");
+  // Seed-OSS: its own tags; <think> is text there.
+  s = split(ReasoningFormat::kSeedThink, false, "<seed:think>Budget: small.</seed:think>Use <think> tags.");
+  EXPECT_EQ(s.reasoning, "Budget: small.");
+  EXPECT_EQ(s.content, "Use <think> tags.");
 }
 
 TEST(Reasoning, HarmonyChannels) {
