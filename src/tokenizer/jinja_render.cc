@@ -78,7 +78,7 @@ Array iterate(const Value& v, int line) {
       return *v.a;
     case Value::kObject: {
       Array keys;
-      for (const auto& [k, x] : *v.o) keys.push_back(Value::string(k));
+      for (const auto& [k, x] : *v.o) keys.push_back(key_value(k));
       return keys;
     }
     case Value::kString: {
@@ -384,15 +384,15 @@ class Renderer {
           Array r;
           for (const auto& [k, v] : *obj.o) {
             if (name == "items")
-              r.push_back(Value::array({Value::string(k), v}));
+              r.push_back(Value::array({key_value(k), v}));
             else
-              r.push_back(name == "keys" ? Value::string(k) : v);
+              r.push_back(name == "keys" ? key_value(k) : v);
           }
           return Value::array(std::move(r));
         });
       if (name == "get")
         return m([obj](Args& a) {
-          const Value* v = obj.find(a.arg(0, "key").str());
+          const Value* v = obj.find(dict_key(a.arg(0, "key")));
           return v ? *v : a.arg(1, "default", Value::none());
         });
     }
@@ -500,7 +500,7 @@ class Renderer {
       const bool by_value = a.arg(1, "by", Value::string("key")).str() == "value";
       const bool rev = a.arg(2, "reverse", Value::boolean(false)).truthy();
       Array pairs;
-      for (const auto& [k, x] : *v.o) pairs.push_back(Value::array({Value::string(k), x}));
+      for (const auto& [k, x] : *v.o) pairs.push_back(Value::array({key_value(k), x}));
       std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& p, const Value& q) {
         const size_t i = by_value ? 1 : 0;
         return rev ? less((*q.a)[i], (*p.a)[i], cs, line) : less((*p.a)[i], (*q.a)[i], cs, line);
@@ -612,7 +612,8 @@ class Renderer {
           if (equal(e, item)) return true;
         return false;
       case Value::kObject:
-        return item.kind == Value::kString && container.find(item.s) != nullptr;
+        return (item.kind == Value::kString || item.kind == Value::kInt) &&
+               container.find(dict_key(item)) != nullptr;
       case Value::kUndefined:
         return false;
       default:
@@ -713,9 +714,9 @@ class Renderer {
         Value key = eval(*e.kids[1]);
         if (!obj.defined()) error_at(e.line, "subscript of an undefined value");
         if (obj.kind == Value::kObject) {
-          if (key.kind != Value::kString) return Value();
-          if (const Value* v = obj.find(key.s)) return *v;
-          return method(obj, key.s, e.line);
+          if (key.kind != Value::kString && key.kind != Value::kInt) return Value();
+          if (const Value* v = obj.find(dict_key(key))) return *v;
+          return key.kind == Value::kString ? method(obj, key.s, e.line) : Value();
         }
         if (obj.kind == Value::kArray || obj.kind == Value::kString) {
           if (key.kind != Value::kInt) error_at(e.line, "list/string index must be an integer");
@@ -808,7 +809,8 @@ class Renderer {
       }
       case Expr::kDict: {
         Value d = Value::object();
-        for (size_t k = 0; k + 1 < e.kids.size(); k += 2) d.set(eval(*e.kids[k]).str(), eval(*e.kids[k + 1]));
+        for (size_t k = 0; k + 1 < e.kids.size(); k += 2)
+          d.set(dict_key(eval(*e.kids[k])), eval(*e.kids[k + 1]));
         return d;
       }
     }

@@ -154,7 +154,7 @@ std::string Value::repr() const {
       std::string r = "{";
       for (size_t k = 0; k < o->size(); ++k) {
         if (k) r += ", ";
-        r += quote_py((*o)[k].first);
+        r += key_value((*o)[k].first).repr();
         r += ": ";
         r += (*o)[k].second.repr();
       }
@@ -242,7 +242,7 @@ std::string Value::to_json(int indent, int depth) const {
       for (size_t k = 0; k < o->size(); ++k) {
         if (k) r += sep;
         r += nl(depth + 1);
-        r += json_string((*o)[k].first);
+        r += json_string(key_text((*o)[k].first));
         r += ": ";
         r += (*o)[k].second.to_json(indent, depth + 1);
       }
@@ -252,6 +252,24 @@ std::string Value::to_json(int indent, int depth) const {
       fail("chat template: tojson of a function");
   }
   return "";
+}
+
+namespace {
+constexpr char kIntKey = '\x01';
+}
+
+std::string dict_key(const Value& key) {
+  if (key.kind == Value::kInt) return kIntKey + std::to_string(key.i);
+  return key.kind == Value::kString ? key.s : key.str();
+}
+
+Value key_value(const std::string& stored) {
+  if (!stored.empty() && stored[0] == kIntKey) return Value::integer(std::stoll(stored.substr(1)));
+  return Value::string(stored);
+}
+
+std::string key_text(const std::string& stored) {
+  return !stored.empty() && stored[0] == kIntKey ? stored.substr(1) : stored;
 }
 
 bool equal(const Value& a, const Value& b) {

@@ -87,6 +87,16 @@ struct Value {
 
 bool equal(const Value& a, const Value& b);
 
+// Dict keys as an Object stores them: a string as it is, an integer (Python dicts take them:
+// Seed-OSS's template has {0: 0, 512: 128, ...} | dictsort) as "\x01" + its decimal digits, so that
+// 512 and "512" stay two keys and a dict gives its integer keys back as integers; any other value
+// by its str().
+std::string dict_key(const Value& key);
+// The key as a value (the integer for a stored integer key).
+Value key_value(const std::string& stored);
+// The key's text: what str() and json.dumps write for it.
+std::string key_text(const std::string& stored);
+
 // Call arguments: positional then keyword.
 struct Args {
   std::vector<Value> pos;
