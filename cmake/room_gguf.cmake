@@ -3,8 +3,8 @@
 # the tree. Without gguf-py the room links src/gguf/lattices/none.cc and refuses IQ1_S, IQ1_M,
 # IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S by name.
 #   NBITS_IQ_LATTICES: AUTO (default: on where gguf-py imports), ON (fail without it), OFF.
-#   NBITS_GGUF_PYTHON: the Python that has gguf-py (default: the project's venv in the cache,
-#   ${NBITS_CACHE:-~/.cache/nbits}/venv, then python3).
+#   NBITS_GGUF_PYTHON: the Python that has gguf-py (default: the environment's NBITS_GGUF_PYTHON,
+#   then the project's venv in the cache, ${NBITS_CACHE:-~/.cache/nbits}/venv, then python3).
 set(NBITS_IQ_LATTICES AUTO CACHE STRING "ggml's IQ1/IQ2/IQ3 lattices from gguf-py: AUTO, ON or OFF")
 set(NBITS_GGUF_PYTHON "" CACHE FILEPATH "A Python with gguf-py (PyPI gguf) for the IQ lattices")
 
@@ -16,6 +16,9 @@ if(NBITS_IQ_LATTICES STREQUAL "OFF")
   set(_iq_why "NBITS_IQ_LATTICES=OFF")
 else()
   set(_iq_pythons ${NBITS_GGUF_PYTHON})
+  if(DEFINED ENV{NBITS_GGUF_PYTHON})
+    list(APPEND _iq_pythons $ENV{NBITS_GGUF_PYTHON})
+  endif()
   if(DEFINED ENV{NBITS_CACHE})
     list(APPEND _iq_pythons $ENV{NBITS_CACHE}/venv/bin/python)
   endif()

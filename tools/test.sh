@@ -42,6 +42,17 @@ export NBITS_CARGO_TARGET_DIR=${NBITS_CARGO_TARGET_DIR:-${NBITS_CACHE:-$HOME/.ca
 export NBITS_BUILDER_MODELS=${NBITS_BUILDER_MODELS:-${NBITS_CACHE:-$HOME/.cache/nbits}/builder-models}
 export NBITS_SMOLLM2_GGUF=${NBITS_SMOLLM2_GGUF:-${NBITS_CACHE:-$HOME/.cache/nbits}/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf}
 
+# ggml's IQ lattices are written when a build is configured, from gguf-py (cmake/room_gguf.cmake):
+# a small venv of their own, made first, since the test venv that also has gguf-py is made while
+# the release build compiles (a build configured without it refuses the IQ types, and their tests fail).
+gguf_py=${NBITS_CACHE:-$HOME/.cache/nbits}/gguf-py
+if ! "$gguf_py/bin/python" -c "import gguf" 2>/dev/null; then
+  rm -rf "$gguf_py"
+  python3 -m venv "$gguf_py"
+  "$gguf_py/bin/pip" install -q --disable-pip-version-check gguf==0.19.0
+fi
+export NBITS_GGUF_PYTHON=$gguf_py/bin/python
+
 # The cached test models (tools/setup_models.sh) are made while the release build compiles: on a
 # fresh machine they are mostly one Python process and downloads (about half an hour), the build
 # keeps both cores busy, and nothing of one needs the other. Seconds when the cache is there.
