@@ -528,6 +528,9 @@ void dense_grid_bit_exact(const char* name, const char* needs, const std::vector
   for (int bits : {4, 8}) cases.push_back({bits, 512, 1024 + 77, false, true});
   for (int block : {32, 128})  // block mins (GGUF Q4_1 / Q4_K: zero points all 0, or none)
     for (bool zp0 : {false, true}) cases.push_back({4, block, 3 * block + 5, false, false, true, zp0});
+  // Mins with zero points that differ (no format makes them; the VNNI / AMX sets refuse them, the
+  // AVX2 set and the reference run them).
+  for (int bits : {4, 8}) cases.push_back({bits, 32, 3 * 32 + 5, true, false, true, false});
   // int8 codes of 5, 6 and 7-bit spans (GGUF Q5_0 / Q6_K as 8-bit codes; kernels may take them
   // unsigned and sum more steps in int16), blocks 16, 32 and 512 with positive activations.
   for (int span : {5, 6, 7})
@@ -673,6 +676,7 @@ TEST(MatMulNBitsKernels, EveryChoiceCandidateBitExact) {
       {4, 32, 32 * 7 + 5, false, false, 8, 0, false, false, false, false},
       {4, 32, 32 * 7 + 5, true, false, 8, 0, false, false, false, true},
       {4, 64, 64 * 3 + 1, false, true, 8, 0, false, false, false, false},
+      {4, 32, 32 * 4 + 9, true, true, 8, 0, false, false, false, false},  // zero points and mins: AVX2 only
       {8, 32, 32 * 5 + 3, false, false, 8, 0, false, false, false, true},
       {8, 16, 16 * 9 + 7, true, false, 8, 0, false, false, false, false},
       {8, 32, 32 * 6 + 9, false, false, 5, 112, true, false, false, true},  // int5 (GGUF Q5_0)

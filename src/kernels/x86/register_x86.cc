@@ -24,11 +24,21 @@ bool avx512_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && avx2_ok(w, cpu);
 }
 
-bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
-  return cpu.avx512vnni && avx512_ok(w, cpu);
+// The VNNI tiles (x16_vnni_tile_inl.h) have no form for mins together with zero points that are
+// not all equal: no format makes such a weight (GGUF's mins come with none, or with uniform ones
+// that are folded), and leaving that form out saves a quarter of those files' compile time. The
+// AVX2 set takes such a weight.
+bool vnni_tiles_take(const QuantizedMatrix& w) {
+  return w.mins == nullptr || w.zero_points == nullptr || quant::uniform_zero_point(w) >= 0;
 }
 
-bool avxvnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) { return cpu.avx_vnni && avx2_ok(w, cpu); }
+bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
+  return cpu.avx512vnni && avx512_ok(w, cpu) && vnni_tiles_take(w);
+}
+
+bool avxvnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
+  return cpu.avx_vnni && avx2_ok(w, cpu) && vnni_tiles_take(w);
+}
 
 // AMX: no zero points, or all equal (folded into default_zp(): GGUF Q4_1 / Q4_K with their mins);
 // an int8 weight's codes minus the zero point must fit int8 (zero point 128).
@@ -271,6 +281,12 @@ X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, co
 
 template <bool kAsym, bool kF16>
 void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vector<X16Int8Kernels>& r) {
+  // The VNNI and AMX tiles have no form for zero points with mins (vnni_tiles_take): only the AVX2
+  // kernels run such panels.
+  if (p.has_zp && p.has_mins) {
+    if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
+    return;
+  }
   const bool plain = p.plain();
   const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
   if (plain && cpu.amx_int8 && avx512 && cpu.avx512vnni && !p.has_zp &&

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/error.h"
 #include "kernels/panel_prefetch.h"
 #include "kernels/x86/x16_avx2.h"
 #include "quant/packed_x16.h"
@@ -206,10 +207,16 @@ template <class V, int kBits, int RT, int PT, bool kAsym, bool kF16, bool kWide 
           int G = -1, bool kSuper = false>
 void run_tiles(const PackedX16& w, int64_t p0, int64_t p1, int64_t M, const int8_t* qa, const float* sa,
                const int32_t* qsum, float* Y, int64_t ldy, const float* bias) {
+  // Mins come without zero points or with uniform ones, folded (GGUF's types); the VNNI sets do not
+  // take a weight with both (register_x86.cc: vnni_tiles_take), so no tile is compiled for both.
   if constexpr (!kMins)
-    if (w.has_mins)
-      return run_tiles<V, kBits, RT, PT, kAsym, kF16, kWide, true, G, kSuper>(w, p0, p1, M, qa, sa, qsum, Y,
-                                                                              ldy, bias);
+    if (w.has_mins) {
+      if constexpr (kAsym)
+        fail("internal error: a weight with zero points and mins reached a VNNI tile");
+      else
+        return run_tiles<V, kBits, RT, PT, kAsym, kF16, kWide, true, G, kSuper>(w, p0, p1, M, qa, sa, qsum, Y,
+                                                                                ldy, bias);
+    }
   if constexpr (kAsym && !kWide)
     if (w.block > 256)
       return run_tiles<V, kBits, RT, PT, kAsym, kF16, true, kMins, G, kSuper>(w, p0, p1, M, qa, sa, qsum, Y,
