@@ -86,7 +86,7 @@ py_venv=${NBITS_CACHE:-$HOME/.cache/nbits}/venv
 # No build isolation (the venv has the build tools); -Werror and the release flags, so ccache
 # serves the library objects the release build just compiled. python/build/ keeps the rest.
 CMAKE_BUILD_PARALLEL_LEVEL=${NBITS_JOBS:-$(nproc)} "$py_venv/bin/pip" install --quiet --no-build-isolation \
-  -Ccmake.define.NBITS_WERROR=ON ./python
+  --config-settings=cmake.define.NBITS_WERROR=ON ./python
 NBITS_CLI="$root/build/nbits" "$py_venv/bin/pytest" -q python/tests
 echo "python package: $(( $(date +%s) - py_t0 ))s"
 
