@@ -235,11 +235,12 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
           "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
           endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
     if (!r.guidance_type.empty()) {  // a schema or grammar that does not compile is the client's error
+      const char* what = r.tools.any() ? "tool_choice" : "response_format";
       if (!guidance_available())
-        throw ApiError(
-            400,
-            "'response_format': this build of nbits has no constrained decoding (" + guidance_engine() + ")",
-            "response_format", "unsupported");
+        throw ApiError(400,
+                       std::string("'") + what + "': this build of nbits has no constrained decoding (" +
+                           guidance_engine() + ")",
+                       what, "unsupported");
       const std::string why = model_->check_guidance(r.guidance_type, r.guidance_data);
       const char* param = r.tools.any() ? "tools" : "response_format";
       if (!why.empty()) throw ApiError(400, std::string("'") + param + "': " + why, param, "invalid_schema");
@@ -299,7 +300,18 @@ std::string Server::chat_prompt(Job& job) {
     return json(std::string(mk)).dump();
   };
   const std::string grammar = tool_call_grammar(r.tools, job.tool_format, marker);
-  if (!grammar.empty()) {
+  // auto: the grammar keeps a call the model starts well formed. Without an engine, or with
+  // schemas the engine cannot compile, such a reply goes unconstrained (parsed only), as before.
+  bool constrain = !grammar.empty();
+  if (constrain && r.tools.choice == ToolRequest::Choice::kAuto) {
+    const std::string why = guidance_available() ? model_->check_guidance("lark", grammar)
+                                                 : "no constrained decoding in this build";
+    if (!why.empty()) {
+      std::fprintf(stderr, "nbits serve: tool_choice \"auto\" is not constrained: %s\n", why.c_str());
+      constrain = false;
+    }
+  }
+  if (constrain) {
     r.guidance_type = "lark";
     r.guidance_data = grammar;
   }

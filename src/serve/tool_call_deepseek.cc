@@ -72,30 +72,17 @@ bool parse_deepseek_call(std::string_view body, ToolCall& out) {
   return true;
 }
 
-std::string deepseek_tool_grammar(const ToolRequest& t, bool fenced,
-                                  const std::function<std::string(std::string_view)>& mark) {
+std::string deepseek_tool_rules(const ToolRequest& t, bool fenced,
+                                const std::function<std::string(std::string_view)>& mark) {
   const std::string sep = fenced ? "\"\\n\" " : "";  // between two calls of one block
-  std::string g = "start: " + mark(kDeepSeekCallsBegin) + " call" +
-                  (t.parallel ? " (" + sep + "call)*" : "") + " " + mark(kDeepSeekCallsEnd) + "\ncall: ";
-  std::string rules;
-  int n = 0;
-  for (const ojson& tool : t.tools) {
-    const ojson& fn = tool["function"];
-    const std::string name = fn["name"];
-    if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
-    ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
-    params["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
-    const std::string id = std::to_string(n++);
-    g += (n > 1 ? " | call_" : "call_") + id;
-    rules += "call_" + id + ": " + mark(kDeepSeekCallBegin) + " ";
-    if (fenced)
-      rules += "\"function\" " + mark(kDeepSeekSep) + " " + ojson(name + "\n```json\n").dump() + " args_" +
-               id + " \"\\n```\" ";
-    else
-      rules += ojson(name).dump() + " " + mark(kDeepSeekSep) + " args_" + id + " ";
-    rules += mark(kDeepSeekCallEnd) + "\nargs_" + id + ": %json " + params.dump() + "\n";
-  }
-  return g + "\n" + rules;
+  return "tail: call" + (t.parallel ? " (" + sep + "call)*" : std::string()) + " " + mark(kDeepSeekCallsEnd) +
+         "\n" + call_alternatives(t, [&](const std::string& name, const std::string& args) {
+           const std::string head = fenced
+                                        ? "\"function\" " + mark(kDeepSeekSep) + " " +
+                                              ojson(name + "\n```json\n").dump() + " " + args + " \"\\n```\""
+                                        : ojson(name).dump() + " " + mark(kDeepSeekSep) + " " + args;
+           return mark(kDeepSeekCallBegin) + " " + head + " " + mark(kDeepSeekCallEnd);
+         });
 }
 
 std::string deepseek_tools_prompt(const ToolRequest& t, bool fenced) {

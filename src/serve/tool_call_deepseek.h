@@ -33,11 +33,12 @@ inline constexpr std::string_view kDeepSeekSep = "<｜tool▁sep｜>";
 // is not one (nothing is written to `out`).
 bool parse_deepseek_call(std::string_view body, ToolCall& out);
 
-// The Lark grammar of a required call: the calls block with one call (parallel: one or more) of
-// the allowed functions, each function's arguments by its own parameter schema. fenced: R1's form
-// (type, name line, ```json fence), else V3.1's. mark: how a marker is written in Lark.
-std::string deepseek_tool_grammar(const ToolRequest& t, bool fenced,
-                                  const std::function<std::string(std::string_view)>& mark);
+// The Lark rules of a calls block after its opening <｜tool▁calls▁begin｜>: `tail` is one call
+// (parallel: one or more) of the allowed functions, each function's arguments by its own
+// parameter schema, and the block's end. fenced: R1's form (type, name line, ```json fence), else
+// V3.1's. mark: how a marker is written in Lark.
+std::string deepseek_tool_rules(const ToolRequest& t, bool fenced,
+                                const std::function<std::string(std::string_view)>& mark);
 
 // The system text that presents the tools and the call syntax to a DeepSeek template that does
 // not present tools itself (R1's distills).

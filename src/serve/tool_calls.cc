@@ -13,33 +13,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// What opens and closes a call in each format; close "" = the call runs to the next opening
-// marker or the reply's end (a closing marker left out is taken the same way).
-struct Markers {
-  std::string_view open, close;
-};
-Markers markers(ToolFormat f) {
-  switch (f) {
-    case ToolFormat::kHermes:
-    case ToolFormat::kXmlFunction:
-      return {"<tool_call>", "</tool_call>"};
-    case ToolFormat::kSeedXmlFunction:
-      return {"<seed:tool_call>", "</seed:tool_call>"};
-    case ToolFormat::kLlama3:
-      return {"<|python_tag|>", ""};
-    case ToolFormat::kMistral:
-      return {"[TOOL_CALLS]", ""};
-    case ToolFormat::kToolCallTag:
-      return {"<|tool_call|>", "<|/tool_call|>"};
-    case ToolFormat::kDeepSeekR1:
-    case ToolFormat::kDeepSeekV31:
-      return {kDeepSeekCallBegin, kDeepSeekCallEnd};
-    case ToolFormat::kHarmony:  // ReplyChannels reads the channels
-    case ToolFormat::kGeneric:
-      break;
-  }
-  return {"", ""};
-}
 // The markers around a format's calls block: no part of content (DeepSeek's).
 std::vector<std::string_view> wrappers(ToolFormat f) {
   if (f == ToolFormat::kDeepSeekR1 || f == ToolFormat::kDeepSeekV31)
@@ -48,24 +21,6 @@ std::vector<std::string_view> wrappers(ToolFormat f) {
 }
 void erase_all(std::string& s, std::string_view what) {
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
-}
-
-// {"name": const, args_key: parameters} for each allowed function.
-ojson call_schema(const ToolRequest& t, const char* args_key = "arguments") {
-  ojson any = ojson::array();
-  for (const ojson& tool : t.tools) {
-    const ojson& fn = tool["function"];
-    const std::string name = fn["name"];
-    if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
-    ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
-    any.push_back({{"type", "object"},
-                   {"properties", {{"name", {{"const", name}}}, {args_key, params}}},
-                   {"required", {"name", args_key}},
-                   {"additionalProperties", false}});
-  }
-  ojson s = any.size() == 1 ? any[0] : ojson{{"anyOf", any}};
-  s["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
-  return s;
 }
 
 bool space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -190,35 +145,6 @@ size_t partial_marker(std::string_view s, std::string_view marker) {
   return 0;
 }
 
-// gpt-oss: an optional analysis message, then one call; each function has its own header, so its
-// arguments follow its own schema. The call ends with <|call|> (an end-of-generation token that
-// llguidance takes as the grammar's lexeme while the grammar is not complete).
-std::string harmony_grammar(const ToolRequest& t, const std::function<std::string(std::string_view)>& mark) {
-  const std::string ch = mark("<|channel|>"), msg = mark("<|message|>"), end = mark("<|end|>");
-  // The analysis text ends at <|end|>: a special token ends a greedy text lexeme; a marker spelled
-  // as text needs the lazy form (suffix=) to end it.
-  const std::string analysis = end.rfind("<[", 0) == 0 ? "/(.|\\n)+/ " + end : "analysis_text";
-  std::string g = "start: analysis? call\nanalysis: " + ch + " \"analysis\" " + msg + " " + analysis + " " +
-                  mark("<|start|>") + " \"assistant\"\n";
-  if (end.rfind("<[", 0) != 0) g += "analysis_text[suffix=" + end + "]: /(?s:.+)/\n";
-  g += "call: ";
-  std::string rules;
-  int n = 0;
-  for (const ojson& tool : t.tools) {
-    const ojson& fn = tool["function"];
-    const std::string name = fn["name"];
-    if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
-    ojson params = fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}};
-    params["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
-    const std::string id = std::to_string(n++);
-    g += (n > 1 ? " | call_" : "call_") + id;
-    rules += "call_" + id + ": " + ch + " " + ojson("commentary to=functions." + name + " ").dump() + " " +
-             mark("<|constrain|>") + " \"json\" " + msg + " args_" + id + " " + mark("<|call|>") + "\nargs_" +
-             id + ": %json " + params.dump() + "\n";
-  }
-  return g + "\n" + rules;
-}
-
 }  // namespace
 
 ToolFormat tool_format(const std::string& chat_template) {
@@ -260,6 +186,28 @@ const char* tool_format_name(ToolFormat f) {
   return "generic";
 }
 
+ToolMarkers tool_markers(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::kHermes:
+    case ToolFormat::kXmlFunction:
+      return {"<tool_call>", "</tool_call>"};
+    case ToolFormat::kSeedXmlFunction:
+      return {"<seed:tool_call>", "</seed:tool_call>"};
+    case ToolFormat::kLlama3:
+      return {"<|python_tag|>", ""};
+    case ToolFormat::kMistral:
+      return {"[TOOL_CALLS]", ""};
+    case ToolFormat::kToolCallTag:
+      return {"<|tool_call|>", "<|/tool_call|>"};
+    case ToolFormat::kDeepSeekR1:
+    case ToolFormat::kDeepSeekV31:
+      return {kDeepSeekCallBegin, kDeepSeekCallEnd};
+    case ToolFormat::kHarmony:  // ReplyChannels reads the channels
+    case ToolFormat::kGeneric:
+      break;
+  }
+  return {"", ""};
+}
 std::string generic_tools_prompt(const ToolRequest& t) {
   std::string s = "You can call these functions (JSON schemas of their arguments follow each name):\n";
   for (const ojson& tool : t.tools) {
@@ -291,40 +239,15 @@ std::string tools_prompt(const ToolRequest& t, ToolFormat f) {
   return generic_tools_prompt(t);
 }
 
-std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMarker& marker) {
-  if (t.choice != ToolRequest::Choice::kRequired && t.choice != ToolRequest::Choice::kNamed) return "";
-  auto mark = [&](std::string_view m) { return marker ? marker(m) : ojson(std::string(m)).dump(); };
-  if (f == ToolFormat::kHarmony) return harmony_grammar(t, mark);
-  if (f == ToolFormat::kDeepSeekR1 || f == ToolFormat::kDeepSeekV31)
-    return deepseek_tool_grammar(t, f == ToolFormat::kDeepSeekR1, mark);
-  const std::string call = call_schema(t).dump();
-  const std::string open = mark(markers(f).open);
-  if (f == ToolFormat::kXmlFunction || f == ToolFormat::kSeedXmlFunction)
-    return std::string("start: block") + (t.parallel ? " (\"\\n\" block)*" : "") + "\nblock: " + open +
-           " \"\\n\" call \"\\n\" " + mark(markers(f).close) + "\n" +
-           xml_function_call_rules(t, f == ToolFormat::kSeedXmlFunction);
-  if (f == ToolFormat::kHermes) {
-    return std::string("start: call") + (t.parallel ? " (\"\\n\" call)*" : "") + "\ncall: " + open +
-           " \"\\n\" body \"\\n</tool_call>\"\nbody: %json " + call + "\n";
+std::vector<AllowedFunction> allowed_functions(const ToolRequest& t) {
+  std::vector<AllowedFunction> fns;
+  for (const ojson& tool : t.tools) {
+    const ojson& fn = tool["function"];
+    const std::string name = fn["name"];
+    if (t.choice == ToolRequest::Choice::kNamed && name != t.named) continue;
+    fns.push_back({name, fn.contains("parameters") ? fn["parameters"] : ojson{{"type", "object"}}});
   }
-  if (f == ToolFormat::kLlama3)  // the JSON form, one call
-    return "start: body\nbody: %json " + call_schema(t, "parameters").dump() + "\n";
-  if (f == ToolFormat::kMistral || f == ToolFormat::kToolCallTag) {  // the marker, then an array of calls
-    ojson list = {{"type", "array"}, {"items", ojson::parse(call)}, {"minItems", 1}};
-    if (!t.parallel) list["maxItems"] = 1;
-    list["items"].erase("x-guidance");
-    list["x-guidance"] = {{"whitespace_pattern", kToolCallWhitespace}};
-    return "start: " + open + " body\nbody: %json " + list.dump() + "\n";
-  }
-  ojson calls = {{"type", "array"}, {"items", ojson::parse(call)}, {"minItems", 1}};
-  if (!t.parallel) calls["maxItems"] = 1;
-  calls["items"].erase("x-guidance");
-  const ojson s = {{"type", "object"},
-                   {"properties", {{"tool_calls", calls}}},
-                   {"required", {"tool_calls"}},
-                   {"additionalProperties", false},
-                   {"x-guidance", {{"whitespace_pattern", kToolCallWhitespace}}}};
-  return "start: body\nbody: %json " + s.dump() + "\n";
+  return fns;
 }
 
 std::vector<std::string> tool_names(const ToolRequest& t) {
@@ -365,7 +288,7 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
   if (state_ == State::kStart) {
     const size_t b = held_.find_first_not_of(" \n\r\t");
     if (b == std::string::npos) return "";
-    const std::string_view head = std::string_view(held_).substr(b), open = markers(f_).open;
+    const std::string_view head = std::string_view(held_).substr(b), open = tool_markers(f_).open;
     if (head.size() < open.size() && open.substr(0, head.size()) == head) return "";  // maybe the marker
     if (head[0] == '`' && head.size() < 3) return "";  // ``` or a single ` : not known yet
     const bool marker = !open.empty() && head.substr(0, open.size()) == open;
@@ -379,7 +302,7 @@ std::string ToolCallStream::push(std::string_view piece, std::vector<ToolCall>& 
     held_.clear();
     return out;
   }
-  const Markers mk = markers(f_);
+  const ToolMarkers mk = tool_markers(f_);
   for (;;) {
     if (!in_call_) {
       size_t keep_wrap = 0;
@@ -424,7 +347,7 @@ std::string ToolCallStream::finish(std::vector<ToolCall>& calls) {
     // A call that runs to the end, or an unclosed block whose JSON is complete (the reply ended
     // at the eos): calls.
     if (body(rest, calls)) return "";
-    return std::string(markers(f_).open) + rest;
+    return std::string(tool_markers(f_).open) + rest;
   }
   return rest;
 }

@@ -65,6 +65,14 @@ struct ToolRequest {
   bool any() const { return !tools.empty() && choice != Choice::kNone; }
 };
 
+// What opens and closes one call in each format; close "" = the call runs to the next opening
+// marker or the reply's end (a closing marker left out is taken the same way). kHarmony and
+// kGeneric: none.
+struct ToolMarkers {
+  std::string_view open, close;
+};
+ToolMarkers tool_markers(ToolFormat f);
+
 // The format a chat template writes calls in ("" = no template: kGeneric).
 ToolFormat tool_format(const std::string& chat_template);
 const char* tool_format_name(ToolFormat f);
@@ -81,11 +89,15 @@ inline constexpr const char* kToolCallWhitespace = R"(( |\n{1,2}[ \t]{0,20}))";
 // The Lark form of a marker text: "<[ID]>" where the model has it as one special token (its text
 // alone could only be spelled with other tokens), else the quoted text.
 using LarkMarker = std::function<std::string(std::string_view marker)>;
-// The Lark grammar a reply must follow for tool_choice required / a named function: one call (or,
-// with parallel_tool_calls, one or more) of the allowed functions, arguments by their parameter
-// schemas. "" for auto / none. kHarmony: an analysis message may come first, then one call, which
-// its <|call|> ends (the reply's end). marker: how the format's markers are written (unset: as
-// quoted text).
+// The Lark grammar a reply must follow (serve/tool_call_grammar.cc):
+// - tool_choice required / a named function: one call (or, with parallel_tool_calls, one or
+//   more) of the allowed functions, arguments by their parameter schemas. kHarmony: an analysis
+//   message may come first, then one call, which its <|call|> ends (the reply's end).
+// - auto: free text that never spells the format's opening marker, or such text, the marker and
+//   then calls as above (so a call the model starts is always well formed); kLlama3 and kGeneric,
+//   whose calls are bare JSON, also a reply that opens with `{` and is a call. "" for kHarmony
+//   (unconstrained) and for none.
+// marker: how the format's markers are written (unset: as quoted text).
 std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMarker& marker = {});
 
 // A reply's text split into content and the calls it makes. Arguments are compact JSON text.
@@ -101,6 +113,18 @@ ParsedReply parse_tool_calls(std::string_view text, ToolFormat f, const std::vec
                              const nlohmann::ordered_json& tools = nlohmann::ordered_json::array());
 // The names of a request's tools.
 std::vector<std::string> tool_names(const ToolRequest& t);
+// The functions a reply may call (every tool, or the named one), each with its parameter schema
+// ({"type": "object"} when it has none).
+struct AllowedFunction {
+  std::string name;
+  nlohmann::ordered_json params;
+};
+std::vector<AllowedFunction> allowed_functions(const ToolRequest& t);
+// Lark rules choosing one of them: `call: call_0 | call_1 ...`, each `call_I: ` + body(name,
+// "args_I"), and `args_I: %json` its parameter schema (JSON blanks bounded by kToolCallWhitespace).
+std::string call_alternatives(
+    const ToolRequest& t,
+    const std::function<std::string(const std::string& name, const std::string& args)>& body);
 
 // The same while the reply streams: text that cannot be part of a call is handed on at once;
 // text that may be one is held until it is a call (then parsed) or cannot be one. A reply that

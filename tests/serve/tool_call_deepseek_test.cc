@@ -140,11 +140,12 @@ TEST(DeepSeekToolCalls, Grammar) {
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
       "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "add"}}])");
-  EXPECT_EQ(tool_call_grammar(t, ToolFormat::kDeepSeekR1), "");  // auto: none
+  const std::string a = tool_call_grammar(t, ToolFormat::kDeepSeekR1);  // auto: text, or a block
+  EXPECT_EQ(a.rfind("start: TEXT? | text_then_marker tail\n", 0), 0u) << a;
   t.choice = ToolRequest::Choice::kRequired;
   const std::string r1 = tool_call_grammar(t, ToolFormat::kDeepSeekR1);
-  EXPECT_EQ(r1.rfind(cat({"start: \"", kDeepSeekCallsBegin, "\" call (\"\\n\" call)* \"", kDeepSeekCallsEnd,
-                          "\"\ncall: call_0 | call_1\n"}),
+  EXPECT_EQ(r1.rfind(cat({"start: \"", kDeepSeekCallsBegin, "\" tail\ntail: call (\"\\n\" call)* \"",
+                          kDeepSeekCallsEnd, "\"\ncall: call_0 | call_1\n"}),
                      0),
             0u)
       << r1;

@@ -164,10 +164,20 @@ TEST(ToolCalls, FormatAndGrammar) {
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
       "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "add"}}])");
-  EXPECT_EQ(tool_call_grammar(t, ToolFormat::kHermes), "");  // auto: no grammar
+  t.choice = ToolRequest::Choice::kNone;
+  EXPECT_EQ(tool_call_grammar(t, ToolFormat::kHermes), "");  // none: no grammar
+  t.choice = ToolRequest::Choice::kAuto;                     // text, or text up to the marker and then calls
+  const std::string a = tool_call_grammar(t, ToolFormat::kHermes);
+  EXPECT_EQ(a.rfind("start: TEXT? | text_then_marker tail\n", 0), 0u) << a;
+  EXPECT_NE(a.find("text_then_marker[lazy]: /(?s:.*)\\x{3C}tool_call\\x{3E}/\n"), std::string::npos) << a;
   t.choice = ToolRequest::Choice::kRequired;
   const std::string g = tool_call_grammar(t, ToolFormat::kHermes);
-  EXPECT_NE(g.find("start: call (\"\\n\" call)*"), std::string::npos) << g;
+  EXPECT_EQ(
+      g.rfind("start: \"<tool_call>\" tail\ntail: \"\\n\" body \"\\n</tool_call>\" (\"\\n\" \"<tool_call>\" "
+              "\"\\n\" body \"\\n</tool_call>\")*\n",
+              0),
+      0u)
+      << g;
   EXPECT_NE(g.find(R"({"const":"get_weather"})"), std::string::npos) << g;
   EXPECT_NE(g.find(R"({"const":"add"})"), std::string::npos) << g;
   t.parallel = false;
@@ -183,11 +193,15 @@ TEST(ToolCalls, FormatAndGrammar) {
   const std::string ll = tool_call_grammar(t, ToolFormat::kLlama3);
   EXPECT_NE(ll.find(R"("required":["name","parameters"])"), std::string::npos) << ll;
   const std::string mi = tool_call_grammar(t, ToolFormat::kMistral);
-  EXPECT_EQ(mi.rfind("start: \"[TOOL_CALLS]\" body\n", 0), 0u) << mi;
+  EXPECT_EQ(mi.rfind("start: \"[TOOL_CALLS]\" tail\ntail: body\n", 0), 0u) << mi;
   EXPECT_NE(mi.find(R"("maxItems":1)"), std::string::npos) << mi;
   auto special = [](std::string_view m) { return m == "<|tool_call|>" ? std::string("<[200021]>") : ""; };
   const std::string tag = tool_call_grammar(t, ToolFormat::kToolCallTag, special);
-  EXPECT_EQ(tag.rfind("start: <[200021]> body\n", 0), 0u) << tag;
+  EXPECT_EQ(tag.rfind("start: <[200021]> tail\ntail: body\n", 0), 0u) << tag;
+  // auto with a special-token marker: the greedy text ends at the token.
+  t.choice = ToolRequest::Choice::kAuto;
+  const std::string tag_auto = tool_call_grammar(t, ToolFormat::kToolCallTag, special);
+  EXPECT_EQ(tag_auto.rfind("start: TEXT? | TEXT? <[200021]> tail\n", 0), 0u) << tag_auto;
 }
 
 // gpt-oss's harmony format: the template presents the tools; a required call may follow an
@@ -294,8 +308,7 @@ TEST(ToolCalls, XmlFunctionGrammar) {
   t.parallel = false;
   const std::string g = tool_call_grammar(t, ToolFormat::kXmlFunction);
   EXPECT_EQ(
-      g.rfind("start: block\nblock: \"<tool_call>\" \"\\n\" call \"\\n\" \"</tool_call>\"\ncall: f0 | f1\n",
-              0),
+      g.rfind("start: \"<tool_call>\" tail\ntail: \"\\n\" call \"\\n\" \"</tool_call>\"\ncall: f0 | f1\n", 0),
       0u)
       << g;
   // Required parameters in the schema's order, then the optional ones, maybe.
@@ -311,9 +324,10 @@ TEST(ToolCalls, XmlFunctionGrammar) {
   // Seed-OSS: its own block markers, values between the tags.
   t.parallel = true;
   const std::string seed = tool_call_grammar(t, ToolFormat::kSeedXmlFunction);
-  EXPECT_EQ(seed.rfind("start: block (\"\\n\" block)*\nblock: \"<seed:tool_call>\" \"\\n\" call \"\\n\" "
-                       "\"</seed:tool_call>\"\ncall: f0 | f1\n",
-                       0),
+  EXPECT_EQ(seed.rfind(
+                "start: \"<seed:tool_call>\" tail\ntail: \"\\n\" call \"\\n\" \"</seed:tool_call>\" "
+                "(\"\\n\" \"<seed:tool_call>\" \"\\n\" call \"\\n\" \"</seed:tool_call>\")*\ncall: f0 | f1\n",
+                0),
             0u)
       << seed;
   EXPECT_NE(seed.find("f0_p0_v[suffix=\"</parameter>\\n\"]: /(?s:.{0,12})/"), std::string::npos) << seed;
