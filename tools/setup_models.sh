@@ -183,7 +183,7 @@ fi
 # Real models' chat templates (llama.cpp's models/templates, from node-llama-cpp's llama.cpp bundle:
 # third-party text, kept in the cache) rendered by jinja2 as transformers does
 # (tests/tokenizer/chat_templates_test.cc).
-tpl_refs=$cache/chat-templates/refs_v1.json
+tpl_refs=$cache/chat-templates/refs_v2.json
 if [ ! -f "$tpl_refs" ]; then
   echo "-- chat templates of real models: jinja2 references"
   bash bench/peers/install.sh >/dev/null

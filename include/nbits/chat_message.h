@@ -16,6 +16,7 @@ struct ToolCall {
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  std::string reasoning = {};  // assistant: its reasoning (a client's reasoning_content / thinking)
   std::vector<ToolCall> tool_calls = {};  // assistant: the calls it made
   std::string tool_call_id = {};          // tool: the call this result answers
   std::string name = {};                  // tool: the function's name

@@ -269,6 +269,15 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
         if (rs != "assistant") bad(where + ".tool_calls", "belongs to an assistant message");
         cm.tool_calls = message_tool_calls(*tc, where + ".tool_calls");
       }
+      // An assistant's reasoning, which templates show on the turns of a tool loop (llama-server's
+      // reasoning_content; gpt-oss clients send thinking).
+      for (const char* key : {"reasoning_content", "thinking"}) {
+        const json* rc = field(m, key);
+        if (!rc || rc->is_null()) continue;
+        if (rs != "assistant") bad(where + "." + key, "belongs to an assistant message");
+        if (!rc->is_string()) bad(where + "." + key, "must be a string");
+        if (cm.reasoning.empty()) cm.reasoning = rc->get<std::string>();
+      }
       if (rs == "tool") {
         const json* id = field(m, "tool_call_id");
         if (id && !id->is_string()) bad(where + ".tool_call_id", "must be a string");

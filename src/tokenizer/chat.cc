@@ -68,13 +68,12 @@ const std::string& builtin_chat_template(const std::string& name) {
   return it->second;
 }
 
-namespace {
-
-// A message as transformers hands it to templates: role and content, an assistant's tool_calls
-// ({id, type: "function", function: {name, arguments}}, the arguments parsed when they are JSON:
-// templates write them with tojson), a tool result's tool_call_id and name.
-nlohmann::ordered_json message_json(const ChatMessage& m) {
+nlohmann::ordered_json chat_message_json(const ChatMessage& m) {
   nlohmann::ordered_json j = {{"role", m.role}, {"content", m.content}};
+  if (!m.reasoning.empty()) {
+    j["reasoning_content"] = m.reasoning;
+    j["thinking"] = m.reasoning;
+  }
   if (!m.tool_calls.empty()) {
     nlohmann::ordered_json calls = nlohmann::ordered_json::array();
     for (const ToolCall& c : m.tool_calls) {
@@ -83,9 +82,10 @@ nlohmann::ordered_json message_json(const ChatMessage& m) {
               ? nlohmann::ordered_json()
               : nlohmann::ordered_json::parse(c.arguments, nullptr, false);
       if (args.is_discarded() || args.is_null()) args = c.arguments;
-      nlohmann::ordered_json call = {{"type", "function"},
-                                     {"function", {{"name", c.name}, {"arguments", args}}}};
+      nlohmann::ordered_json call = nlohmann::ordered_json::object();
       if (!c.id.empty()) call["id"] = c.id;
+      call["type"] = "function";
+      call["function"] = {{"name", c.name}, {"arguments", args}};
       calls.push_back(std::move(call));
     }
     j["tool_calls"] = std::move(calls);
@@ -95,14 +95,12 @@ nlohmann::ordered_json message_json(const ChatMessage& m) {
   return j;
 }
 
-}  // namespace
-
 std::string render_chat_template(const std::string& chat_template, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token,
                                  const std::string& eos_token, const std::string& tools_json) {
   nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const auto& m : messages) list.push_back(message_json(m));
+  for (const auto& m : messages) list.push_back(chat_message_json(m));
   ctx["messages"] = std::move(list);
   ctx["add_generation_prompt"] = add_generation_prompt;
   ctx["bos_token"] = bos_token;

@@ -5,6 +5,7 @@
 //   std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/false);
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ std::string render_chat(const Tokenizer& tokenizer, const std::vector<ChatMessag
 std::string render_chat_template(const std::string& chat_template, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token,
                                  const std::string& eos_token, const std::string& tools_json = "");
+
+// A message as templates see it (transformers' dicts): role, content, an assistant's reasoning
+// as both reasoning_content (Qwen3, DeepSeek, GLM) and thinking (gpt-oss), its tool_calls ({id,
+// type, function: {name, arguments}}, the arguments parsed when they are JSON), a tool result's
+// tool_call_id and name.
+nlohmann::ordered_json chat_message_json(const ChatMessage& m);
 
 // Names accepted as format: chatml, qwen2.5, zephyr (alias tinyllama), llama2.
 std::vector<std::string> builtin_chat_formats();

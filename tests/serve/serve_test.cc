@@ -809,6 +809,19 @@ TEST(ServeTools, RequiredCallsAreValidCallsOnSmolLM2) {
   refused({{"tools", json::array({{{"type", "retrieval"}}})}}, "tools[0].type");
   refused({{"tools", tools}, {"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}},
           "response_format");
+  // An assistant's reasoning (passed back on a tool loop) is a string, on assistant messages only.
+  json with_reasoning = turn;
+  with_reasoning[1]["reasoning_content"] = 5;
+  refused({{"messages", with_reasoning}}, "messages[1].reasoning_content");
+  with_reasoning[1].erase("reasoning_content");
+  with_reasoning[0]["thinking"] = "hm";
+  refused({{"messages", with_reasoning}}, "messages[0].thinking");
+  with_reasoning[0].erase("thinking");
+  with_reasoning[1]["reasoning_content"] = "The user asks for a sum: call add.";
+  auto rr = post("/v1/chat/completions",
+                 {{"messages", with_reasoning}, {"max_tokens", 4}, {"temperature", 0}, {"tools", tools}});
+  ASSERT_TRUE(rr);
+  EXPECT_EQ(rr->status, 200) << rr->body;
   auto comp = post("/v1/completions", {{"prompt", "x"}, {"tools", tools}});
   ASSERT_TRUE(comp);
   EXPECT_EQ(comp->status, 400) << comp->body;

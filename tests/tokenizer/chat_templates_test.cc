@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "support/shared_data.h"
+#include "tokenizer/chat.h"
 #include "tokenizer/jinja.h"
 
 namespace nbits {
@@ -30,7 +31,7 @@ std::string refs_path() {
   const char* home = std::getenv("HOME");
   const std::string dir =
       cache != nullptr && *cache ? cache : std::string(home != nullptr ? home : ".") + "/.cache/nbits";
-  return dir + "/chat-templates/refs_v1.json";
+  return dir + "/chat-templates/refs_v2.json";
 }
 
 // Templates whose jinja2 text nbits does not reproduce, and why.
@@ -109,6 +110,41 @@ TEST(ChatTemplates, RealModelsTemplatesRenderAsTransformers) {
       templates.size(), same, raised, known_differences().size());
   EXPECT_GE(templates.size(), 60u);
   EXPECT_GT(same, 250);
+}
+
+// The messages nbits hands a template (chat_message_json of the server's ChatMessage) are the
+// references' messages, key for key: so the renders compared above are the ones the server gives.
+// An assistant's reasoning goes as reasoning_content and thinking, and gpt-oss's and Qwen3's
+// templates show it on a tool loop's turn.
+TEST(ChatTemplates, MessagesReachTemplatesAsTransformersSeesThem) {
+  const std::string path = refs_path();
+  NBITS_REQUIRE_SHARED(path);
+  const ojson doc = ojson::parse(read_text_file(path));
+  std::set<std::string> showing;
+  int loops = 0;
+  for (const ojson& c : doc["cases"]) {
+    const ojson& msgs = c["context"]["messages"];
+    if (msgs.size() < 2 || !msgs[1].contains("reasoning_content")) continue;
+    ++loops;
+    for (const ojson& m : msgs) {
+      ChatMessage cm{m["role"], m["content"]};
+      cm.reasoning = m.value("reasoning_content", "");
+      if (m.contains("tool_calls"))
+        for (const ojson& tc : m["tool_calls"])
+          cm.tool_calls.push_back({tc["id"], tc["function"]["name"], tc["function"]["arguments"].dump()});
+      cm.tool_call_id = m.value("tool_call_id", "");
+      cm.name = m.value("name", "");
+      EXPECT_EQ(chat_message_json(cm), m);
+    }
+    const std::string reasoning = msgs[1]["reasoning_content"];
+    if (c["text"].is_string() && c["text"].get<std::string>().find(reasoning) != std::string::npos)
+      showing.insert(c["name"]);
+  }
+  EXPECT_EQ(loops, 2 * 68) << "one tool loop with reasoning per template, with and without tools";
+  EXPECT_EQ(showing.count("openai-gpt-oss-120b.jinja"), 1u);
+  EXPECT_EQ(showing.count("Qwen-Qwen3-0.6B.jinja"), 1u);
+  std::printf("[templates] %zu of the templates show an assistant's reasoning on a tool loop\n",
+              showing.size());
 }
 
 // Template features the real templates use, on small cases with jinja2's text written out.

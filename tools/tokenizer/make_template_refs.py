@@ -50,6 +50,7 @@ TOOLS = [{"type": "function", "function": {
         "city": {"type": "string", "description": "The city name"},
         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}]
 
+REASONING = "The user wants the weather in Paris: call get_weather."
 CONVERSATIONS = [
     [{"role": "user", "content": "Hello!"}],
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
@@ -58,6 +59,13 @@ CONVERSATIONS = [
      {"role": "assistant", "content": "", "tool_calls": [
          {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
      {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temp\": 21}"}],
+    # A tool loop whose assistant turn carries its reasoning, under both names templates read
+    # (reasoning_content: Qwen3, DeepSeek, GLM; thinking: gpt-oss), keys in the order nbits'
+    # chat_message_json writes them.
+    [{"role": "user", "content": "What is the weather in Paris?"},
+     {"role": "assistant", "content": "", "reasoning_content": REASONING, "thinking": REASONING, "tool_calls": [
+         {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+     {"role": "tool", "content": "{\"temp\": 21}", "tool_call_id": "call_1", "name": "get_weather"}],
 ]
 
 
