@@ -58,6 +58,11 @@ struct ModelOptions {
   // A Hugging Face Optimum / transformers.js folder: which onnx/model_<variant>.onnx
   // (q4, q4f16, int8, uint8, quantized, fp16, fp32); "" = the first present in that order.
   std::string variant;
+  // Constrained decoding's budgets (0: the engine's default): the work one token's mask may take, in
+  // milliseconds of llguidance's rated speed (default about 14 ms), and the most symbols a schema or
+  // grammar may compile to (default 500,000). A spec past either fails with the engine's message.
+  double guidance_mask_ms = 0;
+  int64_t guidance_grammar_size = 0;
 };
 
 // Unset fields take the model's defaults (genai_config.json "search", GGUF: greedy).

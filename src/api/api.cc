@@ -29,6 +29,7 @@ class Model::Impl {
   std::unique_ptr<graph::Session> prototype;
   std::unique_ptr<Tokenizer> tokenizer;
   int64_t context = 0;
+  guidance::Limits guidance_limits;
 
   const Tokenizer& tok() const {
     NBITS_CHECK(tokenizer != nullptr, "this model has no tokenizer (", config.dir,
@@ -42,7 +43,7 @@ class Model::Impl {
     if (!vocab) {
       const int64_t V = config.vocab_size > 0 ? config.vocab_size : tok().vocab_size();
       const std::vector<int32_t> eos(config.eos_token_ids.begin(), config.eos_token_ids.end());
-      vocab = guidance::make_vocabulary(tok(), V, eos);
+      vocab = guidance::make_vocabulary(tok(), V, eos, guidance_limits);
     }
     return vocab;
   }
@@ -77,6 +78,9 @@ std::shared_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   impl->config = std::move(m.config);
   impl->prototype = std::move(m.session);
   impl->tokenizer = std::move(m.tokenizer);
+  NBITS_CHECK(options.guidance_mask_ms >= 0 && options.guidance_grammar_size >= 0,
+              "ModelOptions::guidance_mask_ms and guidance_grammar_size must be >= 0");
+  impl->guidance_limits = {options.guidance_mask_ms, options.guidance_grammar_size};
   impl->context = options.context > 0 ? std::min(options.context, impl->config.context_length)
                                       : impl->config.default_max_length();
   return std::shared_ptr<Model>(new Model(std::move(impl)));

@@ -1,5 +1,6 @@
 // Constrained output for `nbits run` and `nbits chat`: --json-schema FILE, --json, --regex R,
-// --grammar FILE.lark (src/guidance; the sampler draws only what keeps the reply valid).
+// --grammar FILE.lark (src/guidance; the sampler draws only what keeps the reply valid), and the
+// engine's budgets.
 #pragma once
 
 #include <memory>
@@ -11,7 +12,11 @@
 
 namespace nbits::cli {
 
+// The constraint flags, and with them the engine's budgets (add_guidance_limit_flags).
 void add_guidance_flags(Flags& f);
+// --guidance-mask-ms MS and --guidance-grammar-size N (nbits serve has these alone).
+void add_guidance_limit_flags(Flags& f);
+guidance::Limits guidance_limits(const Flags& f);
 
 class GuidanceFlags {
  public:

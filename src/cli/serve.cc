@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/guidance_flags.h"
 #if NBITS_HAVE_SERVE
 #include "serve/serve.h"
 #endif
@@ -51,6 +52,7 @@ int serve_main(const std::vector<std::string>& args) {
   f.choice("--requantize-float", {"keep", "q8", "q4"},
            "float MatMul weights re-quantized at load (see nbits run --help)", "keep");
   f.str("--variant", "V", "which onnx/model_V.onnx of an Optimum folder (see nbits run --help)");
+  add_guidance_limit_flags(f);
   f.choice(
       "--spec", {"off", "lookup", "draft"},
       "speculative decoding for requests that do not choose (a request's \"speculative\" field\n"
@@ -82,6 +84,8 @@ int serve_main(const std::vector<std::string>& args) {
                        : f.get_str("--requantize-float") == "q4" ? 4
                                                                  : 0;
   o.variant = f.get_str("--variant");
+  o.guidance_mask_ms = guidance_limits(f).mask_ms;
+  o.guidance_grammar_size = guidance_limits(f).grammar_size;
   o.prefill_chunk = f.get_i64("--prefill-chunk");
   o.decode_batch = f.get_str("--decode-batch") == "on";
   o.speculative = f.get_str("--spec");

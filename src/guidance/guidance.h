@@ -40,10 +40,21 @@ class Vocabulary {
  public:
   virtual ~Vocabulary() = default;
 };
+// The engine's budgets, for every constraint of a vocabulary (0: llguidance's default). mask_ms:
+// the work one token's mask may take, in milliseconds of llguidance's lexer and parser at their
+// rated speeds (its defaults, 200,000 lexer fuel and 50,000 Earley items, are about 14 ms and
+// 2.5 ms); a spec whose mask needs more fails with the engine's message. grammar_size: the most
+// symbols a spec may compile to (default 500,000: a few megabytes of schema).
+struct Limits {
+  double mask_ms = 0;
+  int64_t grammar_size = 0;
+};
+
 // vocab_size: the model's logits width (>= the tokenizer's; ids past it are never allowed).
 // eos_ids: the tokens that end a reply (a grammar that is complete allows only these).
 std::shared_ptr<const Vocabulary> make_vocabulary(const Tokenizer& tokenizer, int64_t vocab_size,
-                                                  std::span<const int32_t> eos_ids);
+                                                  std::span<const int32_t> eos_ids,
+                                                  const Limits& limits = {});
 
 // A constraint for one reply. Compiling is bounded by the engine's limits (grammar size, lexer
 // fuel); a spec that does not compile throws nbits::Error("invalid json_schema: <why>"). The

@@ -24,13 +24,15 @@ struct ServeOptions {
   size_t max_body_bytes = 8u << 20;
   bool fp16_scales = false;
   std::string kv_cache = "model";  // model | f32 | f16 | q8
-  int requantize_float = 0;        // 0 | 8 | 4 (--requantize-float keep|q8|q4)
-  std::string variant;             // an Optimum folder's decoder (--variant)
-  int64_t prefill_chunk = 128;     // prompt tokens per step; other sessions decode between chunks
-  std::string cors;                // "" = no CORS headers; else Access-Control-Allow-Origin's value
-  int connections = 0;             // open connections served at once; 0 = parallel + queue + 4
-  bool decode_batch = true;        // concurrent sessions' decode steps as one batched step
-  bool webui = true;               // GET / serves the chat page (serve/webui.h); --no-webui: 404
+  double guidance_mask_ms = 0;     // ModelOptions' guidance budgets (0: the engine's default)
+  int64_t guidance_grammar_size = 0;
+  int requantize_float = 0;     // 0 | 8 | 4 (--requantize-float keep|q8|q4)
+  std::string variant;          // an Optimum folder's decoder (--variant)
+  int64_t prefill_chunk = 128;  // prompt tokens per step; other sessions decode between chunks
+  std::string cors;             // "" = no CORS headers; else Access-Control-Allow-Origin's value
+  int connections = 0;          // open connections served at once; 0 = parallel + queue + 4
+  bool decode_batch = true;     // concurrent sessions' decode steps as one batched step
+  bool webui = true;            // GET / serves the chat page (serve/webui.h); --no-webui: 404
   // Speculative decoding (GenerationOptions::speculative) for requests that do not choose:
   // "off" | "lookup" | "draft" (draft_model). A request's "speculative" field overrides it;
   // "draft" needs draft_model. With a response_format or a required tool call the drafts follow

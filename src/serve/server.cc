@@ -802,6 +802,8 @@ int Server::run() {
     mo.fp16_scales = opt_.fp16_scales;
     mo.requantize_float = opt_.requantize_float;
     mo.variant = opt_.variant;
+    mo.guidance_mask_ms = opt_.guidance_mask_ms;
+    mo.guidance_grammar_size = opt_.guidance_grammar_size;
     mo.kv_cache = opt_.kv_cache == "f16"   ? ModelOptions::KvCache::kF16
                   : opt_.kv_cache == "f32" ? ModelOptions::KvCache::kF32
                   : opt_.kv_cache == "q8"  ? ModelOptions::KvCache::kQ8

@@ -242,5 +242,30 @@ TEST(Guidance, BadSpecsAreRefusedWithTheReason) {
   EXPECT_EQ(guidance::check(*q.vocab, guidance::make_spec("json_schema", kSchema)), "");
 }
 
+// The budgets: a schema past the grammar size is refused at compile time, a mask past its
+// budget fails with the engine's message (not a hang); the defaults take both.
+TEST(Guidance, LimitsBoundTheGrammarAndTheMask) {
+  NBITS_REQUIRE_SHARED(testing::shared_path("tokenizers/qwen2.5/tokenizer.json"));
+  REQUIRE_ENGINE();
+  const Qwen& q = qwen();
+  const guidance::Spec schema = guidance::make_spec("json_schema", kSchema);
+  const auto small = guidance::make_vocabulary(q.tok, kVocab, kEos, {0, 20});
+  const std::string why = guidance::check(*small, schema);
+  std::printf("[limits] grammar size 20: %s\n", why.c_str());
+  EXPECT_NE(why.find("size"), std::string::npos) << why;
+  // A regex whose first mask walks much of the vocabulary: llguidance's default budget takes it.
+  const guidance::Spec words = guidance::make_spec("regex", "[a-z ]{1,200}");
+  EXPECT_NO_THROW(guidance::make_constraint(q.vocab, words)->allowed());
+  const auto tight = guidance::make_vocabulary(q.tok, kVocab, kEos, {0.001, 0});
+  try {
+    guidance::make_constraint(tight, words)->allowed();
+    ADD_FAILURE() << "a mask past its budget was computed";
+  } catch (const Error& e) {
+    std::printf("[limits] mask budget 0.001 ms: %s\n", e.what());
+    EXPECT_NE(std::string(e.what()).find("--guidance-mask-ms"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(guidance::make_vocabulary(q.tok, kVocab, kEos, {-1, 0}), Error);
+}
+
 }  // namespace
 }  // namespace nbits

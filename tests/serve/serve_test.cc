@@ -692,6 +692,32 @@ TEST(ServeFlags, StrictModelNameAnswers404) {
   EXPECT_EQ(r->status, 200) << r->body;
 }
 
+// --guidance-grammar-size bounds what a schema may compile to: past it, a 400 that says so; the
+// server goes on serving.
+TEST(ServeFlags, GuidanceGrammarSizeRefusesLargerSchemas) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1", "--guidance-grammar-size", "30"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  const json schema = json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"},
+    "b": {"type": "string"}, "c": {"type": "array", "items": {"type": "number"}}}, "required": ["a", "b", "c"]})");
+  json body = {
+      {"prompt", "Once"},
+      {"max_tokens", 4},
+      {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", schema}}}}}};
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("grammar size"),
+            std::string::npos)
+      << r->body;
+  body.erase("response_format");
+  r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
 // tools on the real SmolLM2-135M-Instruct (its template has no tools: the generic form, tools
 // described in a system message and a call {"tool_calls": [...]}). tool_choice required / a named
 // function constrain the reply to valid calls however weak the model; they come back as

@@ -3,6 +3,8 @@
 // per reply (Matcher), its masks computed on a BackgroundTask.
 #include <llguidance.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -32,8 +34,14 @@ bool encodes_bytes_as_they_are(const Tokenizer& tokenizer, const std::vector<std
 
 class LlgVocabulary final : public Vocabulary {
  public:
-  LlgVocabulary(const Tokenizer& tokenizer, int64_t vocab_size, std::span<const int32_t> eos)
-      : tokenizer_(tokenizer) {
+  LlgVocabulary(const Tokenizer& tokenizer, int64_t vocab_size, std::span<const int32_t> eos,
+                const Limits& limits)
+      : tokenizer_(tokenizer), limits_(limits) {
+    NBITS_CHECK(std::isfinite(limits.mask_ms) && limits.mask_ms >= 0 && limits.mask_ms <= 1e6,
+                "constrained decoding: the mask budget must be 0 (the default) to 1e6 ms (got ",
+                limits.mask_ms, ")");
+    NBITS_CHECK(limits.grammar_size >= 0, "constrained decoding: the grammar size limit must be >= 0 (got ",
+                limits.grammar_size, ")");
     NBITS_CHECK(!eos.empty(), "constrained decoding needs the model's end-of-sequence token ids");
     NBITS_CHECK(vocab_size >= tokenizer.vocab_size(), "constrained decoding: the model's ", vocab_size,
                 " logits do not cover the tokenizer's ", tokenizer.vocab_size(), " tokens");
@@ -82,6 +90,11 @@ class LlgVocabulary final : public Vocabulary {
     c.log_stderr_level = 0;  // warnings go into the error text, not onto a server's stderr
     c.log_buffer_level = 0;
     c.limits.verbose_errors = false;  // errors name the problem, not the whole parser state
+    if (limits_.mask_ms > 0) {        // llguidance's rated speeds: 14k lexer fuel and 20k Earley items a ms
+      c.limits.step_lexer_fuel = std::max<uint64_t>(1, static_cast<uint64_t>(limits_.mask_ms * 14000.0));
+      c.limits.step_max_items = std::max<size_t>(1, static_cast<size_t>(limits_.mask_ms * 20000.0));
+    }
+    if (limits_.grammar_size > 0) c.limits.max_grammar_size = static_cast<size_t>(limits_.grammar_size);
     return c;
   }
 
@@ -100,6 +113,7 @@ class LlgVocabulary final : public Vocabulary {
   }
 
   const Tokenizer& tokenizer_;
+  Limits limits_;
   LlgTokenizer* tok_ = nullptr;
 };
 
@@ -133,6 +147,8 @@ std::string clean_message(std::string m) {
            m.compare(m.size() - std::strlen(tail), std::string::npos, tail) == 0)
       m.erase(m.size() - std::strlen(tail));
   if (m.find("NoExtensionBias") != std::string::npos) m += " (nothing the spec allows can be generated here)";
+  if (m.find("too many expressions constructed") != std::string::npos || m.find("fuel") != std::string::npos)
+    m += " (past the mask's budget: Limits::mask_ms, --guidance-mask-ms)";
   return m;
 }
 
@@ -244,8 +260,8 @@ std::string engine() {
 }
 
 std::shared_ptr<const Vocabulary> make_vocabulary(const Tokenizer& tokenizer, int64_t vocab_size,
-                                                  std::span<const int32_t> eos_ids) {
-  return std::make_shared<LlgVocabulary>(tokenizer, vocab_size, eos_ids);
+                                                  std::span<const int32_t> eos_ids, const Limits& limits) {
+  return std::make_shared<LlgVocabulary>(tokenizer, vocab_size, eos_ids, limits);
 }
 
 std::shared_ptr<llm::TokenConstraint> make_constraint(std::shared_ptr<const Vocabulary> vocab,

@@ -17,7 +17,8 @@ namespace {
 bool available() { return false; }
 std::string engine() { return "none (built without cargo)"; }
 
-std::shared_ptr<const Vocabulary> make_vocabulary(const Tokenizer&, int64_t, std::span<const int32_t>) {
+std::shared_ptr<const Vocabulary> make_vocabulary(const Tokenizer&, int64_t, std::span<const int32_t>,
+                                                  const Limits&) {
   unavailable();
 }
 std::shared_ptr<llm::TokenConstraint> make_constraint(std::shared_ptr<const Vocabulary>, const Spec&) {
