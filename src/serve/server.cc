@@ -299,13 +299,22 @@ std::string Server::chat_prompt(Job& job) {
       return "<[" + std::to_string(id) + "]>";
     return json(std::string(mk)).dump();
   };
-  const std::string grammar = tool_call_grammar(r.tools, job.tool_format, marker);
   // auto: the grammar keeps a call the model starts well formed. Without an engine, or with
-  // schemas the engine cannot compile, such a reply goes unconstrained (parsed only), as before.
-  bool constrain = !grammar.empty();
-  if (constrain && r.tools.choice == ToolRequest::Choice::kAuto) {
-    const std::string why = guidance_available() ? model_->check_guidance("lark", grammar)
-                                                 : "no constrained decoding in this build";
+  // schemas the engine (or the grammar: serve/schema_string_regex.h) cannot carry, such a reply
+  // goes unconstrained (parsed only); a required call's schemas must be carried (400).
+  const bool is_auto = r.tools.choice == ToolRequest::Choice::kAuto;
+  std::string grammar, carry_error;
+  try {
+    grammar = tool_call_grammar(r.tools, job.tool_format, marker);
+  } catch (const Error& e) {
+    if (!is_auto) throw ApiError(400, std::string("'tools': ") + e.what(), "tools", "invalid_schema");
+    carry_error = e.what();
+  }
+  bool constrain = !grammar.empty() || !carry_error.empty();
+  if (constrain && is_auto) {
+    const std::string why = !carry_error.empty()   ? carry_error
+                            : guidance_available() ? model_->check_guidance("lark", grammar)
+                                                   : "no constrained decoding in this build";
     if (!why.empty()) {
       std::fprintf(stderr, "nbits serve: tool_choice \"auto\" is not constrained: %s\n", why.c_str());
       constrain = false;

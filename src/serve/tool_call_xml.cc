@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/json_depth.h"
+#include "serve/schema_string_regex.h"
 #include "serve/tool_calls.h"
 
 namespace nbits::serve {
@@ -147,7 +148,9 @@ std::string xml_function_call_rules(const ToolRequest& t, bool compact) {
           const int64_t lo = length("minLength", 0), hi = length("maxLength", -1);
           const std::string most = hi >= 0 ? std::to_string(std::max(hi, lo)) : "";
           rules += cat(pid, "_v[suffix=", lit(value_end), "]: /(?s:.{",
-                       std::to_string(std::max<int64_t>(lo, 0)), ",", most, "})/\n");
+                       std::to_string(std::max<int64_t>(lo, 0)), ",", most, "})/");
+          for (const std::string& re : schema_string_regexes(schema)) rules += cat(" & /", re, "/");
+          rules += "\n";
           value = cat(pid, "_v");
         } else {
           ojson s = schema;

@@ -34,8 +34,9 @@ bool parse_xml_function_call(std::string_view body, const nlohmann::ordered_json
 
 // The Lark rules of one required call: `call` is "<function=NAME>\n" + its parameters +
 // "</function>" for each allowed function. Required parameters come in the schema's order, then
-// each optional one may follow. String values are text of the schema's minLength / maxLength up
-// to "\n</parameter>" (enums: one of their values); other values are JSON by their schema.
+// each optional one may follow. String values are text of the schema's minLength / maxLength, its
+// pattern and format (serve/schema_string_regex.h), up to "\n</parameter>" (enums: one of their
+// values); other values are JSON by their schema. Throws nbits::Error for a pattern it cannot carry.
 // compact: Seed-OSS's values, "<parameter=P>VALUE</parameter>\n" (no newlines around VALUE).
 std::string xml_function_call_rules(const ToolRequest& t, bool compact = false);
 

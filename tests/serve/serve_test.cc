@@ -941,6 +941,19 @@ TEST(ServeTools, NativeFormatsGiveToolCalls) {
     EXPECT_EQ(told["finish_reason"], "length") << r->body;
     EXPECT_FALSE(told["message"].contains("tool_calls")) << r->body;
     EXPECT_GT(told["message"]["content"].get<std::string>().size(), 20u) << r->body;
+    if (name == "xml_function") {  // a string pattern the bare-value grammar cannot carry
+      json odd = tools;
+      odd[0]["function"]["parameters"]["properties"]["a"] = {{"type", "string"}, {"pattern", "^1|2$"}};
+      body["tools"] = odd;
+      r = c.Post("/v1/chat/completions", body.dump(), "application/json");  // auto: unconstrained
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 200) << r->body;
+      body["tool_choice"] = "required";
+      r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 400) << r->body;
+      EXPECT_EQ(json::parse(r->body)["error"]["param"], "tools") << r->body;
+    }
     fs::remove_all(dir);
   }
 }

@@ -4,10 +4,13 @@
 // prefers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 
+#include "base/error.h"
 #include "guidance/guidance.h"
 #include "llm/sampler.h"
 #include "serve/tool_call_deepseek.h"
@@ -252,6 +255,46 @@ TEST_F(ToolCallGrammar, AutoDrawsParse) {
       EXPECT_GT(text_first, 0);
     }
   }
+}
+
+// The XML forms write string values bare: their pattern and format hold the drawn text itself
+// (checked here with std::regex, ECMAScript, as JSON Schema reads patterns).
+TEST_F(ToolCallGrammar, XmlStringValuesFollowPatternAndFormat) {
+  const Tokenizer& tok = *tokenizer;
+  ToolRequest t;
+  t.tools =
+      ojson::parse(R"([{"type": "function", "function": {"name": "book", "parameters": {"type": "object",
+    "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}$"},
+      "day": {"type": "string", "format": "date"}, "host": {"type": "string", "format": "ipv4"},
+      "note": {"type": "string", "pattern": "ok", "maxLength": 8}},
+    "required": ["code", "day", "host", "note"]}}}])");
+  t.choice = ToolRequest::Choice::kRequired;
+  t.parallel = false;
+  const std::regex code("^[A-Z]{3}-[0-9]{2}$"), day("^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+      host("^([0-9]{1,3}\\.){3}[0-9]{1,3}$");
+  for (const ToolFormat f : {ToolFormat::kXmlFunction, ToolFormat::kSeedXmlFunction}) {
+    const std::string g = tool_call_grammar(t, f);
+    ASSERT_EQ(guidance::check(*vocab, guidance::make_spec("lark", g)), "") << g;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const Reply r = draw(tok, vocab, g, seed);
+      SCOPED_TRACE(std::string(tool_format_name(f)) + ": " + r.text);
+      ASSERT_TRUE(r.ended);
+      const ParsedReply p = parse_tool_calls(r.text, f, tool_names(t), t.tools);
+      ASSERT_EQ(p.calls.size(), 1u);
+      const ojson args = ojson::parse(p.calls[0].arguments);
+      EXPECT_TRUE(std::regex_match(args["code"].get<std::string>(), code)) << args;
+      EXPECT_TRUE(std::regex_match(args["day"].get<std::string>(), day)) << args;
+      EXPECT_TRUE(std::regex_match(args["host"].get<std::string>(), host)) << args;
+      const std::string note = args["note"];
+      EXPECT_NE(note.find("ok"), std::string::npos) << args;
+      const auto chars = std::count_if(note.begin(), note.end(),
+                                       [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+      EXPECT_LE(chars, 8) << args;  // maxLength counts characters
+    }
+  }
+  // A pattern the grammar cannot carry is refused, not left unenforced.
+  t.tools[0]["function"]["parameters"]["properties"]["code"]["pattern"] = "^a|b$";
+  EXPECT_THROW(tool_call_grammar(t, ToolFormat::kXmlFunction), Error);
 }
 
 // gpt-oss's grammar with its markers as special tokens (`<[ID]>`), which the harmony vocabulary
