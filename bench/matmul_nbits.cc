@@ -259,7 +259,12 @@ void register_all() {
                           {"qkv", 896, 1152},
                           {"o_proj", 896, 896},
                           {"mlp_down", 4864, 896},
-                          {"lm_head", 896, 151936}};
+                          {"lm_head", 896, 151936},
+                          // OLMoE-1B-7B's (and Qwen2.5-1.5B's hidden 1536 class): a 2048-wide
+                          // attention projection and one expert's gate / up and down.
+                          {"attn_2k", 2048, 2048},
+                          {"expert_up", 2048, 1024},
+                          {"expert_down", 1024, 2048}};
   const Quant quants[] = {{"int4_b32", 4, 32, false},     {"int4_b32_zp", 4, 32, true},
                           {"int4_b128", 4, 128, false},   {"int8_b32", 8, 32, false},
                           {"q5_0", 8, 32, false, 5},         // GGUF Q5_0 as 8-bit codes 112..143
