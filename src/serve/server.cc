@@ -405,13 +405,19 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     const auto chunk_len = static_cast<size_t>(std::max<int64_t>(opt_.prefill_chunk, 1));
     const std::span<const int32_t> rest =
         std::span<const int32_t>(job.prompt).subspan(static_cast<size_t>(cached));
-    for (size_t pos = 0; pos < rest.size(); pos += chunk_len) {
+    // The last prompt token runs as a step of its own, as it does when a session holds the rest of
+    // the prompt: a prefill row and a one-row step differ in rounding (attention's summation
+    // order), so a seeded sampled reply would otherwise depend on what the session held before.
+    std::vector<std::span<const int32_t>> pieces;
+    for (size_t pos = 0; pos + 1 < rest.size(); pos += chunk_len)
+      pieces.push_back(rest.subspan(pos, std::min(chunk_len, rest.size() - 1 - pos)));
+    pieces.push_back(rest.last(1));
+    for (const std::span<const int32_t> piece : pieces) {
       if (!alive()) break;
       if (stopping_) {
         shut = true;
         break;
       }
-      const auto piece = rest.subspan(pos, std::min(chunk_len, rest.size() - pos));
       {
         const Turns::Turn turn = turns_.prefill();
         g.append_tokens(piece);
