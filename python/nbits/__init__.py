@@ -331,23 +331,33 @@ class Tokenizer:
 
     def apply_chat_template(
         self,
-        messages: Union[str, Sequence[Dict[str, str]]],
+        messages: Union[str, Sequence[Dict[str, Any]]],
         *,
         template_str: Optional[str] = None,
-        tools: Optional[str] = None,
+        tools: Optional[Union[str, Sequence[Dict[str, Any]]]] = None,
         add_generation_prompt: bool = True,
     ) -> str:
         """Renders a conversation with the model's chat template (transformers'
         ``apply_chat_template``) to the prompt text.
 
-        ``messages``: a JSON string (as onnxruntime-genai takes it) or a list of
-        ``{"role": ..., "content": ...}`` dicts. ``template_str`` and ``tools`` are not
-        supported yet (:class:`Error` when given).
+        ``messages``: a JSON string (as onnxruntime-genai takes it) or a list of OpenAI-style
+        message dicts: ``role`` and ``content``; an assistant's ``tool_calls`` (``{"id", "type":
+        "function", "function": {"name", "arguments"}}``, arguments a JSON string or an object) and
+        its ``reasoning_content`` (or ``thinking``); a tool result's ``tool_call_id`` and ``name``.
+        ``tools``: OpenAI tool objects (a list, or its JSON string), which the template receives as
+        ``tools``. ``template_str`` is not supported (:class:`Error` when given).
         """
         if template_str is not None:
             raise Error("apply_chat_template: template_str is not supported (the model's own template is used)")
+        tools_json = ""
         if tools is not None:
-            raise Error("apply_chat_template: tools are not supported")
+            try:
+                parsed = _json.loads(tools) if isinstance(tools, str) else list(tools)
+                tools_json = _json.dumps(parsed)
+            except (TypeError, ValueError) as e:
+                raise Error(f"apply_chat_template: tools must be a list of tool objects or its JSON ({e})") from None
+            if not isinstance(parsed, list):
+                raise Error("apply_chat_template: tools must be a JSON array of tool objects")
         if isinstance(messages, str):
             try:
                 messages = _json.loads(messages)
@@ -355,7 +365,7 @@ class Tokenizer:
                 raise Error(f"apply_chat_template: messages is not valid JSON ({e})") from None
         if isinstance(messages, dict):
             messages = [messages]
-        pairs = []
+        rows = []
         for i, msg in enumerate(messages):
             if not isinstance(msg, dict) or "role" not in msg:
                 raise Error(f"apply_chat_template: message {i} must be a dict with 'role' and 'content'")
@@ -364,8 +374,19 @@ class Tokenizer:
                 content = ""
             if not isinstance(content, str):
                 raise Error(f"apply_chat_template: message {i}: only text content is supported")
-            pairs.append((str(msg["role"]), content))
-        return self._m.apply_chat_template(pairs, bool(add_generation_prompt))
+            reasoning = msg.get("reasoning_content") or msg.get("thinking") or ""
+            if not isinstance(reasoning, str):
+                raise Error(f"apply_chat_template: message {i}: reasoning_content must be a string")
+            calls = []
+            for j, call in enumerate(msg.get("tool_calls") or []):
+                fn = call.get("function", call) if isinstance(call, dict) else None
+                if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                    raise Error(f"apply_chat_template: message {i}: tool_calls[{j}] needs a function name")
+                args = fn.get("arguments", {})
+                calls.append((str(call.get("id", "")), fn["name"], args if isinstance(args, str) else _json.dumps(args)))
+            rows.append((str(msg["role"]), content, reasoning, calls, str(msg.get("tool_call_id", "") or ""),
+                         str(msg.get("name", "") or "")))
+        return self._m.apply_chat_template(rows, bool(add_generation_prompt), tools_json)
 
     def create_stream(self) -> TokenizerStream:
         """A new :class:`TokenizerStream` for decoding generated ids one at a time."""

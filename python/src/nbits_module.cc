@@ -9,6 +9,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -19,11 +20,19 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "nbits/error.h"
 #include "nbits/nbits.h"
+
+// One chat message as the Python wrapper hands it over (nbits/__init__.py, apply_chat_template):
+// role, content, an assistant's reasoning, its calls (id, function name, arguments JSON), and a
+// tool result's tool_call_id and function name.
+using MessageRow =
+    std::tuple<std::string, std::string, std::string,
+               std::vector<std::tuple<std::string, std::string, std::string>>, std::string, std::string>;
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -170,15 +179,23 @@ NB_MODULE(_nbits, m) {
           "ids"_a, "skip_special"_a = true, "Text of token ids.")
       .def(
           "apply_chat_template",
-          [](const nbits::Model& self, const std::vector<std::pair<std::string, std::string>>& messages,
-             bool add_generation_prompt) {
+          [](const nbits::Model& self, const std::vector<MessageRow>& messages, bool add_generation_prompt,
+             const std::string& tools_json) {
             std::vector<nbits::ChatMessage> msgs;
             msgs.reserve(messages.size());
-            for (const auto& [role, content] : messages) msgs.push_back({role, content});
-            return to_str(self.apply_chat_template(msgs, add_generation_prompt));
+            for (const auto& [role, content, reasoning, calls, call_id, name] : messages) {
+              nbits::ChatMessage m{role, content};
+              m.reasoning = reasoning;
+              for (const auto& [id, fn, args] : calls) m.tool_calls.push_back({id, fn, args});
+              m.tool_call_id = call_id;
+              m.name = name;
+              msgs.push_back(std::move(m));
+            }
+            return to_str(self.apply_chat_template(msgs, add_generation_prompt, tools_json));
           },
-          "messages"_a, "add_generation_prompt"_a = true,
-          "Renders [(role, content), ...] with the model's chat template.")
+          "messages"_a, "add_generation_prompt"_a = true, "tools_json"_a = "",
+          "Renders [(role, content, reasoning, [(call id, name, arguments JSON)], tool_call_id, name), ...]\n"
+          "with the model's chat template; tools_json: \"\" or a JSON array of OpenAI tools.")
       .def("context_length", &nbits::Model::context_length)
       .def("max_context_length", &nbits::Model::max_context_length)
       .def("vocab_size", &nbits::Model::vocab_size)
