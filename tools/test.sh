@@ -99,6 +99,9 @@ bash tools/build.sh asan
 # random exports (CliPerplexity.*, GgufExact.TinyModels*, Cases/*Export* of the other families).
 asan_release_only='GenaiPerplexity|LlamaCppPerplexity|Qwen25Coder|QwenCoder|ServeChatPage|ServePrefill.LongPrompt'
 asan_release_only+='|Export.MatchesOnnxRuntime/smollm2|RealSmolLM2|SmolLM2Q4_1|AgreeWithLlamaCpp'
+# The same seeded replies from a fresh and a cached session (SmolLM2, 18 requests): numerics; the
+# serve path itself runs under ASan in every other Serve test.
+asan_release_only+='|ServeDeterminism'
 echo "ASan leg: tests matching '$asan_release_only' run in the release leg only"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j 2 --timeout 1800 -E "$asan_release_only")
