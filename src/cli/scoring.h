@@ -1,5 +1,5 @@
-// Log-probabilities from raw logits, shared by `nbits perplexity` and `nbits run --logprobs`:
-// log-softmax in double precision of the logits as the model gives them (no sampling transform).
+// What `nbits perplexity` and `nbits run --logprobs` share: the log-probabilities (llm/logprobs.h)
+// and the id lists of --teacher-force.
 #pragma once
 
 #include <cstdint>
@@ -7,18 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "llm/logprobs.h"
+
 namespace nbits::cli {
 
-// log(sum(exp(logits))), computed around the maximum.
-double log_sum_exp(std::span<const float> logits);
-
-struct TokenLogprob {
-  int32_t id;
-  double logprob;
-};
-
-// The k most likely tokens (ties: lower id first), most likely first; lse = log_sum_exp(logits).
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int64_t k, double lse);
+using llm::log_sum_exp;
+using llm::TokenLogprob;
+using llm::top_logprobs;
 
 // "1,2,3", or "@FILE" holding ids separated by commas and/or whitespace. Throws nbits::Error
 // naming `what` (the flag) on a malformed list, an empty one, or an id outside [0, 2^31).

@@ -371,8 +371,16 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
     if (v != "auto" && v != "deepseek" && v != "none") bad("reasoning_format", why);
     r.reasoning_inline = v == "none";
   }
-  refuse_truthy(b, "logprobs", "token logprobs are not returned");
-  refuse_truthy(b, "top_logprobs", "token logprobs are not returned");
+  // Token logprobs: chat's logprobs (a boolean) + top_logprobs (0..20); completions' logprobs (the
+  // number of alternatives, 0..20, as legacy OpenAI and llama-server take it).
+  if (endpoint == Endpoint::kChat) {
+    if (boolean(b, "logprobs").value_or(false))
+      r.logprobs = integer(b, "top_logprobs", 0, 20).value_or(0);
+    else if (const json* t = field(b, "top_logprobs"); t && !t->is_null())
+      bad("top_logprobs", "needs \"logprobs\": true");
+  } else if (const json* lp = field(b, "logprobs"); lp && !lp->is_null()) {
+    r.logprobs = integer(b, "logprobs", 0, 20).value_or(-1);
+  }
   if (endpoint != Endpoint::kChat) refuse_truthy(b, "tools", "tools belong to /v1/chat/completions");
   refuse_truthy(b, "functions", "the deprecated 'functions' API: give 'tools'");
   refuse_truthy(b, "logit_bias", "logit bias is not implemented");

@@ -56,6 +56,7 @@ struct GenRequest {
   bool stream = false;
   bool include_usage = false;
   bool return_token_ids = false;  // nbits extension: choices[0].token_ids
+  int logprobs = -1;              // >= 0: each generated token's logprob and this many alternatives
   // response_format json_object / json_schema: GenerationOptions::guidance_type / _data ("" = text).
   std::string guidance_type, guidance_data;
   ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls

@@ -27,6 +27,7 @@
 #include "serve/serve.h"
 #include "serve/slots.h"
 #include "serve/stop_text.h"
+#include "serve/token_logprobs.h"
 #include "serve/tool_calls.h"
 #include "serve/turns.h"
 #include "serve/webui.h"
@@ -234,6 +235,13 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
           413,
           "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
           endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+    // Constrained replies run the tokens their spec forces in verify steps, whose logits are not
+    // kept (Generator::logits()).
+    if (r.logprobs >= 0 && !r.guidance_type.empty())
+      throw ApiError(400,
+                     "'logprobs' with a constrained reply (response_format, or tools) is not supported: "
+                     "its forced tokens run without a step of their own",
+                     "logprobs", "unsupported");
     if (!r.guidance_type.empty()) {  // a schema or grammar that does not compile is the client's error
       const char* what = r.tools.any() ? "tool_choice" : "response_format";
       if (!guidance_available())
@@ -389,12 +397,17 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   ReplyChannels channels(job.reasoning, job.reasoning_open);
   std::string reasoning;  // non-stream: the reply's reasoning_content
   std::vector<ToolCall> calls;
+  // logprobs: each generated token's, sent with the chunk that follows it (stream) or whole.
+  std::optional<TokenLogprobs> lp;
+  if (r.logprobs >= 0)
+    lp.emplace(r.logprobs, [this](int32_t id) { return model_->decode(std::vector<int32_t>{id}, false); });
+  size_t lp_sent = 0;
   SpeculationStats spec0;  // the session's speculation counts before this reply
   bool failed = false, shut = false;
   try {
     const auto t0 = Clock::now();
     GenerationOptions go = generation_options(r);
-    go.speculative = job.speculative;
+    go.speculative = r.logprobs >= 0 ? "" : job.speculative;  // logprobs: each token's own step
     if (job.speculative == "draft") go.draft_model = draft_;
     go.draft_max = opt_.draft_max;
     g.set_options(go);
@@ -435,6 +448,12 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     TokenStream detok(model_, /*skip_special=*/!tool_stream.has_value() && !harmony);
     for (int32_t id : job.prompt) detok.push(id);  // the first word's leading space, as in context
     StopText stop(r.stop);
+    auto logprobs_since = [&]() -> json {
+      if (!lp) return nullptr;
+      json j = lp->to_json(chat, lp_sent);
+      lp_sent = lp->size();
+      return j;
+    };
     auto send_calls = [&](size_t from) {  // stream: each call once complete, arguments in one piece
       for (size_t i = from; r.stream && i < calls.size(); ++i) {
         calls[i].id = new_id("call_");
@@ -490,12 +509,14 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
         text += piece;
         return;
       }
-      json choice =
-          chat ? json{{"index", 0},
-                      {"delta", {{"content", piece}}},
-                      {"logprobs", nullptr},
-                      {"finish_reason", nullptr}}
-               : json{{"index", 0}, {"text", piece}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      json choice = chat ? json{{"index", 0},
+                                {"delta", {{"content", piece}}},
+                                {"logprobs", logprobs_since()},
+                                {"finish_reason", nullptr}}
+                         : json{{"index", 0},
+                                {"text", piece},
+                                {"logprobs", logprobs_since()},
+                                {"finish_reason", nullptr}};
       write(sse(chunk(job, std::move(choice))));
     };
     DecodeBatcher::Member decoding(batcher_);
@@ -511,6 +532,7 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
         break;
       }
       generated.push_back(tok);
+      if (lp) lp->add(g.logits(), tok);
       emit(stop.push(detok.push(tok)));
       if (stop.stopped()) {
         finish = "stop";
@@ -551,9 +573,14 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   }
   const json usage = usage_json(P, C, cached);
   if (r.stream) {
-    json last =
-        chat ? json{{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish}}
-             : json{{"index", 0}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    json last = chat ? json{{"index", 0},
+                            {"delta", json::object()},
+                            {"logprobs", lp ? lp->to_json(true, lp_sent) : json(nullptr)},
+                            {"finish_reason", finish}}
+                     : json{{"index", 0},
+                            {"text", ""},
+                            {"logprobs", lp ? lp->to_json(false, lp_sent) : json(nullptr)},
+                            {"finish_reason", finish}};
     if (r.return_token_ids) last["token_ids"] = generated;
     std::string out = sse(chunk(job, std::move(last)));
     if (r.include_usage) {
@@ -579,11 +606,12 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
     size_t b = text.find_first_not_of(" \n\r\t");
     message["content"] = b == std::string::npos ? json(nullptr) : json(text.substr(b));
   }
+  const json logprobs = lp ? lp->to_json(chat) : json(nullptr);
   json choice = chat ? json{{"index", 0},
                             {"message", std::move(message)},
-                            {"logprobs", nullptr},
+                            {"logprobs", logprobs},
                             {"finish_reason", finish}}
-                     : json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+                     : json{{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}};
   if (r.return_token_ids) choice["token_ids"] = generated;
   json body = {{"id", job.id},
                {"object", chat ? "chat.completion" : "text_completion"},

@@ -666,6 +666,15 @@ TEST(ServeFlags, CorsTakesOneOrigin) {
 }
 
 // A server started by a test itself, stopped (SIGTERM, exit 0 expected) when it goes.
+// The real SmolLM2-135M-Instruct Q4_1 (tools/setup_models.sh; NBITS_SMOLLM2_GGUF overrides).
+std::string smollm2_gguf() {
+  const char* env = std::getenv("NBITS_SMOLLM2_GGUF");
+  const char* home = std::getenv("HOME");
+  return env && *env
+             ? env
+             : std::string(home ? home : "") + "/.cache/nbits/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
 struct OwnServer {
   ServerProcess p;
   OwnServer(const std::string& dir, const std::vector<std::string>& extra) { start_server(p, dir, extra); }
@@ -690,6 +699,67 @@ TEST(ServeFlags, StrictModelNameAnswers404) {
   r = c.Post("/v1/completions", R"({"prompt":"x","model":"stories","max_tokens":1})", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
+}
+
+// Token logprobs, OpenAI's forms: completions' tokens / token_logprobs / top_logprobs /
+// text_offset, whole and streamed (each chunk its tokens'); greedy picks the most likely token, so
+// its logprob is the top one's. Constrained replies and top_logprobs without logprobs are 400s.
+TEST(ServeLogprobs, CompletionsGiveEachTokensLogprob) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  c.set_read_timeout(60, 0);
+  json body = {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", 3}};
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json whole = json::parse(r->body);
+  const json lp = whole["choices"][0]["logprobs"];
+  const size_t n = whole["usage"]["completion_tokens"];
+  ASSERT_EQ(lp["tokens"].size(), n) << r->body;
+  ASSERT_EQ(lp["token_logprobs"].size(), n);
+  ASSERT_EQ(lp["top_logprobs"].size(), n);
+  int64_t last_offset = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const double chosen = lp["token_logprobs"][i];
+    EXPECT_LE(chosen, 0.0);
+    const json& top = lp["top_logprobs"][i];
+    EXPECT_GE(top.size(), 1u);
+    EXPECT_LE(top.size(), 3u);
+    double best = -1e30;
+    for (const auto& [tok, v] : top.items()) best = std::max(best, v.get<double>());
+    EXPECT_NEAR(chosen, best, 1e-9) << i;  // greedy
+    EXPECT_GT(lp["text_offset"][i].get<int64_t>(), last_offset);
+    last_offset = lp["text_offset"][i];
+  }
+  body["stream"] = true;
+  r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  json streamed = json::array();
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: {", 0) != 0) continue;
+    const json ch = json::parse(line.substr(6))["choices"][0];
+    if (ch["logprobs"].is_object())
+      for (const json& v : ch["logprobs"]["token_logprobs"]) streamed.push_back(v);
+  }
+  EXPECT_EQ(streamed, lp["token_logprobs"]);
+  auto refused = [&](const json& b, const char* param) {
+    auto rr = c.Post("/v1/completions", b.dump(), "application/json");
+    ASSERT_TRUE(rr);
+    EXPECT_EQ(rr->status, 400) << rr->body;
+    EXPECT_EQ(json::parse(rr->body)["error"]["param"], param) << rr->body;
+  };
+  refused({{"prompt", "x"}, {"logprobs", 3}, {"response_format", {{"type", "json_object"}}}}, "logprobs");
+  refused({{"prompt", "x"}, {"logprobs", 21}}, "logprobs");
+  auto chat = c.Post(
+      "/v1/chat/completions",
+      json{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"top_logprobs", 2}}.dump(),
+      "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 400) << chat->body;
 }
 
 // --guidance-grammar-size bounds what a schema may compile to: past it, a 400 that says so; the
@@ -722,11 +792,7 @@ TEST(ServeFlags, GuidanceGrammarSizeRefusesLargerSchemas) {
 // last prompt token always runs as a one-row step (a prefill row rounds differently). Real
 // SmolLM2-135M, where every one of these replies differed before.
 TEST(ServeDeterminism, SeededReplyDoesNotDependOnTheSessionsCache) {
-  const char* env = std::getenv("NBITS_SMOLLM2_GGUF");
-  const char* home = std::getenv("HOME");
-  const std::string gguf =
-      env && *env ? env
-                  : std::string(home ? home : "") + "/.cache/nbits/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string gguf = smollm2_gguf();
   NBITS_REQUIRE_SHARED(gguf);
   NBITS_REQUIRE_BIN();
   OwnServer server(gguf, {"-t", "1", "--parallel", "1", "--ctx", "512"});
@@ -759,17 +825,46 @@ TEST(ServeDeterminism, SeededReplyDoesNotDependOnTheSessionsCache) {
   }
 }
 
+// Chat logprobs on SmolLM2: {"content": [{token, logprob, bytes, top_logprobs}]}, one a token.
+TEST(ServeLogprobs, ChatGivesContentLogprobs) {
+  const std::string gguf = smollm2_gguf();
+  NBITS_REQUIRE_SHARED(gguf);
+  NBITS_REQUIRE_BIN();
+  OwnServer server(gguf, {"-t", "1", "--ctx", "512"});
+  ASSERT_GT(server.p.port, 0) << server.p.log;
+  httplib::Client c("127.0.0.1", server.p.port);
+  c.set_read_timeout(120, 0);
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                     {"max_tokens", 6},
+                     {"temperature", 0},
+                     {"logprobs", true},
+                     {"top_logprobs", 2}};
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json reply = json::parse(r->body);
+  const json& content = reply["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), reply["usage"]["completion_tokens"].get<size_t>()) << r->body;
+  std::string joined;
+  for (const json& e : content) {
+    ASSERT_EQ(e["top_logprobs"].size(), 2u) << e;
+    EXPECT_NEAR(e["logprob"].get<double>(), e["top_logprobs"][0]["logprob"].get<double>(), 1e-9) << e;
+    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(), e["top_logprobs"][1]["logprob"].get<double>());
+    std::string from_bytes;
+    for (const json& b : e["bytes"]) from_bytes += static_cast<char>(b.get<int>());
+    EXPECT_EQ(from_bytes, e["token"].get<std::string>());
+    joined += from_bytes;
+  }
+  EXPECT_EQ(joined, reply["choices"][0]["message"]["content"].get<std::string>());
+}
+
 // tools on the real SmolLM2-135M-Instruct (its template has no tools: the generic form, tools
 // described in a system message and a call {"tool_calls": [...]}). tool_choice required / a named
 // function constrain the reply to valid calls however weak the model; they come back as
 // message.tool_calls (streamed as delta.tool_calls) with finish_reason "tool_calls", and their
 // arguments follow the schemas. Then a round trip's history renders, and bad tools are 400s.
 TEST(ServeTools, RequiredCallsAreValidCallsOnSmolLM2) {
-  const char* env = std::getenv("NBITS_SMOLLM2_GGUF");
-  const char* home = std::getenv("HOME");
-  const std::string gguf =
-      env && *env ? env
-                  : std::string(home ? home : "") + "/.cache/nbits/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string gguf = smollm2_gguf();
   NBITS_REQUIRE_SHARED(gguf);
   NBITS_REQUIRE_BIN();
   OwnServer server(gguf, {"-t", "2", "--ctx", "2048"});
