@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nbits/chat_message.h"
@@ -80,6 +81,9 @@ struct GenerationOptions {
   // OpenAI's penalties over the tokens generated since the last append_tokens / generate call:
   // logit -= frequency_penalty * count + presence_penalty * (count > 0); each in [-2, 2].
   float presence_penalty = 0.0f;
+  // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's logit after the
+  // penalties, greedy too (-100 bans a token).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
   bool add_special = true;  // BOS etc. on the first text of a conversation

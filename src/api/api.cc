@@ -170,6 +170,7 @@ llm::SamplerOptions sampler_options(const GenerationOptions& g, const llm::Searc
   o.repetition_penalty = g.repetition_penalty.value_or(static_cast<float>(s.repetition_penalty));
   o.presence_penalty = g.presence_penalty;
   o.frequency_penalty = g.frequency_penalty;
+  o.logit_bias = g.logit_bias;
   o.seed = g.seed;
   return o;
 }
@@ -189,6 +190,9 @@ void check_options(const GenerationOptions& g) {
               "presence_penalty must be in [-2, 2] (got ", g.presence_penalty, ")");
   NBITS_CHECK(g.frequency_penalty >= -2 && g.frequency_penalty <= 2,
               "frequency_penalty must be in [-2, 2] (got ", g.frequency_penalty, ")");
+  for (const auto& [id, bias] : g.logit_bias)
+    NBITS_CHECK(id >= 0 && bias >= -100 && bias <= 100, "logit_bias: token ", id, " bias ", bias,
+                ": ids are >= 0, biases in [-100, 100]");
   NBITS_CHECK(g.speculative.empty() || g.speculative == "lookup" || g.speculative == "draft",
               "speculative must be \"\", \"lookup\" or \"draft\" (got \"", g.speculative, "\")");
   NBITS_CHECK(g.speculative != "draft" || g.draft_model != nullptr,

@@ -85,6 +85,8 @@ void Sampler::apply_penalty(std::span<const float> logits, std::span<const int32
     for (int32_t id : drawn_ids_)
       if (static_cast<size_t>(id) < V)
         work_[id] -= opt_.frequency_penalty * static_cast<float>(drawn_count_[id]) + opt_.presence_penalty;
+  for (const auto& [id, bias] : opt_.logit_bias)
+    if (id >= 0 && static_cast<size_t>(id) < V) work_[static_cast<size_t>(id)] += bias;
 }
 
 void Sampler::forget_drawn() {
@@ -115,7 +117,8 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
   std::span<const float> l = logits;
   const bool penalties =
       (opt_.repetition_penalty != 1.0f && !history.empty()) ||
-      ((opt_.presence_penalty != 0.0f || opt_.frequency_penalty != 0.0f) && !drawn_ids_.empty());
+      ((opt_.presence_penalty != 0.0f || opt_.frequency_penalty != 0.0f) && !drawn_ids_.empty()) ||
+      !opt_.logit_bias.empty();
   if (penalties) {
     apply_penalty(logits, history);
     l = work_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "llm/token_constraint.h"
@@ -24,6 +25,9 @@ struct SamplerOptions {
   // logit -= frequency_penalty * count + presence_penalty * (count > 0). 0 = off.
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
+  // OpenAI's logit_bias: added to a token's logit after the penalties, for greedy too (-100 bans a
+  // token, +100 all but forces it). Ids past the vocabulary are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
 };
 

@@ -1,6 +1,8 @@
 #include "serve/request.h"
 
 #include <cctype>
+#include <climits>
+#include <cstdlib>
 #include <random>
 
 #include "base/json_depth.h"
@@ -383,7 +385,18 @@ GenRequest parse_gen_request(const json& b, Endpoint endpoint, std::string_view 
   }
   if (endpoint != Endpoint::kChat) refuse_truthy(b, "tools", "tools belong to /v1/chat/completions");
   refuse_truthy(b, "functions", "the deprecated 'functions' API: give 'tools'");
-  refuse_truthy(b, "logit_bias", "logit bias is not implemented");
+  if (const json* lb = field(b, "logit_bias"); lb && !lb->is_null()) {
+    if (!lb->is_object()) bad("logit_bias", "must be an object of token id -> bias");
+    for (const auto& [key, v] : lb->items()) {
+      char* end = nullptr;
+      const long long id = std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX)
+        bad("logit_bias", "keys are token ids (\"" + key + "\" is not one)");
+      if (!v.is_number() || !(v.get<double>() >= -100 && v.get<double>() <= 100))
+        bad("logit_bias", "the bias of token " + key + " must be a number in [-100, 100]");
+      r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), v.get<float>());
+    }
+  }
   if (const json* rf = field(b, "response_format")) {
     parse_response_format(*rf, r);
     if (r.guidance_type == "json_schema" && !raw_body.empty())

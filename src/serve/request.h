@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nbits/chat_message.h"
@@ -21,8 +22,9 @@ struct SamplingParams {
   int64_t top_k = 0;         // 0 = off
   float top_p = 1.0f;
   float min_p = 0.0f;
-  float repetition_penalty = 1.0f;  // HF: over prompt and generated tokens
-  float presence_penalty = 0.0f;    // OpenAI: over generated tokens
+  float repetition_penalty = 1.0f;                    // HF: over prompt and generated tokens
+  float presence_penalty = 0.0f;                      // OpenAI: over generated tokens
+  std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI: {"token id": bias in [-100, 100]}
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
 };

@@ -50,6 +50,7 @@ GenerationOptions generation_options(const GenRequest& r) {
   o.repetition_penalty = s.repetition_penalty;
   o.presence_penalty = s.presence_penalty;
   o.frequency_penalty = s.frequency_penalty;
+  o.logit_bias = s.logit_bias;
   o.seed = s.seed;
   return o;
 }
@@ -235,6 +236,12 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
           413,
           "the prompt has " + std::to_string(P) + " tokens; a session's context holds " + std::to_string(ctx),
           endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+    for (const auto& [id, bias] : r.sampling.logit_bias)
+      if (id >= model_->vocab_size())
+        throw ApiError(400,
+                       "'logit_bias': token " + std::to_string(id) + " is outside the vocabulary of " +
+                           std::to_string(model_->vocab_size()),
+                       "logit_bias", "invalid_value");
     // Constrained replies run the tokens their spec forces in verify steps, whose logits are not
     // kept (Generator::logits()).
     if (r.logprobs >= 0 && !r.guidance_type.empty())

@@ -72,6 +72,26 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesCountDrawnTokens) {
   EXPECT_THROW(Sampler{o}, Error);
 }
 
+// OpenAI's logit_bias: added after the penalties, greedy and sampled; -100 bans, +100 all but
+// forces; ids past the vocabulary are ignored.
+TEST(Sampler, LogitBiasShiftsTheLogits) {
+  SamplerOptions o;
+  o.logit_bias = {{0, -100.0f}, {9, 50.0f}};
+  Sampler greedy(o);
+  EXPECT_EQ(greedy.sample(std::vector<float>{2.0f, 1.5f, 0.0f}, {}), 1);
+  o.logit_bias = {{2, 1.0f}};
+  o.repetition_penalty = 2.0f;  // 1.5 -> 0.75 first, then + 0 (token 2: 0 + 1)
+  Sampler penalised(o);
+  EXPECT_EQ(penalised.sample(std::vector<float>{-5.0f, 1.5f, 0.0f}, std::vector<int32_t>{1}), 2);
+  SamplerOptions t = sampling();
+  t.logit_bias = {{1, 100.0f}};
+  Sampler drawn(t);
+  std::vector<float> p;
+  drawn.probabilities(std::vector<float>{3.0f, 0.0f, 3.0f}, {}, p);
+  EXPECT_GT(p[1], 0.999f);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(drawn.sample(std::vector<float>{3.0f, 0.0f, 3.0f}, {}), 1);
+}
+
 TEST(Sampler, TopKKeepsTheKLargestRenormalised) {
   auto o = sampling();
   o.top_k = 2;

@@ -762,6 +762,44 @@ TEST(ServeLogprobs, CompletionsGiveEachTokensLogprob) {
   EXPECT_EQ(chat->status, 400) << chat->body;
 }
 
+// OpenAI's logit_bias: -100 bans the greedy first token, +100 makes another the choice; bad maps
+// are 400s naming the field.
+TEST(ServeSampling, LogitBiasBansAndForcesTokens) {
+  NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
+  NBITS_REQUIRE_BIN();
+  OwnServer s(model_dir(), {"-t", "1"});
+  ASSERT_GT(s.p.port, 0) << s.p.log;
+  httplib::Client c("127.0.0.1", s.p.port);
+  auto ids = [&](const json& bias) {
+    const json body = {{"prompt", "Once upon a time"},
+                       {"max_tokens", 4},
+                       {"temperature", 0},
+                       {"logit_bias", bias},
+                       {"return_token_ids", true}};
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    if (!r || r->status != 200) {
+      ADD_FAILURE() << (r ? r->body : "no reply");
+      return std::vector<int32_t>{};
+    }
+    return json::parse(r->body)["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+  };
+  const std::vector<int32_t> plain = ids(json::object());
+  ASSERT_FALSE(plain.empty());
+  const std::string first = std::to_string(plain[0]);
+  const std::vector<int32_t> banned = ids({{first, -100}});
+  ASSERT_FALSE(banned.empty());
+  EXPECT_NE(banned[0], plain[0]);
+  const int32_t other = plain[0] == 300 ? 301 : 300;
+  EXPECT_EQ(ids({{std::to_string(other), 100}}), std::vector<int32_t>(4, other));
+  for (const json& bad : {json{{"x", 1}}, json{{"5", 101}}, json{{"5", "1"}}, json{{"512", 1}}, json(3)}) {
+    const json body = {{"prompt", "Once"}, {"max_tokens", 1}, {"logit_bias", bad}};
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad << " " << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], "logit_bias") << r->body;
+  }
+}
+
 // --guidance-grammar-size bounds what a schema may compile to: past it, a 400 that says so; the
 // server goes on serving.
 TEST(ServeFlags, GuidanceGrammarSizeRefusesLargerSchemas) {
