@@ -407,7 +407,12 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   // logprobs: each generated token's, sent with the chunk that follows it (stream) or whole.
   std::optional<TokenLogprobs> lp;
   if (r.logprobs >= 0)
-    lp.emplace(r.logprobs, [this](int32_t id) { return model_->decode(std::vector<int32_t>{id}, false); });
+    lp.emplace(r.logprobs, [this](int32_t prev, int32_t id) {
+      const std::string one = model_->decode(std::vector<int32_t>{prev}, false);
+      std::string both = model_->decode(std::vector<int32_t>{prev, id}, false);
+      return both.compare(0, one.size(), one) == 0 ? both.substr(one.size())
+                                                   : model_->decode(std::vector<int32_t>{id}, false);
+    });
   size_t lp_sent = 0;
   SpeculationStats spec0;  // the session's speculation counts before this reply
   bool failed = false, shut = false;
@@ -538,9 +543,11 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
         finish = "stop";
         break;
       }
+      const int32_t prev = generated.empty() ? job.prompt.back() : generated.back();
       generated.push_back(tok);
-      if (lp) lp->add(g.logits(), tok);
-      emit(stop.push(detok.push(tok)));
+      const std::string piece = detok.push(tok);
+      if (lp) lp->add(g.logits(), prev, tok, piece);
+      emit(stop.push(piece));
       if (stop.stopped()) {
         finish = "stop";
         break;

@@ -7,13 +7,13 @@ namespace nbits::serve {
 
 using nlohmann::json;
 
-void TokenLogprobs::add(std::span<const float> logits, int32_t id) {
+void TokenLogprobs::add(std::span<const float> logits, int32_t prev, int32_t id, std::string piece) {
   NBITS_CHECK(id >= 0 && static_cast<size_t>(id) < logits.size(), "logprobs: token ", id,
               " is outside the logits' ", logits.size());
   const double lse = llm::log_sum_exp(logits);
-  Entry e{{text_(id), static_cast<double>(logits[static_cast<size_t>(id)]) - lse}, {}, offset_};
+  Entry e{{std::move(piece), static_cast<double>(logits[static_cast<size_t>(id)]) - lse}, {}, offset_};
   for (const llm::TokenLogprob& t : llm::top_logprobs(logits, top_, lse))
-    e.top.push_back({text_(t.id), t.logprob});
+    e.top.push_back({t.id == id ? e.chosen.text : text_(prev, t.id), t.logprob});
   offset_ += e.chosen.text.size();
   entries_.push_back(std::move(e));
 }

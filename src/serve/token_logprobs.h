@@ -15,10 +15,13 @@ namespace nbits::serve {
 
 class TokenLogprobs {
  public:
-  // text: how a token reads (its decoded piece).
-  TokenLogprobs(int top, std::function<std::string(int32_t)> text) : top_(top), text_(std::move(text)) {}
-  // Token `id`, drawn from `logits`.
-  void add(std::span<const float> logits, int32_t id);
+  // text(prev, id): how token `id` reads after token `prev` (a SentencePiece word start keeps its
+  // space there), for the alternatives.
+  TokenLogprobs(int top, std::function<std::string(int32_t, int32_t)> text)
+      : top_(top), text_(std::move(text)) {}
+  // Token `id`, drawn from `logits` after token `prev`; `piece`: the text the reply gained with it
+  // (the chosen tokens' pieces join to the reply's text).
+  void add(std::span<const float> logits, int32_t prev, int32_t id, std::string piece);
   size_t size() const { return entries_.size(); }
   // The entries [from, size()) in the endpoint's form (chat: {"content": [...]}, else the
   // completions object); text_offset counts from the reply's start.
@@ -35,7 +38,7 @@ class TokenLogprobs {
     size_t offset;  // bytes of the reply's text before it
   };
   int top_;
-  std::function<std::string(int32_t)> text_;
+  std::function<std::string(int32_t, int32_t)> text_;
   std::vector<Entry> entries_;
   size_t offset_ = 0;
 };

@@ -135,6 +135,23 @@ check("chat usage", chat.usage.completion_tokens === 24, JSON.stringify(chat.usa
   check("server answers after an abort", want.text.startsWith(again.choices[0].text), again.choices[0].text);
 }
 
+// Token logprobs and logit_bias, as the client types them.
+{
+  const l = await client.completions.create({ model, prompt: want.prompt, max_tokens: 4, temperature: 0, logprobs: 2 });
+  const lp = l.choices[0].logprobs;
+  check("completion logprobs: one per token", lp && lp.tokens.length === 4 && lp.token_logprobs.length === 4 &&
+    lp.top_logprobs.length === 4 && lp.token_logprobs.every((x) => x <= 0), JSON.stringify(lp));
+  check("completion logprobs: tokens join to the text", lp && lp.tokens.join("") === l.choices[0].text,
+    JSON.stringify(lp?.tokens));
+  const ids = await client.completions.create({ model, prompt: want.prompt, max_tokens: 1, temperature: 0,
+    return_token_ids: true });
+  const first = ids.choices[0].token_ids?.[0];
+  const banned = await client.completions.create({ model, prompt: want.prompt, max_tokens: 1, temperature: 0,
+    return_token_ids: true, logit_bias: { [String(first)]: -100 } });
+  check("logit_bias -100 bans the greedy token", first !== undefined && banned.choices[0].token_ids?.[0] !== first,
+    JSON.stringify([first, banned.choices[0].token_ids]));
+}
+
 // Errors the client maps to its typed exceptions.
 await expectError("wrong key: 401", 401, () =>
   new OpenAI({ baseURL, apiKey: "wrong", maxRetries: 0 }).completions.create({ model, prompt: "x", max_tokens: 1 }));
