@@ -33,15 +33,23 @@ ojson call_schema(const ToolRequest& t, const char* args_key = "arguments") {
 
 // gpt-oss: an optional analysis message, then one call; each function has its own header, so its
 // arguments follow its own schema. The call ends with <|call|> (an end-of-generation token that
-// llguidance takes as the grammar's lexeme while the grammar is not complete).
-std::string harmony_grammar(const ToolRequest& t, const std::function<std::string(std::string_view)>& mark) {
+// llguidance takes as the grammar's lexeme while the grammar is not complete). With `auto` the
+// model may instead answer on the final channel (its text ends at <|return|>, an end-of-generation
+// token the complete grammar allows), or say a commentary preamble before its call.
+std::string harmony_grammar(const ToolRequest& t, bool may_answer, const Mark& mark) {
   const std::string ch = mark("<|channel|>"), msg = mark("<|message|>"), end = mark("<|end|>");
-  // The analysis text ends at <|end|>: a special token ends a greedy text lexeme; a marker spelled
+  const std::string next = " " + end + " " + mark("<|start|>") + " \"assistant\"\n";
+  // A message's text ends at <|end|>: a special token ends a greedy text lexeme; a marker spelled
   // as text needs the lazy form (suffix=) to end it.
-  const std::string analysis = end.rfind("<[", 0) == 0 ? "/(.|\\n)+/ " + end : "analysis_text";
-  std::string g = "start: analysis? call\nanalysis: " + ch + " \"analysis\" " + msg + " " + analysis + " " +
-                  mark("<|start|>") + " \"assistant\"\n";
-  if (end.rfind("<[", 0) != 0) g += "analysis_text[suffix=" + end + "]: /(?s:.+)/\n";
+  const bool special_end = end.rfind("<[", 0) == 0;
+  const std::string text = special_end ? "/(.|\\n)+/" : "message_text";
+  std::string g = may_answer ? "start: analysis? (preamble? call | final)\n" : "start: analysis? call\n";
+  g += "analysis: " + ch + " \"analysis\" " + msg + " " + text + next;
+  if (may_answer) {
+    g += "preamble: " + ch + " \"commentary\" " + msg + " " + text + next;
+    g += "final: " + ch + " \"final\" " + msg + " FINAL_TEXT\nFINAL_TEXT: /(?s:.+)/\n";
+  }
+  if (!special_end) g += "message_text[suffix=" + end + "]: /(?s:.+)/\n";
   return g + call_alternatives(t, [&](const std::string& name, const std::string& args) {
            return ch + " " + ojson("commentary to=functions." + name + " ").dump() + " " +
                   mark("<|constrain|>") + " \"json\" " + msg + " " + args + " " + mark("<|call|>");
@@ -168,12 +176,12 @@ std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMark
     case ToolRequest::Choice::kNone:
       return "";
     case ToolRequest::Choice::kAuto:
-      return f == ToolFormat::kHarmony ? "" : auto_grammar(t, f, mark);
+      return f == ToolFormat::kHarmony ? harmony_grammar(t, true, mark) : auto_grammar(t, f, mark);
     case ToolRequest::Choice::kRequired:
     case ToolRequest::Choice::kNamed:
       break;
   }
-  if (f == ToolFormat::kHarmony) return harmony_grammar(t, mark);
+  if (f == ToolFormat::kHarmony) return harmony_grammar(t, false, mark);
   if (f == ToolFormat::kLlama3 || f == ToolFormat::kGeneric)  // the bare JSON form
     return "start: body\n" + json_call_rules(t, f);
   const MarkedCalls m = marked_calls(t, f, mark);

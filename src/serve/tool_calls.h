@@ -95,8 +95,9 @@ using LarkMarker = std::function<std::string(std::string_view marker)>;
 //   message may come first, then one call, which its <|call|> ends (the reply's end).
 // - auto: free text that never spells the format's opening marker, or such text, the marker and
 //   then calls as above (so a call the model starts is always well formed); kLlama3 and kGeneric,
-//   whose calls are bare JSON, also a reply that opens with `{` and is a call. "" for kHarmony
-//   (unconstrained) and for none.
+//   whose calls are bare JSON, also a reply that opens with `{` and is a call. kHarmony: after
+//   an optional analysis message, a final-channel answer, or a call that a commentary preamble
+//   may precede. "" for none.
 // marker: how the format's markers are written (unset: as quoted text).
 std::string tool_call_grammar(const ToolRequest& t, ToolFormat f, const LarkMarker& marker = {});
 

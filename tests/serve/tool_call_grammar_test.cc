@@ -343,6 +343,26 @@ TEST_F(ToolCallGrammar, HarmonyWithSpecialTokenMarkers) {
     "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["a"],
     "additionalProperties": false}}}, {"type": "function", "function": {"name": "noop", "parameters": {
     "type": "object", "properties": {}, "additionalProperties": false}}}])");
+  // A drawn reply read back as ReplyChannels reads gpt-oss's: the stand-ins back to harmony's markers.
+  auto read = [&](const Reply& r) {
+    std::string text = r.text;
+    for (const auto& [marker, qwen] : stand_in)
+      for (size_t at; (at = text.find(qwen)) != std::string::npos;) text.replace(at, qwen.size(), marker);
+    ReplyChannels ch(ReasoningFormat::kHarmony, false);
+    ReplyChannels::Piece p = ch.push(text), end = ch.finish();
+    p.calls.insert(p.calls.end(), end.calls.begin(), end.calls.end());
+    p.reasoning += end.reasoning;
+    p.content += end.content;
+    return p;
+  };
+  auto expect_call = [](const ToolCall& c) {
+    const ojson args = ojson::parse(c.arguments);
+    if (c.name == "add") {
+      EXPECT_TRUE(args["a"].is_number_integer()) << args;
+    } else {
+      EXPECT_EQ(c.name, "noop");
+    }
+  };
   t.choice = ToolRequest::Choice::kRequired;
   const std::string grammar = tool_call_grammar(t, ToolFormat::kHarmony, special);
   ASSERT_EQ(guidance::check(*vocab, guidance::make_spec("lark", grammar)), "") << grammar;
@@ -350,25 +370,43 @@ TEST_F(ToolCallGrammar, HarmonyWithSpecialTokenMarkers) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     const Reply r = draw(tok, vocab, grammar, seed, boost);
     SCOPED_TRACE(r.text);
-    EXPECT_TRUE(r.ended);       // at <|call|>'s stand-in, an eos token
-    std::string text = r.text;  // the stand-ins back to harmony's markers
-    for (const auto& [marker, qwen] : stand_in)
-      for (size_t at; (at = text.find(qwen)) != std::string::npos;) text.replace(at, qwen.size(), marker);
-    ReplyChannels ch(ReasoningFormat::kHarmony, false);
-    ReplyChannels::Piece p = ch.push(text), end = ch.finish();
-    p.calls.insert(p.calls.end(), end.calls.begin(), end.calls.end());
-    p.reasoning += end.reasoning;
-    ASSERT_EQ(p.calls.size(), 1u) << text;
-    EXPECT_EQ(p.content + end.content, "");
+    EXPECT_TRUE(r.ended);  // at <|call|>'s stand-in, an eos token
+    const ReplyChannels::Piece p = read(r);
+    ASSERT_EQ(p.calls.size(), 1u) << r.text;
+    EXPECT_EQ(p.content, "");
     analysed += !p.reasoning.empty();
-    const ojson args = ojson::parse(p.calls[0].arguments);
-    if (p.calls[0].name == "add") {
-      EXPECT_TRUE(args["a"].is_number_integer()) << args;
-    } else {
-      EXPECT_EQ(p.calls[0].name, "noop");
-    }
+    expect_call(p.calls[0]);
   }
   EXPECT_GT(analysed, 0);  // some replies thought first
+
+  // auto: each reply is a final answer (content, no call) or one well-formed call, which a
+  // commentary preamble (content) may precede; both kinds are drawn.
+  t.choice = ToolRequest::Choice::kAuto;
+  const std::string auto_grammar = tool_call_grammar(t, ToolFormat::kHarmony, special);
+  ASSERT_EQ(guidance::check(*vocab, guidance::make_spec("lark", auto_grammar)), "") << auto_grammar;
+  int answers = 0, calls = 0;
+  std::vector<int32_t> boost_end = boost;  // a final answer ends where the grammar lets it
+  boost_end.push_back(kEos[0]);
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    const Reply r = draw(tok, vocab, auto_grammar, seed, boost_end);
+    SCOPED_TRACE(r.text);
+    if (!r.ended) continue;  // a long final text cut at the draw's limit
+    const ReplyChannels::Piece p = read(r);
+    ASSERT_LE(p.calls.size(), 1u) << r.text;
+    if (p.calls.empty()) {
+      EXPECT_NE(r.text.find(stand_in.at("<|channel|>") + "final"), std::string::npos);
+      EXPECT_NE(p.content, "");
+      ++answers;
+    } else {
+      expect_call(p.calls[0]);
+      ++calls;
+    }
+  }
+  EXPECT_GT(answers, 0);
+  EXPECT_GT(calls, 0);
+  // A call's header naming no function of the request is refused once it can be told apart.
+  EXPECT_NE(follow(tok, vocab, auto_grammar, "<|box_start|>commentary to=functions.rm", false), "");
+  EXPECT_EQ(follow(tok, vocab, auto_grammar, "<|box_start|>final<|box_end|>It is 4.", true), "");
 }
 
 }  // namespace

@@ -215,7 +215,11 @@ TEST(ToolCalls, HarmonyGrammar) {
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
       "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "add"}}])");
-  EXPECT_EQ(tool_call_grammar(t, ToolFormat::kHarmony), "");  // auto: the model chooses
+  // auto: a final answer, or a call (after a commentary preamble or none).
+  const std::string auto_g = tool_call_grammar(t, ToolFormat::kHarmony);
+  EXPECT_EQ(auto_g.rfind("start: analysis? (preamble? call | final)\n", 0), 0u) << auto_g;
+  EXPECT_NE(auto_g.find("final: \"<|channel|>\" \"final\" \"<|message|>\" FINAL_TEXT\n"), std::string::npos)
+      << auto_g;
   t.choice = ToolRequest::Choice::kRequired;
   const std::map<std::string_view, int> ids = {{"<|channel|>", 200005},   {"<|message|>", 200008},
                                                {"<|end|>", 200007},       {"<|start|>", 200006},
