@@ -111,6 +111,9 @@ struct GenerationOptions {
   // guidance_available() says whether this build has the engine.
   std::string guidance_type;
   std::string guidance_data;
+  // false: the forced tokens run one plain step each (slower), so that every token has its
+  // logits() (the server's logprobs of a constrained reply).
+  bool fast_forward = true;
 };
 
 // Whether this build can do constrained decoding (GenerationOptions::guidance_type), and the

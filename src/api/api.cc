@@ -244,7 +244,7 @@ void Generator::State::set_speculation() {
   drafter.reset();
   if (options.speculative.empty()) {
     // Constrained decoding: the tokens the spec forces run in verify steps (fast-forward).
-    if (!options.guidance_type.empty()) {
+    if (!options.guidance_type.empty() && options.fast_forward) {
       drafter = std::make_unique<speculative::NoDrafts>();
       spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, 0);
     }
@@ -259,7 +259,8 @@ void Generator::State::set_speculation() {
     drafter = std::make_unique<speculative::DraftModel>(
         std::make_unique<llm::Generator>(d.config, d.prototype->fork(), gen->capacity()));
   }
-  spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, options.draft_max, options.draft_min);
+  spec = std::make_unique<speculative::SpeculativeDecoder>(*drafter, options.draft_max, options.draft_min,
+                                                           options.fast_forward);
 }
 
 void Generator::State::draw() {
@@ -339,7 +340,8 @@ void Generator::set_options(const GenerationOptions& options) {
       options.speculative == s_->options.speculative && options.draft_model == s_->options.draft_model &&
       options.draft_max == s_->options.draft_max && options.draft_min == s_->options.draft_min &&
       options.lookup_ngram == s_->options.lookup_ngram &&
-      options.guidance_type.empty() == s_->options.guidance_type.empty();
+      options.guidance_type.empty() == s_->options.guidance_type.empty() &&
+      options.fast_forward == s_->options.fast_forward;
   s_->options = options;
   s_->max_length = std::min(options.max_length.value_or(s_->gen->capacity()), s_->gen->capacity());
   if (!same_drafter) s_->set_speculation();

@@ -242,13 +242,6 @@ void Server::handle_generate(const HttpRequest& req, HttpResponse& res, Endpoint
                        "'logit_bias': token " + std::to_string(id) + " is outside the vocabulary of " +
                            std::to_string(model_->vocab_size()),
                        "logit_bias", "invalid_value");
-    // Constrained replies run the tokens their spec forces in verify steps, whose logits are not
-    // kept (Generator::logits()).
-    if (r.logprobs >= 0 && !r.guidance_type.empty())
-      throw ApiError(400,
-                     "'logprobs' with a constrained reply (response_format, or tools) is not supported: "
-                     "its forced tokens run without a step of their own",
-                     "logprobs", "unsupported");
     if (!r.guidance_type.empty()) {  // a schema or grammar that does not compile is the client's error
       const char* what = r.tools.any() ? "tool_choice" : "response_format";
       if (!guidance_available())
@@ -419,7 +412,10 @@ void Server::run_job(Job& job, ResponseWriter& sink) {
   try {
     const auto t0 = Clock::now();
     GenerationOptions go = generation_options(r);
-    go.speculative = r.logprobs >= 0 ? "" : job.speculative;  // logprobs: each token's own step
+    // logprobs: each token its own step (no drafts; a constrained reply's forced tokens too), so
+    // that every token has its logits.
+    go.speculative = r.logprobs >= 0 ? "" : job.speculative;
+    go.fast_forward = r.logprobs < 0;
     if (job.speculative == "draft") go.draft_model = draft_;
     go.draft_max = opt_.draft_max;
     g.set_options(go);

@@ -7,8 +7,9 @@
 
 namespace nbits::speculative {
 
-SpeculativeDecoder::SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int64_t min_draft)
-    : drafter_(drafter), length_(max_draft, min_draft) {}
+SpeculativeDecoder::SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int64_t min_draft,
+                                       bool fast_forward)
+    : drafter_(drafter), length_(max_draft, min_draft), fast_forward_(fast_forward) {}
 
 llm::GenerateResult SpeculativeDecoder::generate(llm::Generator& g, std::span<const int32_t> new_ids,
                                                  int64_t max_new_tokens, llm::Sampler& sampler,
@@ -53,7 +54,7 @@ bool SpeculativeDecoder::step(llm::Generator& g, llm::Sampler& sampler, int64_t 
   const int64_t L0 = g.length();
   const int64_t room = std::max<int64_t>(0, std::min(max_tokens - 1, g.capacity() - L0 - 1));  // draft rows
   forced_.clear();
-  if (sampler.constraint() && room > 0) sampler.constraint()->forced(room, forced_);
+  if (fast_forward_ && sampler.constraint() && room > 0) sampler.constraint()->forced(room, forced_);
   const auto nf = static_cast<int64_t>(forced_.size());
   const int64_t k = std::max<int64_t>(0, std::min(length_.next(), room - nf));
   context_.assign(g.tokens().begin(), g.tokens().end());

@@ -34,8 +34,9 @@ class SpeculativeDecoder {
  public:
   // max_draft: the longest proposal (the draft length adapts below it; 0 = no drafts);
   // min_draft: the shortest (DraftLength). Whatever the drafter, the tokens the sampler's
-  // constraint forces (TokenConstraint::forced: guidance's fast-forward) lead each proposal.
-  SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int64_t min_draft = 0);
+  // constraint forces (TokenConstraint::forced: guidance's fast-forward) lead each proposal,
+  // unless fast_forward is false (then they are drawn as any other token).
+  SpeculativeDecoder(Drafter& drafter, int64_t max_draft, int64_t min_draft = 0, bool fast_forward = true);
 
   // Generator::generate's contract (the same tokens, stop reasons, pending token and cache),
   // faster where the drafts are accepted. A generator whose graph cannot verify exactly
@@ -61,6 +62,7 @@ class SpeculativeDecoder {
   Drafter& drafter_;
   DraftLength length_;
   SpeculativeStats stats_;
+  bool fast_forward_;
   std::vector<int32_t> context_, draft_, rows_, forced_;
 };
 

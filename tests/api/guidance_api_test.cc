@@ -142,6 +142,20 @@ TEST(PublicApiGuidance, ForcedTokensAndSpeculationKeepTheTokens) {
       Generator g(model, so);
       EXPECT_EQ(g.generate(prompt).ids, want.ids) << kind << (sample ? " sampled" : " greedy");
     }
+    {  // fast_forward off: the same tokens, each from a step of its own, so each has its logits
+      GenerationOptions slow = go;
+      slow.fast_forward = false;
+      Generator g(model, slow);
+      g.append_tokens(model->encode(prompt, false));
+      std::vector<int32_t> ids;
+      while (!g.is_done() && static_cast<int64_t>(ids.size()) < go.max_new_tokens) {
+        g.generate_next_token();
+        ids.push_back(g.next_token());
+        ASSERT_EQ(static_cast<int64_t>(g.logits().size()), model->vocab_size()) << "token " << ids.size();
+      }
+      EXPECT_EQ(ids, want.ids) << (sample ? "sampled" : "greedy") << ", fast_forward off";
+      EXPECT_EQ(g.speculation_stats().forced, 0);
+    }
     // Token level: turns of 9 and 13 tokens, the second after appended tokens.
     auto turns = [&](const GenerationOptions& o) {
       Generator g(model, o);

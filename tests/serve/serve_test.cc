@@ -703,7 +703,9 @@ TEST(ServeFlags, StrictModelNameAnswers404) {
 
 // Token logprobs, OpenAI's forms: completions' tokens / token_logprobs / top_logprobs /
 // text_offset, whole and streamed (each chunk its tokens'); greedy picks the most likely token, so
-// its logprob is the top one's. Constrained replies and top_logprobs without logprobs are 400s.
+// its logprob is the top one's. A constrained reply gives every token's too (the tokens its
+// schema forces run a step each), and is the reply it is without logprobs. top_logprobs without
+// logprobs, and more than 20, are 400s.
 TEST(ServeLogprobs, CompletionsGiveEachTokensLogprob) {
   NBITS_REQUIRE_SHARED(model_dir() + "/model.onnx");
   NBITS_REQUIRE_BIN();
@@ -752,7 +754,31 @@ TEST(ServeLogprobs, CompletionsGiveEachTokensLogprob) {
     EXPECT_EQ(rr->status, 400) << rr->body;
     EXPECT_EQ(json::parse(rr->body)["error"]["param"], param) << rr->body;
   };
-  refused({{"prompt", "x"}, {"logprobs", 3}, {"response_format", {{"type", "json_object"}}}}, "logprobs");
+  const json format = {
+      {"type", "json_schema"},
+      {"json_schema",
+       {{"name", "answer"},
+        {"schema", json::parse(R"({"type": "object", "properties": {"answer": {"enum": ["yes", "no"]},
+          "reason": {"type": "string", "maxLength": 12}}, "required": ["answer", "reason"],
+          "additionalProperties": false})")}}}};
+  json constrained = {{"prompt", "Once upon a time"},
+                      {"max_tokens", 64},
+                      {"temperature", 0},
+                      {"response_format", format},
+                      {"return_token_ids", true}};
+  auto plain = c.Post("/v1/completions", constrained.dump(), "application/json");
+  ASSERT_TRUE(plain);
+  ASSERT_EQ(plain->status, 200) << plain->body;
+  constrained["logprobs"] = 2;
+  auto with_lp = c.Post("/v1/completions", constrained.dump(), "application/json");
+  ASSERT_TRUE(with_lp);
+  ASSERT_EQ(with_lp->status, 200) << with_lp->body;
+  const json a = json::parse(plain->body)["choices"][0], b = json::parse(with_lp->body)["choices"][0];
+  EXPECT_EQ(a["text"], b["text"]);
+  EXPECT_EQ(a["token_ids"], b["token_ids"]);
+  EXPECT_EQ(json::parse(a["text"].get<std::string>())["answer"].is_string(), true) << a["text"];
+  ASSERT_EQ(b["logprobs"]["token_logprobs"].size(), b["token_ids"].size()) << with_lp->body;
+  for (const json& v : b["logprobs"]["token_logprobs"]) EXPECT_LE(v.get<double>(), 0.0);
   refused({{"prompt", "x"}, {"logprobs", 21}}, "logprobs");
   auto chat = c.Post(
       "/v1/chat/completions",
