@@ -15,24 +15,10 @@ import nbits
 from conftest import ROOT, THREADS, in_ci, require, smollm2_gguf
 
 sys.path.insert(0, os.path.join(ROOT, "bench", "guidance"))
-from schemas import make_schemas  # noqa: E402
+from schemas import format_checker, make_schemas  # noqa: E402
 
 N = 100
 MAX_TOKENS = 200
-
-
-def format_checker():
-    """Draft 2020-12's format checks (RFC 3339 times through rfc3339-validator), except that a
-    year 0000, which RFC 3339's grammar allows, is judged as 2000: the validator checks the day
-    against Python's calendar, which starts at year 1."""
-    base = jsonschema.Draft202012Validator.FORMAT_CHECKER
-    checker = jsonschema.FormatChecker()
-    for name, (func, raises) in base.checkers.items():
-        checker.checks(name, raises)(func)
-    for name in ("date", "date-time"):
-        func, raises = base.checkers[name]
-        checker.checks(name, raises)(lambda v, f=func: f("2000" + v[4:] if isinstance(v, str) and v.startswith("0000") else v))
-    return checker
 
 
 @pytest.fixture(scope="module")
