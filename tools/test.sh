@@ -8,7 +8,7 @@
 #      builder exports vs ONNX Runtime 1.32)
 #      then the Python package (pip install ./python, pytest python/tests)
 #   2. ASan+UBSan build + ctest
-#   3. libFuzzer targets, bounded (NBITS_FUZZ_SECONDS, default 60 s each)
+#   3. libFuzzer targets, bounded (NBITS_FUZZ_SECONDS, default 60 s each), one per core at a time
 #   4. riscv64 leg under QEMU (tools/riscv/test.sh; NBITS_SKIP_RISCV=1 skips it outside CI)
 #   5. arm64 leg under QEMU (tools/arm64/test.sh; NBITS_SKIP_ARM64=1 skips it outside CI)
 # Test data comes from ../shared (NBITS_SHARED overrides).
@@ -108,6 +108,9 @@ echo "ASan leg: tests matching '$asan_release_only' run in the release leg only"
 
 stamp "fuzzers (bounded)"
 bash tools/build.sh fuzz
+fuzz_jobs=${NBITS_JOBS:-$(nproc)}
+fuzz_logs=build-fuzz/logs
+rm -rf "$fuzz_logs" && mkdir -p "$fuzz_logs"
 for f in build-fuzz/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
   name=$(basename "$f")
@@ -133,9 +136,21 @@ for f in build-fuzz/fuzz/fuzz_*; do
                       printf '\002\005[a-z]{1,5}@[0-9]+(\\.[a-z]{2,3})?' > "$corpus/seed_regex"
                       printf '\003\001start: ans " " num\nans: "yes" | "no"\nnum: /[0-9]{1,3}/' > "$corpus/seed_lark" ;;
   esac
-  echo "-- $name"
-  "$f" -max_total_time="${NBITS_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 $extra "$corpus" 2>&1 | tail -n 12
+  # Each fuzzer is one process: they run side by side, one per core, each for its own time.
+  while [ "$(jobs -rp | wc -l)" -ge "$fuzz_jobs" ]; do wait -n || true; done
+  ( set +e
+    "$f" -max_total_time="${NBITS_FUZZ_SECONDS:-60}" -rss_limit_mb=2048 $extra "$corpus" > "$fuzz_logs/$name.log" 2>&1
+    echo $? > "$fuzz_logs/$name.rc" ) &
 done
+wait
+fuzz_failed=0
+for rc in "$fuzz_logs"/*.rc; do
+  name=$(basename "$rc" .rc)
+  echo "-- $name (exit $(cat "$rc"))"
+  tail -n 12 "$fuzz_logs/$name.log"
+  [ "$(cat "$rc")" = 0 ] || fuzz_failed=1
+done
+[ "$fuzz_failed" = 0 ] || { echo "a fuzzer found a failure (logs above; its crash input is in the working folder)" >&2; exit 1; }
 
 if [ "${NBITS_SKIP_RISCV:-0}" != 1 ]; then
   stamp "riscv64 leg (QEMU)"
