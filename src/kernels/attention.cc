@@ -15,6 +15,7 @@
 #include "kernels/vector_ops.h"
 #if defined(NBITS_ARCH_X86)
 #include "kernels/x86/attention_x86.h"
+#include "kernels/x86/built_sets.h"
 #endif
 #if defined(NBITS_ARCH_RISCV)
 #include "kernels/rvv/attention_rvv.h"
@@ -217,7 +218,9 @@ Kernels kernels_of(const char* isa) {
 }
 
 #if defined(NBITS_ARCH_X86)
+#if NBITS_X86_AVX512
 Kernels avx512_kernels() { return {attention_tile_avx512(), attention_decode_avx512()}; }
+#endif
 Kernels avx2_kernels() { return {attention_tile_avx2(), attention_decode_avx2()}; }
 #endif
 #if defined(NBITS_ARCH_RISCV)
@@ -231,7 +234,9 @@ const Kernels* best_kernels() {
   static const Kernels k = [] {
 #if defined(NBITS_ARCH_X86)
     const CpuFeatures& f = cpu_features();
+#if NBITS_X86_AVX512
     if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c) return avx512_kernels();
+#endif
     if (f.avx2 && f.fma && f.f16c) return avx2_kernels();
 #endif
 #if defined(NBITS_ARCH_RISCV)
@@ -468,12 +473,14 @@ bool attention_select_isa(const char* isa) {
   static const Kernels portable = kernels_of<Portable>("scalar");
 #if defined(NBITS_ARCH_X86)
   static const Kernels avx2 = avx2_kernels();
-  static const Kernels avx512 = avx512_kernels();
   const CpuFeatures& f = cpu_features();
   const bool has2 = f.avx2 && f.fma && f.f16c;
   if (std::strcmp(isa, "avx2") == 0 && has2) return g_selected.store(&avx2), true;
+#if NBITS_X86_AVX512
+  static const Kernels avx512 = avx512_kernels();
   if (std::strcmp(isa, "avx512") == 0 && has2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)
     return g_selected.store(&avx512), true;
+#endif
 #endif
 #if defined(NBITS_ARCH_ARM64)
   if (std::strcmp(isa, "neon") == 0) {

@@ -8,6 +8,7 @@
 #include "base/fp16.h"
 
 #if defined(NBITS_ARCH_X86)
+#include "kernels/x86/built_sets.h"
 #include "kernels/x86/float_x16_x86.h"
 #endif
 
@@ -96,8 +97,10 @@ const std::vector<FloatX16Kernel>& float_x16_available() {
     std::vector<FloatX16Kernel> v;
 #if defined(NBITS_ARCH_X86)
     const CpuFeatures& f = cpu_features();
+#if NBITS_X86_AVX512
     if (f.avx512f && f.avx2 && f.fma && f.f16c)
       v.push_back({"hgemm_x16_4x32_avx512", "sgemm_x16_4x32_avx512", float_x16_gemm_avx512});
+#endif
     if (f.avx2 && f.fma && f.f16c)
       v.push_back({"hgemm_x16_4x16_avx2", "sgemm_x16_4x16_avx2", float_x16_gemm_avx2});
 #endif

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "kernels/x16_matmul.h"
+#include "kernels/x86/built_sets.h"
 #include "kernels/x86/x16_amx.h"
 #include "kernels/x86/x16_avx2.h"
 #include "kernels/x86/x16_fp32_avx512.h"
@@ -20,10 +21,13 @@ bool avx2_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx2 && cpu.fma && cpu.f16c && quant::x16_packable(w);
 }
 
+#if NBITS_X86_AVX512 || NBITS_X86_AVX512VNNI
 bool avx512_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && avx2_ok(w, cpu);
 }
+#endif
 
+#if NBITS_X86_AVX512VNNI || NBITS_X86_AVXVNNI
 // The VNNI tiles (x16_vnni_tile_inl.h) have no form for mins together with zero points that are
 // not all equal: no format makes such a weight (GGUF's mins come with none, or with uniform ones
 // that are folded), and leaving that form out saves a quarter of those files' compile time. The
@@ -31,15 +35,21 @@ bool avx512_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
 bool vnni_tiles_take(const QuantizedMatrix& w) {
   return w.mins == nullptr || w.zero_points == nullptr || quant::uniform_zero_point(w) >= 0;
 }
+#endif
 
+#if NBITS_X86_AVX512VNNI
 bool avx512vnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx512vnni && avx512_ok(w, cpu) && vnni_tiles_take(w);
 }
+#endif
 
+#if NBITS_X86_AVXVNNI
 bool avxvnni_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   return cpu.avx_vnni && avx2_ok(w, cpu) && vnni_tiles_take(w);
 }
+#endif
 
+#if NBITS_X86_AMX
 // AMX: no zero points, or all equal (folded into default_zp(): GGUF Q4_1 / Q4_K with their mins);
 // an int8 weight's codes minus the zero point must fit int8 (zero point 128).
 bool amx_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
@@ -47,6 +57,7 @@ bool amx_ok(const QuantizedMatrix& w, const CpuFeatures& cpu) {
   const int zp = w.zero_points == nullptr ? 1 << (w.bits - 1) : quant::uniform_zero_point(w);
   return zp >= 0 && (w.bits == 4 || zp == 128);
 }
+#endif
 
 // Kernel names: "h" after the format marks fp16 scales (q4x16h), "k" super-block scales (q4x16k:
 // GGUF's K-quants at about the file's size).
@@ -145,11 +156,16 @@ X16Int8Kernels avx2_int8_for(const quant::PackedX16& p) {
             kF16 ? "qgemm_q8x16h_" tile "_" #isa : "qgemm_q8x16_" tile "_" #isa, quantize_row_blocks_avx2,   \
             qgemv_q8x16_##isa<kAsym, kF16>, qgemm_q8x16_##isa<kAsym, kF16>};                                 \
   }
+#if NBITS_X86_AVX512VNNI
 NBITS_X16_VNNI_SET(avx512vnni, "6x32")
-NBITS_X16_VNNI_SET(avxvnni, "4x16")
 NBITS_X16_VNNI_SET(ymm_avx512vnni, "6x16")
+#endif
+#if NBITS_X86_AVXVNNI
+NBITS_X16_VNNI_SET(avxvnni, "4x16")
+#endif
 #undef NBITS_X16_VNNI_SET
 
+#if NBITS_X86_AMX
 // The VNNI set with the AMX GEMM (uniform zero points only: amx_ok).
 template <bool kF16>
 X16Int8Kernels amx_int8(int bits) {
@@ -163,9 +179,12 @@ X16Int8Kernels amx_int8(int bits) {
   }
   return k;
 }
+#endif
 
 NBITS_X16_FP32_SET(avx2, 6x16)
+#if NBITS_X86_AVX512
 NBITS_X16_FP32_SET(avx512, 6x32)
+#endif
 
 // Zero points that are all equal (GGUF Q4_1 / Q4_K: all 0) are folded into the
 // symmetric kernels' default_zp(): no zero-point bytes, the same block stride as Q4_0
@@ -192,9 +211,13 @@ std::unique_ptr<PackedMatMul> pack_int8_with(const QuantizedMatrix& w, const Pac
 #define NBITS_PACK_INT8(set)                                                                \
   pack_int8_with<set##_int8<true, false>, set##_int8<true, true>, set##_int8<false, false>, \
                  set##_int8<false, true>>
+#if NBITS_X86_AVX512VNNI
 constexpr auto pack_avx512vnni_int8_with = NBITS_PACK_INT8(avx512vnni);
-constexpr auto pack_avxvnni_int8_with = NBITS_PACK_INT8(avxvnni);
 constexpr auto pack_ymm_avx512vnni_int8_with = NBITS_PACK_INT8(ymm_avx512vnni);
+#endif
+#if NBITS_X86_AVXVNNI
+constexpr auto pack_avxvnni_int8_with = NBITS_PACK_INT8(avxvnni);
+#endif
 #undef NBITS_PACK_INT8
 
 // GGUF's 5-bit types packed as int5 (the file's bytes) unless NBITS_INT5=0 keeps their 8-bit codes
@@ -217,10 +240,12 @@ std::unique_ptr<PackedMatMul> pack_avx2_int8_with(const QuantizedMatrix& w, cons
                        lut4_panels_enabled());
 }
 
+#if NBITS_X86_AMX
 std::unique_ptr<PackedMatMul> pack_amx_int8_with(const QuantizedMatrix& w, const PackOptions& o) {
   if (pack_as_avx2(w, o)) return pack_avx2_int8_with(w, o);
   return make_x16_int8(w, o, amx_int8<false>(w.bits), amx_int8<true>(w.bits), /*fold_uniform_zp=*/true);
 }
+#endif
 
 // The two instantiations (fp32 or fp16 scales) of one CompFp32 set above, by zero points.
 template <X16Fp32Kernels (*Asym32)(int), X16Fp32Kernels (*Asym16)(int), X16Fp32Kernels (*Sym32)(int),
@@ -233,36 +258,47 @@ std::unique_ptr<PackedMatMul> pack_fp32_with(const QuantizedMatrix& w, const Pac
   pack_fp32_with<set##_fp32<true, false>, set##_fp32<true, true>, set##_fp32<false, false>, \
                  set##_fp32<false, true>>
 constexpr auto pack_avx2_fp32_with = NBITS_PACK_FP32(avx2);
+#if NBITS_X86_AVX512
 constexpr auto pack_avx512_fp32_with = NBITS_PACK_FP32(avx512);
+#endif
 #undef NBITS_PACK_FP32
 
 std::unique_ptr<PackedMatMul> pack_avx2_int8(const QuantizedMatrix& w) { return pack_avx2_int8_with(w, {}); }
+#if NBITS_X86_AVX512VNNI
 std::unique_ptr<PackedMatMul> pack_avx512vnni_int8(const QuantizedMatrix& w) {
   return pack_avx512vnni_int8_with(w, {});
 }
 std::unique_ptr<PackedMatMul> pack_ymm_avx512vnni_int8(const QuantizedMatrix& w) {
   return pack_ymm_avx512vnni_int8_with(w, {});
 }
+#endif
+#if NBITS_X86_AVXVNNI
 std::unique_ptr<PackedMatMul> pack_avxvnni_int8(const QuantizedMatrix& w) {
   return pack_avxvnni_int8_with(w, {});
 }
+#endif
+#if NBITS_X86_AMX
 std::unique_ptr<PackedMatMul> pack_amx_int8(const QuantizedMatrix& w) { return pack_amx_int8_with(w, {}); }
+#endif
 std::unique_ptr<PackedMatMul> pack_avx2_fp32(const QuantizedMatrix& w) { return pack_avx2_fp32_with(w, {}); }
+#if NBITS_X86_AVX512
 std::unique_ptr<PackedMatMul> pack_avx512_fp32(const QuantizedMatrix& w) {
   return pack_avx512_fp32_with(w, {});
 }
+#endif
 
 // The micro-kernels of every x16 int8 set this CPU runs that can run packed weight p: candidates of
 // the measured choice (x16_matmul.h). The VNNI and AMX tiles read the plain formats (int4 / int8
 // codes, fp32 or fp16 scales); the AVX2 set reads every format (its picks by scale format and span).
 // A kernel name kept for the process (names are const char*; the widened ones are made here).
-const char* intern(const std::string& name) {
+[[maybe_unused]] const char* intern(const std::string& name) {
   static std::mutex mu;
   static std::set<std::string> names;
   std::lock_guard lock(mu);
   return names.insert(name).first->c_str();
 }
 
+#if NBITS_X86_AVX512VNNI || NBITS_X86_AVXVNNI
 // The AVX2 kernels of a format only they read, with a VNNI set's GEMM on its panels widened to a
 // plain format (x16_vnni.h qgemm_x16_widened_<isa>), named e.g. "qgemm_q5x16h_widen_6x32_avx512vnni"
 // (GGUF Q4_K's panels: read as they are, "qgemm_q4x16k_6x32_avx512vnni").
@@ -278,6 +314,7 @@ X16Int8Kernels widened(X16Int8Kernels k, decltype(X16Int8Kernels::gemm) gemm, co
   k.gemm_name = intern(name);
   return k;
 }
+#endif
 
 template <bool kAsym, bool kF16>
 void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vector<X16Int8Kernels>& r) {
@@ -287,11 +324,14 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
     if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
     return;
   }
-  const bool plain = p.plain();
-  const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
+  [[maybe_unused]] const bool plain = p.plain();
+  [[maybe_unused]] const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
+#if NBITS_X86_AMX
   if (plain && cpu.amx_int8 && avx512 && cpu.avx512vnni && !p.has_zp &&
       (p.bits == 4 || p.default_zp() == 128))
     r.push_back(amx_int8<kF16>(p.bits));
+#endif
+#if NBITS_X86_AVX512VNNI
   if (plain && avx512 && cpu.avx512vnni) {
     r.push_back(avx512vnni_int8<kAsym, kF16>(p.bits));
     r.push_back(ymm_avx512vnni_int8<kAsym, kF16>(p.bits));
@@ -306,8 +346,12 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
     one.gemv_name = intern(std::string(one.gemv_name) + "_1p");
     r.push_back(one);
   }
+#endif
+#if NBITS_X86_AVXVNNI
   if (plain && cpu.avx2 && cpu.fma && cpu.f16c && cpu.avx_vnni)
     r.push_back(avxvnni_int8<kAsym, kF16>(p.bits));
+#endif
+#if NBITS_X86_AVX512VNNI || NBITS_X86_AVXVNNI
   // The formats only the AVX2 kernels read: its GEMV, and the VNNI GEMMs on widened panels.
   if (!plain && cpu.avx2 && cpu.fma && cpu.f16c) {
     const X16Int8Kernels narrow = avx2_int8_for<kAsym>(p);
@@ -327,6 +371,7 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
       k.gemv = gemv, k.gemv_name = name;
       return k;
     };
+#if NBITS_X86_AVX512VNNI
     if (avx512 && cpu.avx512vnni) {
       const X16Int8Kernels zmm = widened(narrow, qgemm_x16_widened_avx512vnni<kAsym>, p, "6x32_avx512vnni");
       const X16Int8Kernels ymm =
@@ -354,6 +399,8 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
         r.push_back(with_gemv(ymm, yf, yn));
       }
     }
+#endif
+#if NBITS_X86_AVXVNNI
     if (cpu.avx_vnni) {
       const X16Int8Kernels ymm = widened(narrow, qgemm_x16_widened_avxvnni<kAsym>, p, "4x16_avxvnni");
       r.push_back(ymm);
@@ -370,7 +417,9 @@ void x86_int8_sets(const quant::PackedX16& p, const CpuFeatures& cpu, std::vecto
         r.push_back(with_gemv(ymm, vf, vn));
       }
     }
+#endif
   }
+#endif
   if (cpu.avx2 && cpu.fma && cpu.f16c) r.push_back(avx2_int8_for<kAsym>(p));
 }
 
@@ -395,15 +444,23 @@ void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   // docs/PERFORMANCE.md.
   set_file_size_formats_fast(cpu.avx2 && cpu.fma && cpu.f16c);
   // Most preferred first.
+#if NBITS_X86_AMX
   t.push_back({"x16_amx_int8", Compute::kInt8, amx_ok, pack_amx_int8, pack_amx_int8_with, /*mins=*/true});
+#endif
+#if NBITS_X86_AVX512VNNI
   t.push_back({"x16_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_avx512vnni_int8,
                pack_avx512vnni_int8_with, /*mins=*/true});
   t.push_back({"x16_ymm_avx512vnni_int8", Compute::kInt8, avx512vnni_ok, pack_ymm_avx512vnni_int8,
                pack_ymm_avx512vnni_int8_with, /*mins=*/true});
+#endif
+#if NBITS_X86_AVXVNNI
   t.push_back({"x16_avxvnni_int8", Compute::kInt8, avxvnni_ok, pack_avxvnni_int8, pack_avxvnni_int8_with,
                /*mins=*/true});
+#endif
   t.push_back({"x16_avx2_int8", Compute::kInt8, avx2_ok, pack_avx2_int8, pack_avx2_int8_with, /*mins=*/true});
+#if NBITS_X86_AVX512
   t.push_back({"x16_avx512_fp32", Compute::kFp32, avx512_ok, pack_avx512_fp32, pack_avx512_fp32_with});
+#endif
   t.push_back({"x16_avx2_fp32", Compute::kFp32, avx2_ok, pack_avx2_fp32, pack_avx2_fp32_with});
 }
 
