@@ -65,12 +65,31 @@ build_rc=0
 bash tools/build.sh release || build_rc=$?
 [ "$build_rc" = 0 ] || { echo "the release build failed (exit $build_rc)" >&2; exit "$build_rc"; }
 stamp "release build done; waiting for tools/setup_models.sh"
+# On a fresh machine the models take longer than the build, and mostly on one core: the ASan+UBSan
+# build (leg 2) uses the other meanwhile, and finishes before the release tests start (they run on
+# a quiet machine, as everywhere). With the models cached this never happens.
+asan_pid=""
+if kill -0 "$setup_pid" 2>/dev/null; then
+  stamp "the test models are still being made: the ASan+UBSan build starts beside them"
+  asan_log=$(mktemp)
+  setsid bash tools/build.sh asan > "$asan_log" 2>&1 &
+  asan_pid=$!
+  trap 'kill -- -"$setup_pid" 2>/dev/null || true; kill -- -"$asan_pid" 2>/dev/null || true' EXIT
+fi
 setup_rc=0
 wait "$setup_pid" || setup_rc=$?
-trap - EXIT
 sed 's/^/[setup_models] /' "$setup_log"
 rm -f "$setup_log"
 [ "$setup_rc" = 0 ] || { echo "tools/setup_models.sh failed (exit $setup_rc)" >&2; exit "$setup_rc"; }
+if [ -n "$asan_pid" ]; then
+  stamp "test models done; waiting for the ASan+UBSan build begun beside them"
+  asan_rc=0
+  wait "$asan_pid" || asan_rc=$?
+  tail -n 20 "$asan_log"
+  rm -f "$asan_log"
+  [ "$asan_rc" = 0 ] || { echo "the ASan+UBSan build failed (exit $asan_rc)" >&2; exit "$asan_rc"; }
+fi
+trap - EXIT
 
 stamp "release tests"
 (cd build && ctest --output-on-failure -j 2 --timeout 900)
@@ -90,7 +109,7 @@ CMAKE_BUILD_PARALLEL_LEVEL=${NBITS_JOBS:-$(nproc)} "$py_venv/bin/pip" install --
 NBITS_CLI="$root/build/nbits" "$py_venv/bin/pytest" -q python/tests
 echo "python package: $(( $(date +%s) - py_t0 ))s"
 
-stamp "ASan+UBSan build + tests"
+stamp "ASan+UBSan build (done already when it ran beside the test models) + tests"
 bash tools/build.sh asan
 # Comparisons with the peers on real weights (perplexity, logits against llama.cpp and ONNX Runtime
 # on SmolLM2 / Qwen2.5-Coder, the browser test, the prefill-stall timing) check numerics and
