@@ -146,9 +146,11 @@ int bench_main(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("%s  prompt %lld, decode %lld, %d rep(s), cpu: %s\n", o.model_dir.c_str(),
+  std::string left_out = j["kernel_sets_left_out"];
+  if (!left_out.empty()) left_out = "; this build has no " + left_out + " kernels (a host build)";
+  std::printf("%s  prompt %lld, decode %lld, %d rep(s), cpu: %s%s\n", o.model_dir.c_str(),
               static_cast<long long>(o.prompt), static_cast<long long>(o.decode), o.reps,
-              j["cpu"].get<std::string>().c_str());
+              j["cpu"].get<std::string>().c_str(), left_out.c_str());
   print_kernel_choices(stdout);
   for (const auto& r : j["runs"]) {
     std::printf(

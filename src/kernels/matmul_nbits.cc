@@ -76,6 +76,10 @@ float QuantizedMatrix::zero_point(int64_t n, int64_t b) const {
   }
 }
 
+#if !defined(NBITS_ARCH_X86)
+std::string kernel_sets_left_out() { return ""; }  // x86: register_x86.cc
+#endif
+
 std::span<const MatMulNBitsKernel> matmul_nbits_kernels() {
   static const std::vector<MatMulNBitsKernel> table = [] {
     std::vector<MatMulNBitsKernel> t;

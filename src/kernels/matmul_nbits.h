@@ -147,6 +147,10 @@ struct MatMulNBitsKernel {
 // support everything.
 std::span<const MatMulNBitsKernel> matmul_nbits_kernels();
 
+// The kernel sets this build left out (CMake NBITS_X86_KERNELS=host: those the build machine's CPU
+// lacks), e.g. "avxvnni amx"; "" when it has every set of its architecture.
+std::string kernel_sets_left_out();
+
 // Packs `w` for kernel set `k` (k.pack_opts), adding the min term after the set's
 // product when `w` has mins and the set does not apply them (MatMulNBitsKernel::mins).
 // Whether the kernel sets that read lut4 panels (4-bit indices into a weight's table of at most 16

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/memory_stats.h"
 #include "base/timer.h"
+#include "kernels/matmul_nbits.h"
 #include "llm/generator.h"
 #include "modelgen/bandwidth.h"
 #include "modelgen/traffic.h"
@@ -169,6 +170,7 @@ nlohmann::ordered_json bench_json(const BenchOptions& opt, const std::vector<Ben
   j["decode_tokens"] = opt.decode;
   j["reps"] = opt.reps;
   j["cpu"] = cpu_features().describe();
+  j["kernel_sets_left_out"] = kernels::kernel_sets_left_out();
   for (const auto& r : runs) {
     nlohmann::ordered_json x;
     const double dec = percentile(r.decode_ms, 0.5);

@@ -435,6 +435,18 @@ std::vector<X16Int8Kernels> x86_int8_alternatives(const quant::PackedX16& p) {
 
 }  // namespace
 
+std::string kernel_sets_left_out() {
+  std::string r;
+  auto out = [&](bool built, const char* name) {
+    if (!built) r += r.empty() ? name : std::string(" ") + name;
+  };
+  out(NBITS_X86_AVX512, "avx512");
+  out(NBITS_X86_AVX512VNNI, "avx512vnni");
+  out(NBITS_X86_AVXVNNI, "avxvnni");
+  out(NBITS_X86_AMX, "amx");
+  return r;
+}
+
 void register_x86_matmul_nbits(std::vector<MatMulNBitsKernel>& t) {
   set_x16_int8_alternatives(x86_int8_alternatives);
   const CpuFeatures& cpu = cpu_features();
