@@ -74,7 +74,9 @@ class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
     const PreparedRows a = quantize_rows(A, M, pool);
     over_panels(w_, M, pool, [&](int64_t p0, int64_t p1) { group_panels_run(a, M, p0, p1, Y, w_.N, bias); });
   }
-  const char* kernel_name(int64_t M) const override { return M == 1 ? k_.gemv_name : k_.gemm_name; }
+  const char* kernel_name(int64_t M) const override {
+    return M == 1 ? k_.gemv_name : k_.small(M) ? k_.gemm_small_name : k_.gemm_name;
+  }
   size_t packed_bytes() const override { return w_.data.size(); }
 
   // PanelGroupMember (kernels/matmul_group.h): a set with its own A layout (tiles) shares none.
@@ -94,7 +96,7 @@ class PanelInt8 final : public PackedMatMul, public PanelGroupMember {
     if (M == 1)
       k_.gemv(w_, p0, p1, a.qa, a.sa, a.qsum, Y, bias);
     else
-      k_.gemm(w_, p0, p1, M, a.qa, a.sa, a.qsum, Y, ldy, bias);
+      (k_.small(M) ? k_.gemm_small : k_.gemm)(w_, p0, p1, M, a.qa, a.sa, a.qsum, Y, ldy, bias);
   }
 
  private:

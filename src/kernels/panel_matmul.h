@@ -48,6 +48,12 @@ struct PanelInt8Kernels {
   size_t (*tiles_bytes)(const Pack& w, int64_t M) = nullptr;
   void (*tile_row)(const Pack& w, int64_t m, const int8_t* qa, const float* sa, const int32_t* qsum,
                    uint8_t* tiles) = nullptr;
+  // Optional GEMM for a few rows (2 <= M <= kSmallRows: speculative verify steps, batched decode),
+  // where another tile may stream the weights faster than the one chosen for prefill; null: gemm.
+  const char* gemm_small_name = nullptr;
+  decltype(gemm) gemm_small = nullptr;
+  static constexpr int64_t kSmallRows = 8;
+  bool small(int64_t M) const { return gemm_small != nullptr && M >= 2 && M <= kSmallRows; }
 };
 
 // Micro-kernels for CompFp32. `A` rows have k_blocks*block floats (zero past K), stride lda;

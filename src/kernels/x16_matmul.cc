@@ -57,9 +57,10 @@ std::string format_key(const quant::PackedX16& p) {
 // weights when its first weight of the format is smaller. The GEMV streams them from memory (a
 // short stream times the prefetchers' start, not decode: on Zen4 a 0.8M-weight q_proj ranked the
 // zmm GEMV first, and decode ran 1.4x slower on it); the GEMM runs ~1M of them in cache
-// (compute-bound); M = 1 and M = 16 rows of quantized random activations.
+// (compute-bound); the few-row GEMM streams them from memory as the GEMV does, 4 rows (a
+// speculative verify step's or a small batch's); M = 1, 4 and 16 rows of quantized random activations.
 struct Bench {
-  static constexpr int64_t kRowsGemm = 16;
+  static constexpr int64_t kRowsGemm = 16, kRowsSmall = 4;
   int64_t kp, panels, gemm_panels;
   quant::PackedX16 w;
   std::vector<int8_t> qa;
@@ -92,6 +93,9 @@ struct Bench {
   }
   void gemm(decltype(X16Int8Kernels::gemm) g) {
     g(w, 0, gemm_panels, kRowsGemm, qa.data(), sa.data(), qsum.data(), y.data(), panels * 16, nullptr);
+  }
+  void gemm_small(decltype(X16Int8Kernels::gemm) g) {
+    g(w, 0, panels, kRowsSmall, qa.data(), sa.data(), qsum.data(), y.data(), panels * 16, nullptr);
   }
   void evict() const { evict_bytes(w.data.data(), w.data.size()); }
 };
@@ -141,6 +145,15 @@ X16Int8Kernels choose_x16_int8(const quant::PackedX16& p, const X16Int8Kernels& 
     const size_t pick = gemms[choose_kernel("gemm " + fmt, c)];
     k.gemm = all[pick].gemm;
     k.gemm_name = all[pick].gemm_name;
+    // A few rows (2..8): the GEMMs again, from memory. Every candidate gives the same bits.
+    std::vector<KernelCandidate> s;
+    for (size_t i : gemms)
+      s.push_back({all[i].gemm_name, [&, g = all[i].gemm] { get().gemm_small(g); }, [&] { get().evict(); }});
+    const size_t small = gemms[choose_kernel("gemm_small " + fmt, s)];
+    if (all[small].gemm != k.gemm) {
+      k.gemm_small = all[small].gemm;
+      k.gemm_small_name = all[small].gemm_name;
+    }
   }
   return k;
 }

@@ -14,13 +14,17 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/cpu_features.h"
 #include "base/timer.h"
 #include "kernels/matmul_nbits.h"
+#include "kernels/panel_matmul.h"
 #include "kernels/random_weight.h"
 #include "kernels/ref/matmul_nbits_ref.h"
+#include "kernels/x16_matmul.h"
+#include "quant/packed_x16.h"
 
 namespace nbits::kernels {
 namespace {
@@ -215,6 +219,39 @@ TEST_F(KernelChoiceTest, DispatchChoiceKeepsTheReferenceBits) {
     EXPECT_NE(read().find("qgemv_q4x16"), std::string::npos) << read();
   }
 #endif
+}
+
+// The few-row role: a weight whose GEMM for 2..8 rows (gemm_small) is another set's runs it for
+// those rows and the chosen GEMM above, with the reference's bits either way (every int8 GEMM
+// gives the same bits), and names the kernel that ran.
+TEST_F(KernelChoiceTest, FewRowGemmRunsTwoToEightRowsWithTheSameBits) {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  RandomWeight rw(4, 32, 200, 75, false, rng);
+  quant::PackedX16 p = quant::pack_x16(rw.w);
+  const std::vector<X16Int8Kernels> sets = x16_int8_alternatives(p);
+  const X16Int8Kernels* other = nullptr;
+  for (const auto& k : sets)
+    if (!sets.empty() && k.gemm != sets[0].gemm) other = &k;
+  if (other == nullptr)
+    GTEST_SKIP() << "one int8 GEMM for this format on this CPU (" << cpu_features().describe() << ")";
+  X16Int8Kernels k = sets[0];
+  k.gemm_small = other->gemm;
+  k.gemm_small_name = other->gemm_name;
+  const auto packed = make_panel_int8(std::move(p), k);
+  for (const int64_t M : {1, 2, 3, 5, 8, 9, 13}) {
+    EXPECT_STREQ(packed->kernel_name(M), M == 1             ? k.gemv_name
+                                         : M >= 2 && M <= 8 ? other->gemm_name
+                                                            : k.gemm_name);
+    std::vector<float> A(static_cast<size_t>(M * rw.w.K));
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto& x : A) x = u(rng);
+    std::vector<float> want(static_cast<size_t>(M * rw.w.N)), got(want.size());
+    matmul_nbits_ref_int8(rw.w, A.data(), M, want.data(), nullptr);
+    packed->run(A.data(), M, got.data(), nullptr, pool);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "M=" << M << " via " << packed->kernel_name(M);
+  }
 }
 
 }  // namespace
